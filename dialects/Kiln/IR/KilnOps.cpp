@@ -1,0 +1,229 @@
+//===- KilnOps.cpp - kiln op verifiers, type inference, folders -----------===//
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace kiln;
+
+//===----------------------------------------------------------------------===//
+// Shared type inference
+//===----------------------------------------------------------------------===//
+
+LogicalResult kiln::inferBroadcastResultType(std::optional<Location> loc,
+                                             Type lhs, Type rhs,
+                                             SmallVectorImpl<Type> &types) {
+  auto lhsType = cast<RankedTensorType>(lhs);
+  auto rhsType = cast<RankedTensorType>(rhs);
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(lhsType.getShape(),
+                                          rhsType.getShape(), shape))
+    return emitOptionalError(loc, "operand shapes ", lhsType, " and ", rhsType,
+                             " are not broadcast-compatible");
+  types.push_back(RankedTensorType::get(shape, lhsType.getElementType()));
+  return success();
+}
+
+LogicalResult kiln::inferReduceResultType(std::optional<Location> loc,
+                                          Type input, ArrayRef<int64_t> axes,
+                                          bool keepDims,
+                                          SmallVectorImpl<Type> &types) {
+  auto inputType = cast<RankedTensorType>(input);
+  int64_t rank = inputType.getRank();
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis < 0 || axis >= rank)
+      return emitOptionalError(loc, "reduction axis ", axis,
+                               " is out of range for rank ", rank);
+    if (i > 0 && axes[i - 1] >= axis)
+      return emitOptionalError(loc, "reduction axes must be sorted and unique");
+  }
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!llvm::is_contained(axes, d))
+      shape.push_back(inputType.getDimSize(d));
+    else if (keepDims)
+      shape.push_back(1);
+  }
+  types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ConstantOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+//===----------------------------------------------------------------------===//
+// CastOp
+//===----------------------------------------------------------------------===//
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// MatMulOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(adaptor.getRhs().getType());
+  ArrayRef<int64_t> lhs = lhsType.getShape(), rhs = rhsType.getShape();
+  if (lhs.empty() || rhs.empty())
+    return emitOptionalError(loc, "matmul operands must have rank >= 1");
+  int64_t lhsK = lhs.back();
+  int64_t rhsK = rhs.size() == 1 ? rhs[0] : rhs[rhs.size() - 2];
+  if (lhsK != rhsK)
+    return emitOptionalError(loc, "matmul contraction sizes differ: ", lhsK,
+                             " vs ", rhsK);
+  SmallVector<int64_t> batch;
+  ArrayRef<int64_t> lhsBatch = lhs.size() > 2 ? lhs.drop_back(2) : ArrayRef<int64_t>();
+  ArrayRef<int64_t> rhsBatch = rhs.size() > 2 ? rhs.drop_back(2) : ArrayRef<int64_t>();
+  if (!OpTrait::util::getBroadcastedShape(lhsBatch, rhsBatch, batch))
+    return emitOptionalError(loc, "matmul batch dimensions do not broadcast");
+  if (lhs.size() >= 2)
+    batch.push_back(lhs[lhs.size() - 2]);
+  if (rhs.size() >= 2)
+    batch.push_back(rhs.back());
+  types.push_back(RankedTensorType::get(batch, lhsType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SoftmaxOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= rank)
+    return emitOpError("axis ") << axis << " is out of range for rank "
+                                << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  auto resultType = cast<RankedTensorType>(getType());
+  if (inputType.getNumElements() != resultType.getNumElements())
+    return emitOpError("cannot reshape ")
+           << inputType.getNumElements() << " elements into " << resultType;
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  if (auto dense = dyn_cast_if_present<DenseElementsAttr>(adaptor.getInput()))
+    return dense.reshape(cast<ShapedType>(getType()));
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// TransposeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> perm = adaptor.getPerm();
+  int64_t rank = inputType.getRank();
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOptionalError(loc, "permutation has ", perm.size(),
+                             " entries for a rank-", rank, " input");
+  SmallVector<bool> seen(rank, false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return emitOptionalError(loc, "perm is not a permutation of [0, ", rank,
+                               ")");
+    seen[p] = true;
+    shape.push_back(inputType.getDimSize(p));
+  }
+  types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor) {
+  for (auto [i, p] : llvm::enumerate(getPerm()))
+    if (static_cast<int64_t>(i) != p)
+      return {};
+  return getInput();
+}
+
+//===----------------------------------------------------------------------===//
+// ConcatOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  if (adaptor.getInputs().empty())
+    return emitOptionalError(loc, "concat needs at least one input");
+  auto first = cast<RankedTensorType>(adaptor.getInputs().front().getType());
+  int64_t rank = first.getRank();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(loc, "concat axis ", axis,
+                             " is out of range for rank ", rank);
+  SmallVector<int64_t> shape(first.getShape());
+  shape[axis] = 0;
+  for (Value input : adaptor.getInputs()) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getRank() != rank)
+      return emitOptionalError(loc, "concat inputs have different ranks");
+    for (int64_t d = 0; d < rank; ++d)
+      if (d != axis && type.getDimSize(d) != first.getDimSize(d))
+        return emitOptionalError(loc, "concat inputs differ in dimension ", d);
+    shape[axis] += type.getDimSize(axis);
+  }
+  types.push_back(RankedTensorType::get(shape, first.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto dataType = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indicesType = cast<RankedTensorType>(adaptor.getIndices().getType());
+  int64_t rank = dataType.getRank();
+  int64_t axis = adaptor.getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(loc, "gather axis ", axis,
+                             " is out of range for rank ", rank);
+  if (dataType.getDimSize(axis) == 0 && indicesType.getNumElements() != 0)
+    return emitOptionalError(loc, "gather from an empty axis");
+  SmallVector<int64_t> shape(dataType.getShape().take_front(axis));
+  llvm::append_range(shape, indicesType.getShape());
+  llvm::append_range(shape, dataType.getShape().drop_front(axis + 1));
+  types.push_back(RankedTensorType::get(shape, dataType.getElementType()));
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "dialects/Kiln/IR/KilnOps.cpp.inc"

@@ -1,0 +1,30 @@
+//===- KilnOps.h - kiln dialect ops -----------------------------*- C++ -*-===//
+#ifndef KILN_DIALECT_KILN_IR_KILNOPS_H
+#define KILN_DIALECT_KILN_IR_KILNOPS_H
+
+#include "dialects/Kiln/IR/KilnDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace kiln {
+
+/// Result type of an ONNX multidirectional broadcast of `lhs` and `rhs`.
+llvm::LogicalResult
+inferBroadcastResultType(std::optional<mlir::Location> loc, mlir::Type lhs,
+                         mlir::Type rhs, llvm::SmallVectorImpl<mlir::Type> &types);
+
+/// Result type of reducing `axes` of `input`, keeping them as 1s or not.
+llvm::LogicalResult
+inferReduceResultType(std::optional<mlir::Location> loc, mlir::Type input,
+                      llvm::ArrayRef<int64_t> axes, bool keepDims,
+                      llvm::SmallVectorImpl<mlir::Type> &types);
+
+} // namespace kiln
+
+#define GET_OP_CLASSES
+#include "dialects/Kiln/IR/KilnOps.h.inc"
+
+#endif // KILN_DIALECT_KILN_IR_KILNOPS_H

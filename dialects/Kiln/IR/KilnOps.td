@@ -1,0 +1,292 @@
+//===- KilnOps.td - core kiln tensor ops -------------------*- tablegen -*-===//
+//
+// Core tensor ops: the operations ONNX nodes map to. All are pure and work on
+// statically shaped tensors of f32 or i64.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_OPS
+#define KILN_DIALECT_KILN_OPS
+
+include "dialects/Kiln/IR/KilnBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Constants
+//===----------------------------------------------------------------------===//
+
+def Kiln_ConstantOp : Kiln_Op<"constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "tensor constant (ONNX initializers and Constant nodes)";
+  let description = [{
+    Materializes a tensor from its elements attribute.
+
+    ```mlir
+    %w = kiln.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+class Kiln_BinaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
+    : Kiln_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultElementType,
+                                             InferTypeOpAdaptor])> {
+  let arguments = (ins operandType:$lhs, operandType:$rhs);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  // The result shape is the ONNX multidirectional broadcast of both operands.
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferBroadcastResultType(location, adaptor.getLhs().getType(),
+                                      adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+
+def Kiln_AddOp : Kiln_BinaryOp<"add", Kiln_Tensor, [Commutative]> {
+  let summary = "elementwise addition with broadcasting";
+  let description = [{
+    `lhs + rhs` after ONNX multidirectional (numpy-style) broadcasting.
+
+    ```mlir
+    %0 = kiln.add %a, %b : tensor<2x3xf32>, tensor<3xf32>
+    ```
+  }];
+}
+
+def Kiln_SubOp : Kiln_BinaryOp<"sub", Kiln_Tensor> {
+  let summary = "elementwise subtraction with broadcasting";
+  let description = [{
+    `lhs - rhs` after ONNX multidirectional broadcasting.
+
+    ```mlir
+    %0 = kiln.sub %a, %b : tensor<4x1xf32>, tensor<1x5xf32>
+    ```
+  }];
+}
+
+def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_Tensor, [Commutative]> {
+  let summary = "elementwise multiplication with broadcasting";
+  let description = [{
+    `lhs * rhs` after ONNX multidirectional broadcasting.
+
+    ```mlir
+    %0 = kiln.mul %a, %b : tensor<2x3xi64>, tensor<i64>
+    ```
+  }];
+}
+
+def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_Tensor> {
+  let summary = "elementwise division with broadcasting";
+  let description = [{
+    `lhs / rhs` after ONNX multidirectional broadcasting. Integer division
+    truncates toward zero; an integer division by zero yields 0 rather than
+    trapping.
+
+    ```mlir
+    %0 = kiln.div %a, %b : tensor<2x3xf32>, tensor<2x3xf32>
+    ```
+  }];
+}
+
+def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_Tensor> {
+  let summary = "elementwise power with broadcasting";
+  let description = [{
+    `lhs ^ rhs` after ONNX multidirectional broadcasting. Both operands have
+    the same element type; the importer casts a differently typed exponent.
+
+    ```mlir
+    %0 = kiln.pow %x, %y : tensor<3xf32>, tensor<f32>
+    ```
+  }];
+}
+
+class Kiln_UnaryOp<string mnemonic, Type operandType, string formula>
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "elementwise " # formula;
+  let description = "Computes `" # formula # "` for every element.\n\n"
+    "```mlir\n%0 = kiln." # mnemonic # " %x : tensor<2x3xf32>\n```";
+  let arguments = (ins operandType:$input);
+  let results = (outs operandType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_Tensor, "-x">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_Tensor, "|x|">;
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", Kiln_Tensor, "max(x, 0)">;
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_FloatTensor, "e^x">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_FloatTensor, "ln(x)">;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_FloatTensor, "sqrt(x)">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", Kiln_FloatTensor, "1 / (1 + e^-x)">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_FloatTensor, "tanh(x)">;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_FloatTensor, "erf(x)">;
+
+def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
+  let summary = "element type conversion";
+  let description = [{
+    Converts every element to the result's element type. Float to integer
+    truncates toward zero.
+
+    ```mlir
+    %0 = kiln.cast %x : tensor<4xf32> -> tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions and normalizations
+//===----------------------------------------------------------------------===//
+
+def Kiln_MatMulOp : Kiln_Op<"matmul",
+    [Pure, SameOperandsAndResultElementType, InferTypeOpAdaptor]> {
+  let summary = "matrix product with numpy semantics";
+  let description = [{
+    ONNX MatMul: a 1-D operand is promoted to a matrix (and the added
+    dimension removed from the result); leading batch dimensions broadcast.
+
+    ```mlir
+    %0 = kiln.matmul %a, %b : tensor<8x2x3xf32>, tensor<3x4xf32>
+    // %0 : tensor<8x2x4xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Kiln_SoftmaxOp : Kiln_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax along one axis";
+  let description = [{
+    `exp(x - max(x)) / sum(exp(x - max(x)))` along `axis` (ONNX opset-13
+    semantics; the importer reshapes older opsets' flattened form into this).
+
+    ```mlir
+    %0 = kiln.softmax %x, axis = 1 : tensor<2x5xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = "$input `,` `axis` `=` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+class Kiln_ReduceOp<string mnemonic, string combiner>
+    : Kiln_Op<mnemonic, [Pure, SameOperandsAndResultElementType, InferTypeOpAdaptor]> {
+  let summary = combiner # " over a set of axes";
+  let description = "Reduces `axes` (sorted, unique, non-negative) with " #
+    combiner # ". With `keep_dims` the reduced axes stay as size-1 dimensions.\n\n"
+    "```mlir\n%0 = kiln." # mnemonic #
+    " %x axes = [1] keep_dims : tensor<2x3xf32> -> tensor<2x1xf32>\n```";
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keep_dims);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes (`keep_dims` $keep_dims^)? attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferReduceResultType(location, adaptor.getInput().getType(),
+                                   adaptor.getAxes(),
+                                   adaptor.getKeepDims(), types);
+    }
+  }];
+}
+
+def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "the sum">;
+def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "the arithmetic mean">;
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+  let summary = "reinterpret a tensor with another static shape";
+  let description = [{
+    Keeps the elements in row-major order and changes the shape. ONNX
+    Reshape, Flatten, Squeeze and Unsqueeze all import to this op.
+
+    ```mlir
+    %0 = kiln.reshape %x : tensor<2x3xf32> -> tensor<6x1xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Kiln_TransposeOp : Kiln_Op<"transpose",
+    [Pure, SameOperandsAndResultElementType, InferTypeOpAdaptor]> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `perm[i]`.
+
+    ```mlir
+    %0 = kiln.transpose %x, perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` `perm` `=` $perm attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Kiln_ConcatOp : Kiln_Op<"concat",
+    [Pure, SameOperandsAndResultElementType, InferTypeOpAdaptor]> {
+  let summary = "join tensors along one axis";
+  let description = [{
+    All inputs have the same rank and agree on every dimension but `axis`.
+
+    ```mlir
+    %0 = kiln.concat %a, %b axis = 0 : tensor<2x3xf32>, tensor<4x3xf32> -> tensor<6x3xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Kiln_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` `=` $axis attr-dict `:` type($inputs) `->` type($result)
+  }];
+}
+
+def Kiln_GatherOp : Kiln_Op<"gather",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "take slices of `data` along `axis` at `indices`";
+  let description = [{
+    ONNX Gather: the result shape is `data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`. Negative indices count from the end. Indices out
+    of range are clamped, so generated code never reads outside `data`.
+
+    ```mlir
+    %0 = kiln.gather %table[%ids], axis = 0 : tensor<100x16xf32>, tensor<2x8xi64> -> tensor<2x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `[` $indices `]` `,` `axis` `=` $axis attr-dict
+    `:` type($data) `,` type($indices) `->` type($result)
+  }];
+}
+
+#endif // KILN_DIALECT_KILN_OPS

@@ -1,0 +1,42 @@
+//===- Compiler.h - from a kiln module to an artifact on disk ---*- C++ -*-===//
+#ifndef KILN_LIB_CODEGEN_COMPILER_H
+#define KILN_LIB_CODEGEN_COMPILER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <string>
+
+namespace kiln {
+
+enum class EmitKind {
+  Mlir,    ///< the kiln-dialect module, as imported
+  Llvm,    ///< optimized LLVM IR with the artifact glue
+  Object,  ///< a relocatable object file
+  Library, ///< a shared library loadable by the runtime
+};
+
+struct CompileOptions {
+  EmitKind emit = EmitKind::Library;
+  /// Where the result goes; "-" writes text output to stdout. Files are
+  /// written under a temporary name and renamed, so a failed compile never
+  /// leaves a partial file behind.
+  std::string outputPath;
+  /// LLVM CPU name to generate code for; "host" is the machine compiling.
+  std::string targetCpu = "host";
+  /// Called on the lowering pass manager before it runs (for instance to
+  /// apply MLIR's --mlir-print-ir-after-all and --mlir-timing options).
+  std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;
+};
+
+/// Lowers `module` (kiln dialect, consumed) and writes what `options.emit`
+/// asks for. Errors go to the context's diagnostic handler.
+llvm::LogicalResult compileModule(mlir::ModuleOp module,
+                                  const CompileOptions &options);
+
+/// Registers the dialects and LLVM IR translations compilation needs.
+void registerCompilerDialects(mlir::DialectRegistry &registry);
+
+} // namespace kiln
+
+#endif // KILN_LIB_CODEGEN_COMPILER_H

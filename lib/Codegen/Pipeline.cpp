@@ -1,0 +1,46 @@
+//===- Pipeline.cpp - kiln dialect to LLVM dialect ------------------------===//
+#include "lib/Codegen/Pipeline.h"
+
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+void kiln::registerKilnPasses() {
+  static bool registered = [] {
+    registerAllPasses();
+    kiln::registerKilnConversionPasses();
+    return true;
+  }();
+  (void)registered;
+}
+
+LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
+  registerKilnPasses();
+  // Written as text so --mlir-print-ir-after-all names each step as a user
+  // would type it into kiln-opt.
+  static constexpr const char *kPipeline =
+      "convert-kiln-to-linalg,"
+      "canonicalize,"
+      "func.func(linalg-fuse-elementwise-ops),"
+      "one-shot-bufferize{bufferize-function-boundaries "
+      "function-boundary-type-conversion=identity-layout-map},"
+      "buffer-results-to-out-params{hoist-static-allocs "
+      "modify-public-functions},"
+      "buffer-deallocation-pipeline,"
+      "func.func(convert-linalg-to-loops),"
+      "convert-math-to-funcs,"
+      "convert-scf-to-cf,"
+      "expand-strided-metadata,"
+      "lower-affine,"
+      "convert-math-to-llvm,"
+      "convert-math-to-libm,"
+      "convert-arith-to-llvm,"
+      "convert-cf-to-llvm,"
+      "finalize-memref-to-llvm,"
+      "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
+      "reconcile-unrealized-casts";
+  return parsePassPipeline(kPipeline, pm, llvm::errs());
+}

@@ -1,0 +1,21 @@
+//===- Pipeline.h - kiln dialect to LLVM dialect ----------------*- C++ -*-===//
+#ifndef KILN_LIB_CODEGEN_PIPELINE_H
+#define KILN_LIB_CODEGEN_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+
+namespace kiln {
+
+/// Registers every pass the Kiln pipelines use, so they can be named in
+/// textual pipelines (and on kiln-opt's command line).
+void registerKilnPasses();
+
+/// Adds the passes lowering a kiln-dialect module to the LLVM dialect for
+/// the CPU: linalg on tensors, bufferization with out-parameters and
+/// deallocation, loops, then LLVM. Functions take bare pointers to their
+/// (statically shaped) buffers, inputs first, outputs after.
+llvm::LogicalResult buildCpuLoweringPipeline(mlir::OpPassManager &pm);
+
+} // namespace kiln
+
+#endif // KILN_LIB_CODEGEN_PIPELINE_H

@@ -1,0 +1,38 @@
+//===- ConvertKilnToLinalg.cpp - the kiln-to-linalg lowering pass ---------===//
+#include "dialects/Kiln/IR/KilnDialect.h"
+#include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_CONVERTKILNTOLINALGPASS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+struct ConvertKilnToLinalgPass
+    : kiln::impl::ConvertKilnToLinalgPassBase<ConvertKilnToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    ConversionTarget target(*ctx);
+    target.addIllegalDialect<kiln::KilnDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, tensor::TensorDialect>();
+    target.addLegalOp<ModuleOp, func::FuncOp, func::ReturnOp>();
+
+    RewritePatternSet patterns(ctx);
+    kiln::populateElementwiseLoweringPatterns(patterns);
+    kiln::populateStructuredLoweringPatterns(patterns);
+    kiln::populateDataMovementLoweringPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,146 @@
+//===- DataMovementLowering.cpp - reshape, transpose, concat, gather ------===//
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+struct ConstantLowering : OpConversionPattern<ConstantOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ConstantOp op, OpAdaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue());
+    return success();
+  }
+};
+
+struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(),
+                                         adaptor.getInput(),
+                                         cast<RankedTensorType>(op.getType())));
+    return success();
+  }
+};
+
+struct TransposeLowering : OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Value init = createEmptyTensor(rewriter, op.getLoc(), resultType);
+    auto transpose = linalg::TransposeOp::create(
+        rewriter, op.getLoc(), adaptor.getInput(), init, op.getPerm());
+    rewriter.replaceOp(op, transpose.getResult());
+    return success();
+  }
+};
+
+/// Concatenation writes each input into its slice of one result tensor.
+struct ConcatLowering : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    unsigned rank = resultType.getRank();
+    Value result = createEmptyTensor(rewriter, loc, resultType);
+    int64_t offset = 0;
+    for (Value input : adaptor.getInputs()) {
+      auto inputType = cast<RankedTensorType>(input.getType());
+      SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t size : inputType.getShape())
+        sizes.push_back(rewriter.getIndexAttr(size));
+      SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
+      result = tensor::InsertSliceOp::create(rewriter, loc, input, result,
+                                             offsets, sizes, strides);
+      offset += inputType.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+/// Gather as a linalg.generic over the result that reads its index from
+/// `indices` and extracts from `data`. Negative indices wrap once; indices
+/// still out of range are clamped so the access stays inside `data`.
+struct GatherLowering : OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto dataType = cast<RankedTensorType>(op.getData().getType());
+    auto indicesType = cast<RankedTensorType>(op.getIndices().getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    unsigned rank = resultType.getRank();
+    int64_t indicesRank = indicesType.getRank();
+    int64_t axisSize = dataType.getDimSize(axis);
+
+    SmallVector<AffineExpr> indexExprs;
+    for (int64_t i = 0; i < indicesRank; ++i)
+      indexExprs.push_back(getAffineDimExpr(axis + i, ctx));
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(rank, 0, indexExprs, ctx),
+        AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    Value data = adaptor.getData();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, adaptor.getIndices(),
+        createEmptyTensor(rewriter, loc, resultType), maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Type i64 = b.getI64Type();
+          Value index = args[0];
+          Value zero = createScalarConstant(b, l, i64, 0);
+          Value size = createScalarConstant(b, l, i64, axisSize);
+          Value last = createScalarConstant(b, l, i64, axisSize - 1);
+          Value isNegative =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, index, zero);
+          index = arith::SelectOp::create(
+              b, l, isNegative, arith::AddIOp::create(b, l, index, size), index);
+          index = arith::MaxSIOp::create(b, l, index, zero);
+          index = arith::MinSIOp::create(b, l, index, last);
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < axis; ++d)
+            coords.push_back(linalg::IndexOp::create(b, l, d));
+          coords.push_back(
+              arith::IndexCastOp::create(b, l, b.getIndexType(), index));
+          for (int64_t d = axis + 1; d < dataType.getRank(); ++d)
+            coords.push_back(
+                linalg::IndexOp::create(b, l, d - 1 + indicesRank));
+          linalg::YieldOp::create(b, l,
+                                  tensor::ExtractOp::create(b, l, data, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+} // namespace
+
+void kiln::populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<ConstantLowering, ReshapeLowering, TransposeLowering,
+               ConcatLowering, GatherLowering>(patterns.getContext());
+}

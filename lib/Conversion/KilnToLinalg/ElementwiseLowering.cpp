@@ -1,0 +1,145 @@
+//===- ElementwiseLowering.cpp - kiln elementwise ops to linalg.generic ---===//
+//
+// Each elementwise kiln op becomes one linalg.generic whose indexing maps
+// express ONNX broadcasting, so no broadcast is ever materialized.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Integer division that never traps: x / 0 gives 0 and INT64_MIN / -1 wraps
+/// to INT64_MIN, where LLVM's sdiv would be undefined.
+Value createSafeSignedDiv(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  Type type = lhs.getType();
+  Value zero = createScalarConstant(b, loc, type, 0);
+  Value one = createScalarConstant(b, loc, type, 1);
+  Value minusOne = createScalarConstant(b, loc, type, -1);
+  Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rhs, zero);
+  Value isMinusOne =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rhs, minusOne);
+  Value unsafe = arith::OrIOp::create(b, loc, isZero, isMinusOne);
+  Value divisor = arith::SelectOp::create(b, loc, unsafe, one, rhs);
+  Value quotient = arith::DivSIOp::create(b, loc, lhs, divisor);
+  // x / -1 == 0 - x, which wraps for INT64_MIN as two's complement does.
+  Value negated = arith::SubIOp::create(b, loc, zero, lhs);
+  Value special = arith::SelectOp::create(b, loc, isZero, zero, negated);
+  return arith::SelectOp::create(b, loc, unsafe, special, quotient);
+}
+
+/// The scalar computation of one elementwise kiln op on its block arguments.
+Value createScalarOp(Operation *op, OpBuilder &b, Location loc,
+                     ValueRange args, Type resultElementType) {
+  Type type = args[0].getType();
+  bool isFloat = isa<FloatType>(type);
+  return llvm::TypeSwitch<Operation *, Value>(op)
+      .Case([&](AddOp) -> Value {
+        return isFloat ? arith::AddFOp::create(b, loc, args[0], args[1]).getResult()
+                       : arith::AddIOp::create(b, loc, args[0], args[1]).getResult();
+      })
+      .Case([&](SubOp) -> Value {
+        return isFloat ? arith::SubFOp::create(b, loc, args[0], args[1]).getResult()
+                       : arith::SubIOp::create(b, loc, args[0], args[1]).getResult();
+      })
+      .Case([&](MulOp) -> Value {
+        return isFloat ? arith::MulFOp::create(b, loc, args[0], args[1]).getResult()
+                       : arith::MulIOp::create(b, loc, args[0], args[1]).getResult();
+      })
+      .Case([&](DivOp) -> Value {
+        return isFloat ? arith::DivFOp::create(b, loc, args[0], args[1]).getResult()
+                       : createSafeSignedDiv(b, loc, args[0], args[1]);
+      })
+      .Case([&](PowOp) -> Value {
+        return isFloat ? math::PowFOp::create(b, loc, args[0], args[1]).getResult()
+                       : math::IPowIOp::create(b, loc, args[0], args[1]).getResult();
+      })
+      .Case([&](NegOp) -> Value {
+        if (isFloat)
+          return arith::NegFOp::create(b, loc, args[0]);
+        return arith::SubIOp::create(b, loc, createScalarConstant(b, loc, type, 0),
+                                     args[0]);
+      })
+      .Case([&](AbsOp) -> Value {
+        return isFloat ? math::AbsFOp::create(b, loc, args[0]).getResult()
+                       : math::AbsIOp::create(b, loc, args[0]).getResult();
+      })
+      .Case([&](ReluOp) -> Value {
+        Value zero = createScalarConstant(b, loc, type, 0);
+        // maximumf keeps NaN, as ONNX Relu does.
+        return isFloat ? arith::MaximumFOp::create(b, loc, args[0], zero).getResult()
+                       : arith::MaxSIOp::create(b, loc, args[0], zero).getResult();
+      })
+      .Case([&](ExpOp) { return math::ExpOp::create(b, loc, args[0]); })
+      .Case([&](LogOp) { return math::LogOp::create(b, loc, args[0]); })
+      .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
+      .Case([&](TanhOp) { return math::TanhOp::create(b, loc, args[0]); })
+      .Case([&](ErfOp) { return math::ErfOp::create(b, loc, args[0]); })
+      .Case([&](SigmoidOp) -> Value {
+        Value one = createScalarConstant(b, loc, type, 1);
+        Value negated = arith::NegFOp::create(b, loc, args[0]);
+        Value denominator = arith::AddFOp::create(
+            b, loc, one, math::ExpOp::create(b, loc, negated));
+        return arith::DivFOp::create(b, loc, one, denominator);
+      })
+      .Case([&](CastOp) -> Value {
+        if (type == resultElementType)
+          return args[0];
+        if (isFloat)
+          return arith::FPToSIOp::create(b, loc, resultElementType, args[0]);
+        return arith::SIToFPOp::create(b, loc, resultElementType, args[0]);
+      });
+}
+
+template <typename OpTy>
+struct ElementwiseLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    unsigned rank = resultType.getRank();
+    MLIRContext *ctx = op.getContext();
+    SmallVector<AffineMap> maps;
+    for (Value operand : adaptor.getOperands())
+      maps.push_back(getBroadcastMap(
+          ctx, cast<RankedTensorType>(operand.getType()).getShape(),
+          resultType.getShape(), rank));
+    maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    Type resultElementType = resultType.getElementType();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, adaptor.getOperands(),
+        createEmptyTensor(rewriter, loc, resultType), maps, iterators,
+        [&](OpBuilder &b, Location bodyLoc, ValueRange args) {
+          Value result = createScalarOp(op, b, bodyLoc, args.drop_back(),
+                                        resultElementType);
+          linalg::YieldOp::create(b, bodyLoc, result);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+} // namespace
+
+void kiln::populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,
+               ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>,
+               ElementwiseLowering<PowOp>, ElementwiseLowering<NegOp>,
+               ElementwiseLowering<AbsOp>, ElementwiseLowering<ReluOp>,
+               ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
+               ElementwiseLowering<SqrtOp>, ElementwiseLowering<TanhOp>,
+               ElementwiseLowering<ErfOp>, ElementwiseLowering<SigmoidOp>,
+               ElementwiseLowering<CastOp>>(patterns.getContext());
+}

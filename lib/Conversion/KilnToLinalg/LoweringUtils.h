@@ -1,0 +1,44 @@
+//===- LoweringUtils.h - helpers shared by kiln lowerings -------*- C++ -*-===//
+#ifndef KILN_LIB_CONVERSION_KILNTOLINALG_LOWERINGUTILS_H
+#define KILN_LIB_CONVERSION_KILNTOLINALG_LOWERINGUTILS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace kiln {
+
+/// An uninitialized tensor of `type` (a `tensor.empty`).
+mlir::Value createEmptyTensor(mlir::OpBuilder &b, mlir::Location loc,
+                              mlir::RankedTensorType type);
+
+/// A tensor of `type` filled with the scalar `value`.
+mlir::Value createFilledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::RankedTensorType type, mlir::Value value);
+
+/// The indexing map that reads an operand of `operandShape` inside a loop
+/// nest over `resultRank` dimensions under ONNX broadcasting: operand
+/// dimensions align to the right, and a size-1 dimension that broadcasts
+/// reads index 0.
+mlir::AffineMap getBroadcastMap(mlir::MLIRContext *ctx,
+                                llvm::ArrayRef<int64_t> operandShape,
+                                llvm::ArrayRef<int64_t> resultShape,
+                                unsigned numLoops);
+
+/// Reshapes `value` to `type` (same element count) through a collapse to 1-D
+/// and an expand, so any static reshape is expressible without copies.
+mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, mlir::RankedTensorType type);
+
+/// A scalar constant of `type` (f32 or i64) holding `value`.
+mlir::Value createScalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                                 mlir::Type type, double value);
+
+void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace kiln
+
+#endif // KILN_LIB_CONVERSION_KILNTOLINALG_LOWERINGUTILS_H

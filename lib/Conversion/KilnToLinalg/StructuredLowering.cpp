@@ -1,0 +1,239 @@
+//===- StructuredLowering.cpp - contractions and reductions to linalg -----===//
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// ONNX MatMul as one linalg.generic over (result dims..., k). Batch
+/// broadcasting and 1-D operands are expressed in the indexing maps.
+struct MatMulLowering : OpConversionPattern<MatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
+    ArrayRef<int64_t> rhs = op.getRhs().getType().getShape();
+    ArrayRef<int64_t> result = resultType.getShape();
+    bool lhsIsVector = lhs.size() == 1, rhsIsVector = rhs.size() == 1;
+    unsigned resultRank = result.size();
+    unsigned numLoops = resultRank + 1;
+    unsigned numBatch = resultRank - (lhsIsVector ? 0 : 1) - (rhsIsVector ? 0 : 1);
+    AffineExpr k = getAffineDimExpr(resultRank, ctx);
+    ArrayRef<int64_t> batchShape = result.take_front(numBatch);
+
+    auto batchExprs = [&](ArrayRef<int64_t> operand) {
+      ArrayRef<int64_t> operandBatch =
+          operand.size() > 2 ? operand.drop_back(2) : ArrayRef<int64_t>();
+      AffineMap map = getBroadcastMap(ctx, operandBatch, batchShape, numLoops);
+      return SmallVector<AffineExpr>(map.getResults());
+    };
+    SmallVector<AffineExpr> lhsExprs = batchExprs(lhs);
+    if (!lhsIsVector)
+      lhsExprs.push_back(getAffineDimExpr(numBatch, ctx));
+    lhsExprs.push_back(k);
+    SmallVector<AffineExpr> rhsExprs = batchExprs(rhs);
+    rhsExprs.push_back(k);
+    if (!rhsIsVector)
+      rhsExprs.push_back(getAffineDimExpr(resultRank - 1, ctx));
+
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(numLoops, 0, lhsExprs, ctx),
+        AffineMap::get(numLoops, 0, rhsExprs, ctx),
+        AffineMap::getMultiDimIdentityMap(numLoops, ctx).getMajorSubMap(
+            resultRank)};
+    SmallVector<utils::IteratorType> iterators(resultRank,
+                                               utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+
+    Type elementType = resultType.getElementType();
+    bool isFloat = isa<FloatType>(elementType);
+    Value init = createFilledTensor(
+        rewriter, loc, resultType,
+        createScalarConstant(rewriter, loc, elementType, 0));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, ValueRange{adaptor.getLhs(), adaptor.getRhs()},
+        init, maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+          Value sum;
+          if (isFloat)
+            sum = arith::AddFOp::create(
+                b, l, args[2], arith::MulFOp::create(b, l, args[0], args[1]));
+          else
+            sum = arith::AddIOp::create(
+                b, l, args[2], arith::MulIOp::create(b, l, args[0], args[1]));
+          linalg::YieldOp::create(b, l, sum);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// Reduces `axes` of `input` with `combine`, starting from `initValue`.
+/// The result has the reduced axes removed.
+Value createReduction(
+    OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+    Value initValue,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = inputType.getRank();
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (unsigned d = 0; d < rank; ++d) {
+    if (llvm::is_contained(axes, d)) {
+      iterators.push_back(utils::IteratorType::reduction);
+      continue;
+    }
+    iterators.push_back(utils::IteratorType::parallel);
+    shape.push_back(inputType.getDimSize(d));
+    outExprs.push_back(getAffineDimExpr(d, ctx));
+  }
+  auto resultType = RankedTensorType::get(shape, inputType.getElementType());
+  Value init = createFilledTensor(b, loc, resultType, initValue);
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 AffineMap::get(rank, 0, outExprs, ctx)};
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, input, init, maps, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, combine(nb, l, args[0], args[1]));
+      });
+  return generic.getResult(0);
+}
+
+/// An elementwise generic over `full`'s shape that also reads `reduced`
+/// (`full` with `axis` removed) broadcast along `axis`.
+Value createBroadcastCombine(
+    OpBuilder &b, Location loc, Value full, Value reduced, int64_t axis,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  auto type = cast<RankedTensorType>(full.getType());
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = type.getRank();
+  SmallVector<AffineExpr> reducedExprs;
+  for (unsigned d = 0; d < rank; ++d)
+    if (d != axis)
+      reducedExprs.push_back(getAffineDimExpr(d, ctx));
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  SmallVector<AffineMap> maps = {identity,
+                                 AffineMap::get(rank, 0, reducedExprs, ctx),
+                                 identity};
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, type, ValueRange{full, reduced}, createEmptyTensor(b, loc, type),
+      maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, combine(nb, l, args[0], args[1]));
+      });
+  return generic.getResult(0);
+}
+
+/// softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))) along the axis.
+struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SoftmaxOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    Type elementType = op.getType().getElementType();
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    Value lowest = createScalarConstant(
+        rewriter, loc, elementType, -std::numeric_limits<double>::infinity());
+    Value max = createReduction(
+        rewriter, loc, input, {axis}, lowest,
+        [](OpBuilder &b, Location l, Value x, Value acc) -> Value {
+          return arith::MaximumFOp::create(b, l, x, acc);
+        });
+    Value exps = createBroadcastCombine(
+        rewriter, loc, input, max, axis,
+        [](OpBuilder &b, Location l, Value x, Value m) -> Value {
+          return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, x, m));
+        });
+    Value sum = createReduction(
+        rewriter, loc, exps, {axis},
+        createScalarConstant(rewriter, loc, elementType, 0),
+        [](OpBuilder &b, Location l, Value x, Value acc) -> Value {
+          return arith::AddFOp::create(b, l, x, acc);
+        });
+    Value result = createBroadcastCombine(
+        rewriter, loc, exps, sum, axis,
+        [](OpBuilder &b, Location l, Value e, Value s) -> Value {
+          return arith::DivFOp::create(b, l, e, s);
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+template <typename OpTy, bool isMean>
+struct ReduceLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    Type elementType = inputType.getElementType();
+    bool isFloat = isa<FloatType>(elementType);
+    ArrayRef<int64_t> axes = op.getAxes();
+    Value sum = createReduction(
+        rewriter, loc, adaptor.getInput(), axes,
+        createScalarConstant(rewriter, loc, elementType, 0),
+        [&](OpBuilder &b, Location l, Value x, Value acc) -> Value {
+          if (isFloat)
+            return arith::AddFOp::create(b, l, x, acc);
+          return arith::AddIOp::create(b, l, x, acc);
+        });
+    if (isMean) {
+      int64_t count = 1;
+      for (int64_t axis : axes)
+        count *= inputType.getDimSize(axis);
+      // The mean of no integers is left at 0 instead of dividing by zero.
+      if (!isFloat && count == 0)
+        count = 1;
+      auto sumType = cast<RankedTensorType>(sum.getType());
+      unsigned rank = sumType.getRank();
+      AffineMap identity =
+          AffineMap::getMultiDimIdentityMap(rank, rewriter.getContext());
+      SmallVector<utils::IteratorType> iterators(rank,
+                                                 utils::IteratorType::parallel);
+      sum = linalg::GenericOp::create(
+                rewriter, loc, sumType, sum,
+                createEmptyTensor(rewriter, loc, sumType),
+                SmallVector<AffineMap>{identity, identity}, iterators,
+                [&](OpBuilder &b, Location l, ValueRange args) {
+                  Value n = createScalarConstant(b, l, elementType,
+                                                 static_cast<double>(count));
+                  Value mean =
+                      isFloat ? arith::DivFOp::create(b, l, args[0], n).getResult()
+                              : arith::DivSIOp::create(b, l, args[0], n).getResult();
+                  linalg::YieldOp::create(b, l, mean);
+                })
+                .getResult(0);
+    }
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, sum,
+                                         cast<RankedTensorType>(op.getType())));
+    return success();
+  }
+};
+
+} // namespace
+
+void kiln::populateStructuredLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatMulLowering, SoftmaxLowering,
+               ReduceLowering<ReduceSumOp, false>,
+               ReduceLowering<ReduceMeanOp, true>>(patterns.getContext());
+}

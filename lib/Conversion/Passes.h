@@ -1,0 +1,22 @@
+//===- Passes.h - kiln lowering passes --------------------------*- C++ -*-===//
+#ifndef KILN_LIB_CONVERSION_PASSES_H
+#define KILN_LIB_CONVERSION_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kiln {
+
+#define GEN_PASS_DECL
+#include "lib/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "lib/Conversion/Passes.h.inc"
+
+} // namespace kiln
+
+#endif // KILN_LIB_CONVERSION_PASSES_H

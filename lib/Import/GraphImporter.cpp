@@ -1,0 +1,222 @@
+//===- GraphImporter.cpp - values, constants and node attributes ----------===//
+#include "lib/Import/GraphImporter.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace kiln;
+
+Type kiln::getElementType(MLIRContext *ctx, int32_t onnxType) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT:
+    return Float32Type::get(ctx);
+  case onnx::TensorProto::INT64:
+    return IntegerType::get(ctx, 64);
+  default:
+    return nullptr;
+  }
+}
+
+std::string kiln::getOnnxTypeName(int32_t onnxType) {
+  if (onnx::TensorProto_DataType_IsValid(onnxType))
+    return onnx::TensorProto_DataType_Name(
+        static_cast<onnx::TensorProto_DataType>(onnxType));
+  return "type #" + std::to_string(onnxType);
+}
+
+DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
+                                           MLIRContext *ctx, Location loc) {
+  Type elementType = getElementType(ctx, tensor.data_type());
+  if (!elementType) {
+    emitError(loc) << "tensor '" << tensor.name() << "' has element type "
+                   << getOnnxTypeName(tensor.data_type())
+                   << "; Kiln supports FLOAT and INT64";
+    return {};
+  }
+  // Element counts are checked so a hostile file can't overflow them.
+  int64_t numElements = 1;
+  for (int64_t dim : tensor.dims()) {
+    if (dim < 0 || llvm::MulOverflow(numElements, dim, numElements) ||
+        numElements > (int64_t(1) << 40)) {
+      emitError(loc) << "tensor '" << tensor.name()
+                     << "' has an invalid or oversized shape";
+      return {};
+    }
+  }
+  auto type = RankedTensorType::get(
+      SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()),
+      elementType);
+  const size_t elementSize = 8 / (elementType.isF32() ? 2 : 1);
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    if (raw.size() != static_cast<uint64_t>(numElements) * elementSize) {
+      emitError(loc) << "tensor '" << tensor.name() << "' holds " << raw.size()
+                     << " bytes of data but its shape needs "
+                     << numElements * elementSize;
+      return {};
+    }
+    if (elementType.isF32()) {
+      SmallVector<float> data(numElements);
+      if (numElements)
+        std::memcpy(data.data(), raw.data(), raw.size());
+      return DenseElementsAttr::get(type, ArrayRef<float>(data));
+    }
+    SmallVector<int64_t> data(numElements);
+    if (numElements)
+      std::memcpy(data.data(), raw.data(), raw.size());
+    return DenseElementsAttr::get(type, ArrayRef<int64_t>(data));
+  }
+  int64_t stored = elementType.isF32() ? tensor.float_data_size()
+                                       : tensor.int64_data_size();
+  if (stored != numElements) {
+    emitError(loc) << "tensor '" << tensor.name() << "' holds " << stored
+                   << " elements but its shape needs " << numElements;
+    return {};
+  }
+  if (elementType.isF32())
+    return DenseElementsAttr::get(
+        type, ArrayRef<float>(tensor.float_data().data(), numElements));
+  return DenseElementsAttr::get(
+      type, ArrayRef<int64_t>(tensor.int64_data().data(), numElements));
+}
+
+//===----------------------------------------------------------------------===//
+// GraphImporter
+//===----------------------------------------------------------------------===//
+
+FailureOr<Value> GraphImporter::lookup(StringRef name, Location loc) {
+  auto it = values.find(name);
+  if (it != values.end())
+    return it->second;
+  auto constant = constants.find(name);
+  if (constant == constants.end())
+    return emitError(loc) << "value '" << name << "' is not defined";
+  DenseElementsAttr attr =
+      convertTensorProto(*constant->second, builder.getContext(), loc);
+  if (!attr)
+    return failure();
+  Value value = ConstantOp::create(builder, loc, attr);
+  values[name] = value;
+  return value;
+}
+
+std::optional<SmallVector<int64_t>>
+GraphImporter::getConstantInts(StringRef name) {
+  auto constant = constants.find(name);
+  if (constant == constants.end())
+    return std::nullopt;
+  const onnx::TensorProto &tensor = *constant->second;
+  if (tensor.data_type() != onnx::TensorProto::INT64)
+    return std::nullopt;
+  if (tensor.has_raw_data()) {
+    const std::string &raw = tensor.raw_data();
+    if (raw.size() % sizeof(int64_t) != 0)
+      return std::nullopt;
+    SmallVector<int64_t> result(raw.size() / sizeof(int64_t));
+    if (!result.empty())
+      std::memcpy(result.data(), raw.data(), raw.size());
+    return result;
+  }
+  return SmallVector<int64_t>(tensor.int64_data().begin(),
+                              tensor.int64_data().end());
+}
+
+//===----------------------------------------------------------------------===//
+// NodeImporter
+//===----------------------------------------------------------------------===//
+
+InFlightDiagnostic NodeImporter::emitError() const {
+  return mlir::emitError(loc) << node.op_type() << ": ";
+}
+
+const onnx::AttributeProto *NodeImporter::getAttr(StringRef name) const {
+  for (const onnx::AttributeProto &attr : node.attribute())
+    if (attr.name() == name)
+      return &attr;
+  return nullptr;
+}
+
+int64_t NodeImporter::getIntAttr(StringRef name, int64_t defaultValue) const {
+  const onnx::AttributeProto *attr = getAttr(name);
+  return attr ? attr->i() : defaultValue;
+}
+
+float NodeImporter::getFloatAttr(StringRef name, float defaultValue) const {
+  const onnx::AttributeProto *attr = getAttr(name);
+  return attr ? attr->f() : defaultValue;
+}
+
+std::optional<SmallVector<int64_t>>
+NodeImporter::getIntsAttr(StringRef name) const {
+  const onnx::AttributeProto *attr = getAttr(name);
+  if (!attr)
+    return std::nullopt;
+  return SmallVector<int64_t>(attr->ints().begin(), attr->ints().end());
+}
+
+FailureOr<Value> NodeImporter::getOperand(unsigned i) const {
+  if (i >= operands.size() || !operands[i])
+    return emitError() << "missing input #" << i;
+  return operands[i];
+}
+
+FailureOr<std::optional<SmallVector<int64_t>>>
+NodeImporter::getIntsFromAttrOrInput(StringRef attrName,
+                                     unsigned inputIndex) const {
+  if (std::optional<SmallVector<int64_t>> ints = getIntsAttr(attrName))
+    return ints;
+  if (inputIndex >= operands.size() || !operands[inputIndex])
+    return std::optional<SmallVector<int64_t>>();
+  const std::string &name = node.input(inputIndex);
+  if (std::optional<SmallVector<int64_t>> ints = graph.getConstantInts(name))
+    return ints;
+  return emitError() << "input '" << name << "' (" << attrName
+                     << ") must be a constant int64 tensor; Kiln does not "
+                        "support shapes computed at run time yet";
+}
+
+FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis,
+                                               int64_t rank) const {
+  if (axis < -rank || axis >= rank)
+    return emitError() << "axis " << axis << " is out of range for rank "
+                       << rank;
+  return axis < 0 ? axis + rank : axis;
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        Location loc) {
+  const std::string &domain = node.domain();
+  OpImportFn importFn = nullptr;
+  if (domain.empty() || domain == "ai.onnx")
+    importFn = lookupOpImporter(node.op_type());
+  if (!importFn)
+    return emitError(loc) << "unsupported ONNX op '" << node.op_type()
+                          << "' (domain '"
+                          << (domain.empty() ? "ai.onnx" : domain)
+                          << "', opset " << opset << ") at node '"
+                          << node.name() << "'";
+
+  NodeImporter importer(*this, node, loc);
+  for (const std::string &input : node.input()) {
+    if (input.empty()) {
+      importer.operands.push_back(Value());
+      continue;
+    }
+    FailureOr<Value> value = lookup(input, loc);
+    if (failed(value))
+      return failure();
+    importer.operands.push_back(*value);
+  }
+  if (failed(importFn(importer)))
+    return failure();
+  assert(importer.results.size() <= static_cast<size_t>(node.output_size()) &&
+         "op importer produced more results than the node has");
+  for (auto [name, value] : llvm::zip(node.output(), importer.results))
+    if (!name.empty())
+      bindValue(name, value);
+  return success();
+}

@@ -1,0 +1,120 @@
+//===- GraphImporter.h - state shared by the ONNX op importers --*- C++ -*-===//
+#ifndef KILN_LIB_IMPORT_GRAPHIMPORTER_H
+#define KILN_LIB_IMPORT_GRAPHIMPORTER_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <deque>
+#include <optional>
+
+namespace kiln {
+
+/// The kiln element type of an ONNX TensorProto data type, or null.
+mlir::Type getElementType(mlir::MLIRContext *ctx, int32_t onnxType);
+
+/// The ONNX name of a TensorProto data type (e.g. "DOUBLE") for messages.
+std::string getOnnxTypeName(int32_t onnxType);
+
+/// Converts an in-memory TensorProto (external data already loaded) to an
+/// elements attribute, checking its element count and byte size. Emits an
+/// error at `loc` and returns null if it can't.
+mlir::DenseElementsAttr convertTensorProto(const onnx::TensorProto &tensor,
+                                           mlir::MLIRContext *ctx,
+                                           mlir::Location loc);
+
+/// Values and constants of one ONNX graph while its nodes are imported.
+class GraphImporter {
+public:
+  GraphImporter(mlir::OpBuilder &builder, int64_t opset)
+      : builder(builder), opset(opset) {}
+
+  mlir::OpBuilder &getBuilder() { return builder; }
+  int64_t getOpset() const { return opset; }
+
+  void bindValue(llvm::StringRef name, mlir::Value value) {
+    values[name] = value;
+  }
+  /// A tensor whose value is known at compile time (an initializer or the
+  /// output of a Constant node); materialized as kiln.constant on first use.
+  void bindConstant(llvm::StringRef name, const onnx::TensorProto *tensor) {
+    constants[name] = tensor;
+  }
+  /// Like bindConstant, for a tensor the importer made itself.
+  void bindOwnedConstant(llvm::StringRef name, onnx::TensorProto tensor) {
+    ownedTensors.push_back(std::move(tensor));
+    constants[name] = &ownedTensors.back();
+  }
+
+  /// The value named `name`, materializing constants. Emits an error at
+  /// `loc` if the name is unknown or the constant is unsupported.
+  mlir::FailureOr<mlir::Value> lookup(llvm::StringRef name, mlir::Location loc);
+
+  /// The integer elements of the compile-time constant `name`, or nullopt if
+  /// `name` is not a constant integer tensor.
+  std::optional<llvm::SmallVector<int64_t>> getConstantInts(llvm::StringRef name);
+
+  /// Imports one node; emits an error and fails on anything unsupported.
+  llvm::LogicalResult importNode(const onnx::NodeProto &node,
+                                 mlir::Location loc);
+
+private:
+  mlir::OpBuilder &builder;
+  int64_t opset;
+  llvm::StringMap<mlir::Value> values;
+  llvm::StringMap<const onnx::TensorProto *> constants;
+  std::deque<onnx::TensorProto> ownedTensors;
+};
+
+/// One node being imported: its operands, attributes and results.
+class NodeImporter {
+public:
+  NodeImporter(GraphImporter &graph, const onnx::NodeProto &node,
+               mlir::Location loc)
+      : graph(graph), node(node), loc(loc), b(graph.getBuilder()) {}
+
+  GraphImporter &graph;
+  const onnx::NodeProto &node;
+  mlir::Location loc;
+  mlir::OpBuilder &b;
+  /// One entry per ONNX input; null where an optional input is omitted.
+  llvm::SmallVector<mlir::Value> operands;
+  /// Filled by the op importer, one per ONNX output.
+  llvm::SmallVector<mlir::Value> results;
+
+  int64_t getOpset() const { return graph.getOpset(); }
+  mlir::InFlightDiagnostic emitError() const;
+
+  const onnx::AttributeProto *getAttr(llvm::StringRef name) const;
+  int64_t getIntAttr(llvm::StringRef name, int64_t defaultValue) const;
+  float getFloatAttr(llvm::StringRef name, float defaultValue) const;
+  std::optional<llvm::SmallVector<int64_t>> getIntsAttr(llvm::StringRef name) const;
+
+  /// Operand `i`, or an error if it is missing.
+  mlir::FailureOr<mlir::Value> getOperand(unsigned i) const;
+  mlir::RankedTensorType getOperandType(unsigned i) const {
+    return mlir::cast<mlir::RankedTensorType>(operands[i].getType());
+  }
+  /// Integers given either by attribute `attrName` (older opsets) or by the
+  /// constant input `inputIndex` (newer ones). nullopt if neither is present;
+  /// failure (with an error) if the input is not a compile-time constant.
+  mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
+  getIntsFromAttrOrInput(llvm::StringRef attrName, unsigned inputIndex) const;
+  /// Normalizes a possibly negative axis against `rank`; error if invalid.
+  mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank) const;
+};
+
+/// Importers of ONNX ops; each fills `node.results` or emits an error.
+using OpImportFn = llvm::LogicalResult (*)(NodeImporter &node);
+
+/// The importer for ONNX op `opType` in the default domain, or null.
+OpImportFn lookupOpImporter(llvm::StringRef opType);
+
+} // namespace kiln
+
+#endif // KILN_LIB_IMPORT_GRAPHIMPORTER_H

@@ -1,0 +1,142 @@
+//===- kiln-compile.cpp - compile an ONNX model into an artifact ----------===//
+//
+//   kiln-compile model.onnx -o model.so [--emit=mlir|llvm|obj|lib]
+//
+// Also accepts a kiln-dialect .mlir file. MLIR's pass-manager options
+// (--mlir-print-ir-after-all, --mlir-timing, ...) apply to the lowering.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Codegen/Compiler.h"
+#include "lib/Import/OnnxImporter.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace {
+
+llvm::cl::opt<std::string> inputPath(llvm::cl::Positional,
+                                     llvm::cl::desc("<model.onnx | module.mlir>"),
+                                     llvm::cl::Required);
+llvm::cl::opt<std::string> outputPath("o", llvm::cl::desc("Output file"),
+                                      llvm::cl::value_desc("path"));
+llvm::cl::opt<kiln::EmitKind> emitKind(
+    "emit", llvm::cl::desc("What to produce"),
+    llvm::cl::values(
+        clEnumValN(kiln::EmitKind::Mlir, "mlir", "the imported kiln-dialect module"),
+        clEnumValN(kiln::EmitKind::Llvm, "llvm", "optimized LLVM IR"),
+        clEnumValN(kiln::EmitKind::Object, "obj", "an object file"),
+        clEnumValN(kiln::EmitKind::Library, "lib", "a shared library (default)")),
+    llvm::cl::init(kiln::EmitKind::Library));
+llvm::cl::opt<std::string> targetCpu(
+    "target-cpu", llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
+    llvm::cl::init("host"));
+
+/// Prints one line per diagnostic, naming the ONNX node where there is one:
+///   kiln-compile: error: model.onnx: node 'MatMul_3': <message>
+class DiagnosticPrinter {
+public:
+  DiagnosticPrinter(MLIRContext &context, StringRef file) : file(file.str()) {
+    context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
+      print(diag);
+      for (Diagnostic &note : diag.getNotes())
+        print(note);
+      return success();
+    });
+  }
+
+private:
+  void print(Diagnostic &diag) {
+    llvm::raw_ostream &os = llvm::errs();
+    os << "kiln-compile: ";
+    switch (diag.getSeverity()) {
+    case DiagnosticSeverity::Error: os << "error: "; break;
+    case DiagnosticSeverity::Warning: os << "warning: "; break;
+    case DiagnosticSeverity::Note: os << "note: "; break;
+    case DiagnosticSeverity::Remark: os << "remark: "; break;
+    }
+    Location loc = diag.getLocation();
+    if (auto name = dyn_cast<NameLoc>(loc))
+      os << file << ": node '" << name.getName().getValue() << "': ";
+    else if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
+      os << fileLoc.getFilename().getValue();
+      if (fileLoc.getLine())
+        os << ":" << fileLoc.getLine() << ":" << fileLoc.getColumn();
+      os << ": ";
+    } else
+      os << file << ": ";
+    // Messages are kept to one line, as users grep for them.
+    std::string message = diag.str();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    os << message << "\n";
+  }
+
+  std::string file;
+};
+
+std::string defaultOutputPath() {
+  SmallString<256> path(llvm::sys::path::filename(inputPath));
+  const char *extension = "so";
+  switch (emitKind) {
+  case kiln::EmitKind::Mlir: extension = "mlir"; break;
+  case kiln::EmitKind::Llvm: extension = "ll"; break;
+  case kiln::EmitKind::Object: extension = "o"; break;
+  case kiln::EmitKind::Library: break;
+  }
+  llvm::sys::path::replace_extension(path, extension);
+  if (path == inputPath)
+    path += ".out";
+  return std::string(path);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  llvm::cl::ParseCommandLineOptions(argc, argv,
+                                    "Kiln: compile ONNX models to native code\n");
+
+  DialectRegistry registry;
+  kiln::registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  DiagnosticPrinter printer(context, inputPath);
+
+  OwningOpRef<ModuleOp> module;
+  if (StringRef(inputPath).ends_with(".mlir")) {
+    llvm::SourceMgr sourceMgr;
+    module = parseSourceFile<ModuleOp>(inputPath, sourceMgr,
+                                       ParserConfig(&context));
+  } else {
+    module = kiln::importOnnxModel(inputPath, context);
+  }
+  if (!module)
+    return 1;
+
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTiming = timing.getRootScope();
+  kiln::CompileOptions options;
+  options.emit = emitKind;
+  options.outputPath = outputPath.empty() ? defaultOutputPath() : outputPath;
+  options.targetCpu = targetCpu;
+  options.configurePassManager = [&](PassManager &pm) -> LogicalResult {
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    pm.enableTiming(rootTiming);
+    return success();
+  };
+  return succeeded(kiln::compileModule(*module, options)) ? 0 : 1;
+}
