@@ -1,0 +1,141 @@
+/*===- kiln/runtime.h - load and run compiled Kiln artifacts ---------------===*
+ *
+ * The Kiln runtime is a small C library with no LLVM dependency. It loads an
+ * artifact produced by `kiln-compile` (a shared library), describes its entry
+ * points, and runs them on caller-provided tensors after checking every
+ * input's dtype and shape.
+ *
+ *   kiln_artifact *artifact;
+ *   if (kiln_artifact_open("model.so", &artifact) != KILN_OK)
+ *     fprintf(stderr, "%s\n", kiln_last_error());
+ *   kiln_session *session;
+ *   kiln_session_create(artifact, &session);
+ *   kiln_tensor *outputs[1] = {NULL};           // NULL: the runtime allocates
+ *   kiln_session_run(session, 0, inputs, 2, outputs, 1);
+ *   ...
+ *   kiln_tensor_destroy(outputs[0]);
+ *   kiln_session_destroy(session);
+ *   kiln_artifact_close(artifact);
+ *
+ * Conventions: functions return a kiln_status; on failure the calling
+ * thread's kiln_last_error() describes what went wrong. Objects are created
+ * by *_create / *_open and released by *_destroy / *_close (NULL is
+ * accepted there). An artifact is immutable and may be shared by threads;
+ * a session must be used by one thread at a time; distinct sessions may run
+ * concurrently.
+ *===----------------------------------------------------------------------===*/
+#ifndef KILN_RUNTIME_H
+#define KILN_RUNTIME_H
+
+#include "kiln/abi.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kiln_status {
+  KILN_OK = 0,
+  KILN_ERROR_INVALID_ARGUMENT = 1, /* NULL pointer, bad index, bad dims */
+  KILN_ERROR_IO = 2,               /* the artifact file can't be loaded */
+  KILN_ERROR_INCOMPATIBLE = 3,     /* not a Kiln artifact, or another ABI */
+  KILN_ERROR_NOT_FOUND = 4,        /* no entry point of that name */
+  KILN_ERROR_DTYPE_MISMATCH = 5,   /* a tensor has the wrong element type */
+  KILN_ERROR_SHAPE_MISMATCH = 6,   /* a tensor has the wrong rank or dims */
+  KILN_ERROR_OUT_OF_MEMORY = 7,
+  KILN_ERROR_EXECUTION = 8,        /* generated code reported an error */
+} kiln_status;
+
+/* A short constant name for a status ("shape mismatch"). */
+const char *kiln_status_string(kiln_status status);
+
+/* Message of the last failing call on this thread ("" if none). Valid until
+ * the next failing call on this thread. */
+const char *kiln_last_error(void);
+
+/* Bytes per element of `dtype`, 0 for an unknown dtype. */
+size_t kiln_dtype_size(kiln_dtype dtype);
+/* "float32", "int64" or "invalid". */
+const char *kiln_dtype_name(kiln_dtype dtype);
+
+/*===----------------------------------------------------------------------===*
+ * Tensors: dense, row-major, 64-byte aligned host buffers.
+ *===----------------------------------------------------------------------===*/
+typedef struct kiln_tensor kiln_tensor;
+
+/* A zero-filled tensor. `dims` may be NULL when `rank` is 0. */
+kiln_status kiln_tensor_create(kiln_dtype dtype, int32_t rank,
+                               const int64_t *dims, kiln_tensor **out);
+void kiln_tensor_destroy(kiln_tensor *tensor);
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *tensor);
+int32_t kiln_tensor_rank(const kiln_tensor *tensor);
+const int64_t *kiln_tensor_dims(const kiln_tensor *tensor);
+size_t kiln_tensor_num_elements(const kiln_tensor *tensor);
+size_t kiln_tensor_byte_size(const kiln_tensor *tensor);
+void *kiln_tensor_data(kiln_tensor *tensor);
+const void *kiln_tensor_const_data(const kiln_tensor *tensor);
+
+/*===----------------------------------------------------------------------===*
+ * Artifacts and their signatures.
+ *===----------------------------------------------------------------------===*/
+typedef struct kiln_artifact kiln_artifact;
+
+/* Loads the artifact at `path` and validates its descriptor. */
+kiln_status kiln_artifact_open(const char *path, kiln_artifact **out);
+void kiln_artifact_close(kiln_artifact *artifact);
+
+/* The producer string recorded by the compiler, e.g. "kiln 0.1.0". */
+const char *kiln_artifact_producer(const kiln_artifact *artifact);
+int32_t kiln_artifact_num_entries(const kiln_artifact *artifact);
+/* Name of entry `index`, or NULL if the index is out of range. */
+const char *kiln_artifact_entry_name(const kiln_artifact *artifact,
+                                     int32_t index);
+kiln_status kiln_artifact_find_entry(const kiln_artifact *artifact,
+                                     const char *name, int32_t *index);
+
+/* One input or output of an entry point; pointers stay valid while the
+ * artifact is open. */
+typedef struct kiln_tensor_info {
+  const char *name;
+  kiln_dtype dtype;
+  int32_t rank;
+  const int64_t *dims;
+} kiln_tensor_info;
+
+/* Counts are -1 if `entry` is out of range. */
+int32_t kiln_entry_num_inputs(const kiln_artifact *artifact, int32_t entry);
+int32_t kiln_entry_num_outputs(const kiln_artifact *artifact, int32_t entry);
+kiln_status kiln_entry_input_info(const kiln_artifact *artifact, int32_t entry,
+                                  int32_t index, kiln_tensor_info *info);
+kiln_status kiln_entry_output_info(const kiln_artifact *artifact,
+                                   int32_t entry, int32_t index,
+                                   kiln_tensor_info *info);
+
+/*===----------------------------------------------------------------------===*
+ * Sessions: own the state an artifact keeps across calls.
+ *===----------------------------------------------------------------------===*/
+typedef struct kiln_session kiln_session;
+
+/* The artifact must stay open while the session exists. */
+kiln_status kiln_session_create(const kiln_artifact *artifact,
+                                kiln_session **out);
+void kiln_session_destroy(kiln_session *session);
+
+/* Runs entry point `entry`. `inputs` holds num_inputs tensors in signature
+ * order, each checked against the signature's dtype and shape. For each
+ * output, a NULL slot receives a new tensor (the caller destroys it); a
+ * non-NULL slot must match the signature and is written in place. Output
+ * tensors must not be inputs. On failure, slots the call filled are
+ * destroyed and reset to NULL. */
+kiln_status kiln_session_run(kiln_session *session, int32_t entry,
+                             const kiln_tensor *const *inputs,
+                             int32_t num_inputs, kiln_tensor **outputs,
+                             int32_t num_outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_RUNTIME_H */

@@ -1,0 +1,29 @@
+/*===- internal.h - runtime internals shared between its files ------------===*/
+#ifndef KILN_RUNTIME_INTERNAL_H
+#define KILN_RUNTIME_INTERNAL_H
+
+#include "kiln/runtime.h"
+
+#define KILN_EXPORT __attribute__((visibility("default")))
+
+/* Records a message for kiln_last_error() and returns `status`. */
+kiln_status kiln_fail(kiln_status status, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Clears the thread's error and returns KILN_OK. */
+kiln_status kiln_succeed(void);
+
+/* Multiplies dims into an element count; 0 if any dim is negative or the
+ * product (times `element_size`) overflows size_t. Sets *ok accordingly. */
+size_t kiln_checked_num_elements(int32_t rank, const int64_t *dims,
+                                 size_t element_size, int *ok);
+
+struct kiln_artifact {
+  void *handle;
+  const kiln_abi_artifact *desc;
+};
+
+const kiln_abi_entry *kiln_artifact_get_entry(const kiln_artifact *artifact,
+                                              int32_t entry);
+
+#endif /* KILN_RUNTIME_INTERNAL_H */

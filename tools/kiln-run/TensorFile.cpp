@@ -1,0 +1,76 @@
+//===- TensorFile.cpp - ONNX TensorProto files <-> runtime tensors --------===//
+#include "TensorFile.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+
+using namespace kiln;
+
+TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
+                               std::string &error) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    error = "cannot open '" + path + "'";
+    return nullptr;
+  }
+  onnx::TensorProto proto;
+  if (!proto.ParseFromIstream(&file)) {
+    error = "'" + path + "' is not a serialized ONNX TensorProto";
+    return nullptr;
+  }
+  if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
+    error = "'" + path + "' keeps its data externally, which kiln-run does not read";
+    return nullptr;
+  }
+  kiln_dtype dtype = KILN_DTYPE_INVALID;
+  if (proto.data_type() == onnx::TensorProto::FLOAT)
+    dtype = KILN_DTYPE_F32;
+  else if (proto.data_type() == onnx::TensorProto::INT64)
+    dtype = KILN_DTYPE_I64;
+  else {
+    error = "'" + path + "' holds element type " +
+            (onnx::TensorProto_DataType_IsValid(proto.data_type())
+                 ? onnx::TensorProto_DataType_Name(
+                       static_cast<onnx::TensorProto_DataType>(proto.data_type()))
+                 : std::to_string(proto.data_type())) +
+            "; Kiln supports FLOAT and INT64";
+    return nullptr;
+  }
+  std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  kiln_tensor *raw = nullptr;
+  if (kiln_tensor_create(dtype, static_cast<int32_t>(dims.size()), dims.data(),
+                         &raw) != KILN_OK) {
+    error = "'" + path + "': " + kiln_last_error();
+    return nullptr;
+  }
+  TensorPtr tensor(raw);
+  size_t count = kiln_tensor_num_elements(raw);
+  size_t bytes = kiln_tensor_byte_size(raw);
+  if (proto.has_raw_data()) {
+    if (proto.raw_data().size() != bytes) {
+      error = "'" + path + "' holds " + std::to_string(proto.raw_data().size()) +
+              " bytes but its shape needs " + std::to_string(bytes);
+      return nullptr;
+    }
+    if (bytes)
+      std::memcpy(kiln_tensor_data(raw), proto.raw_data().data(), bytes);
+  } else {
+    size_t stored = dtype == KILN_DTYPE_F32 ? proto.float_data_size()
+                                            : proto.int64_data_size();
+    if (stored != count) {
+      error = "'" + path + "' holds " + std::to_string(stored) +
+              " elements but its shape needs " + std::to_string(count);
+      return nullptr;
+    }
+    if (bytes)
+      std::memcpy(kiln_tensor_data(raw),
+                  dtype == KILN_DTYPE_F32
+                      ? static_cast<const void *>(proto.float_data().data())
+                      : static_cast<const void *>(proto.int64_data().data()),
+                  bytes);
+  }
+  name = proto.name();
+  return tensor;
+}

@@ -1,0 +1,250 @@
+//===- kiln-run.cpp - run a compiled artifact on ONNX tensor files --------===//
+//
+//   kiln-run model.so --input a.pb [--input b.pb] [--expect y.pb ...]
+//            [--rtol R] [--atol A] [--repeat N] [--entry NAME]
+//
+// Prints each output (name, dtype, shape, leading values), compares it with
+// the expected tensors if given, and reports the median run time.
+//
+//===----------------------------------------------------------------------===//
+#include "TensorFile.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace kiln;
+
+namespace {
+
+struct Options {
+  std::string artifact;
+  std::string entry;
+  std::vector<std::string> inputs;
+  std::vector<std::string> expected;
+  double rtol = 1e-4;
+  double atol = 1e-5;
+  int repeat = 10;
+};
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "kiln-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: kiln-run model.so [--input x.pb]... [--expect y.pb]...\n"
+               "                [--rtol R] [--atol A] [--repeat N] [--entry NAME]\n");
+}
+
+bool parseNumber(const char *text, double &value) {
+  char *end = nullptr;
+  value = std::strtod(text, &end);
+  return end != text && *end == '\0' && std::isfinite(value) && value >= 0;
+}
+
+/// Returns an empty string on success, else the problem.
+std::string parseArgs(int argc, char **argv, Options &options) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *flag) -> const char * {
+      if (i + 1 >= argc)
+        return nullptr;
+      (void)flag;
+      return argv[++i];
+    };
+    const char *v = nullptr;
+    double number = 0;
+    if (arg == "--input" || arg == "--expect" || arg == "--rtol" ||
+        arg == "--atol" || arg == "--repeat" || arg == "--entry") {
+      if (!(v = value(arg.c_str())))
+        return arg + " needs a value";
+    }
+    if (arg == "--input")
+      options.inputs.push_back(v);
+    else if (arg == "--expect")
+      options.expected.push_back(v);
+    else if (arg == "--entry")
+      options.entry = v;
+    else if (arg == "--rtol" || arg == "--atol") {
+      if (!parseNumber(v, number))
+        return arg + " needs a non-negative number, got '" + v + "'";
+      (arg == "--rtol" ? options.rtol : options.atol) = number;
+    } else if (arg == "--repeat") {
+      if (!parseNumber(v, number) || number < 1 || number > 1e6 ||
+          number != std::floor(number))
+        return std::string("--repeat needs a count from 1, got '") + v + "'";
+      options.repeat = static_cast<int>(number);
+    } else if (arg == "--help" || arg == "-h") {
+      usage();
+      std::exit(0);
+    } else if (!arg.empty() && arg[0] == '-') {
+      return "unknown option '" + arg + "'";
+    } else if (options.artifact.empty()) {
+      options.artifact = arg;
+    } else {
+      return "unexpected argument '" + arg + "'";
+    }
+  }
+  if (options.artifact.empty())
+    return "no artifact given";
+  return "";
+}
+
+double elementAt(const kiln_tensor *tensor, size_t i) {
+  const void *data = kiln_tensor_const_data(tensor);
+  if (kiln_tensor_dtype(tensor) == KILN_DTYPE_F32)
+    return static_cast<const float *>(data)[i];
+  return static_cast<double>(static_cast<const int64_t *>(data)[i]);
+}
+
+std::string shapeString(const kiln_tensor *tensor) {
+  std::string text = "[";
+  for (int32_t d = 0; d < kiln_tensor_rank(tensor); ++d)
+    text += (d ? ", " : "") + std::to_string(kiln_tensor_dims(tensor)[d]);
+  return text + "]";
+}
+
+void printTensor(const char *name, const kiln_tensor *tensor) {
+  std::printf("%s: %s %s =", name, kiln_dtype_name(kiln_tensor_dtype(tensor)),
+              shapeString(tensor).c_str());
+  size_t count = kiln_tensor_num_elements(tensor);
+  size_t shown = std::min<size_t>(count, 8);
+  for (size_t i = 0; i < shown; ++i) {
+    if (kiln_tensor_dtype(tensor) == KILN_DTYPE_F32)
+      std::printf(" %.6g", elementAt(tensor, i));
+    else
+      std::printf(" %lld", static_cast<long long>(elementAt(tensor, i)));
+  }
+  std::printf("%s\n", count > shown ? " ..." : "");
+}
+
+/// Compares with |actual - expected| <= atol + rtol * |expected|; NaNs must
+/// match NaNs and infinities must match exactly.
+std::string compare(const char *name, const kiln_tensor *actual,
+                    const kiln_tensor *expected, double rtol, double atol) {
+  if (kiln_tensor_dtype(actual) != kiln_tensor_dtype(expected))
+    return std::string("output '") + name + "' is " +
+           kiln_dtype_name(kiln_tensor_dtype(actual)) + " but expected " +
+           kiln_dtype_name(kiln_tensor_dtype(expected));
+  if (shapeString(actual) != shapeString(expected))
+    return std::string("output '") + name + "' has shape " + shapeString(actual) +
+           " but expected " + shapeString(expected);
+  size_t count = kiln_tensor_num_elements(actual), mismatches = 0, first = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double a = elementAt(actual, i), e = elementAt(expected, i);
+    bool ok = (std::isnan(a) && std::isnan(e)) || a == e ||
+              (std::isfinite(e) && std::fabs(a - e) <= atol + rtol * std::fabs(e));
+    if (!ok && mismatches++ == 0)
+      first = i;
+  }
+  if (mismatches == 0)
+    return "";
+  char buffer[256];
+  std::snprintf(buffer, sizeof(buffer),
+                "output '%s' differs in %zu of %zu elements; first at flat index "
+                "%zu: got %.9g, expected %.9g (rtol %g, atol %g)",
+                name, mismatches, count, first, elementAt(actual, first),
+                elementAt(expected, first), rtol, atol);
+  return buffer;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  std::string problem = parseArgs(argc, argv, options);
+  if (!problem.empty()) {
+    usage();
+    return fail(problem);
+  }
+
+  kiln_artifact *artifact = nullptr;
+  if (kiln_artifact_open(options.artifact.c_str(), &artifact) != KILN_OK)
+    return fail(kiln_last_error());
+  std::unique_ptr<kiln_artifact, void (*)(kiln_artifact *)> artifactOwner(
+      artifact, kiln_artifact_close);
+  int32_t entry = 0;
+  if (!options.entry.empty() &&
+      kiln_artifact_find_entry(artifact, options.entry.c_str(), &entry) != KILN_OK)
+    return fail(kiln_last_error());
+
+  int32_t numInputs = kiln_entry_num_inputs(artifact, entry);
+  int32_t numOutputs = kiln_entry_num_outputs(artifact, entry);
+  const char *entryName = kiln_artifact_entry_name(artifact, entry);
+  if (static_cast<int32_t>(options.inputs.size()) != numInputs)
+    return fail(std::string("entry '") + entryName + "' takes " +
+                std::to_string(numInputs) + " inputs; " +
+                std::to_string(options.inputs.size()) + " given with --input");
+  if (!options.expected.empty() &&
+      static_cast<int32_t>(options.expected.size()) != numOutputs)
+    return fail(std::string("entry '") + entryName + "' has " +
+                std::to_string(numOutputs) + " outputs; " +
+                std::to_string(options.expected.size()) + " given with --expect");
+
+  std::vector<TensorPtr> inputs;
+  std::vector<const kiln_tensor *> inputPtrs;
+  for (const std::string &path : options.inputs) {
+    std::string name, error;
+    TensorPtr tensor = readTensorFile(path, name, error);
+    if (!tensor)
+      return fail(error);
+    inputPtrs.push_back(tensor.get());
+    inputs.push_back(std::move(tensor));
+  }
+
+  kiln_session *session = nullptr;
+  if (kiln_session_create(artifact, &session) != KILN_OK)
+    return fail(kiln_last_error());
+  std::unique_ptr<kiln_session, void (*)(kiln_session *)> sessionOwner(
+      session, kiln_session_destroy);
+
+  std::vector<kiln_tensor *> outputs(numOutputs, nullptr);
+  std::vector<TensorPtr> outputOwners;
+  // The first run allocates the outputs; later runs write into them.
+  std::vector<double> millis;
+  for (int run = 0; run < options.repeat; ++run) {
+    auto start = std::chrono::steady_clock::now();
+    kiln_status status = kiln_session_run(session, entry, inputPtrs.data(),
+                                          numInputs, outputs.data(), numOutputs);
+    auto stop = std::chrono::steady_clock::now();
+    if (status != KILN_OK)
+      return fail(kiln_last_error());
+    if (run == 0)
+      for (kiln_tensor *output : outputs)
+        outputOwners.emplace_back(output);
+    millis.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+
+  int exitCode = 0;
+  for (int32_t o = 0; o < numOutputs; ++o) {
+    kiln_tensor_info info;
+    kiln_entry_output_info(artifact, entry, o, &info);
+    printTensor(info.name, outputs[o]);
+    if (o < static_cast<int32_t>(options.expected.size())) {
+      std::string name, error;
+      TensorPtr expected = readTensorFile(options.expected[o], name, error);
+      if (!expected)
+        return fail(error);
+      std::string mismatch =
+          compare(info.name, outputs[o], expected.get(), options.rtol, options.atol);
+      if (!mismatch.empty()) {
+        std::fprintf(stderr, "kiln-run: mismatch: %s\n", mismatch.c_str());
+        exitCode = 1;
+      }
+    }
+  }
+  std::sort(millis.begin(), millis.end());
+  std::printf("median run time: %.4f ms over %d run%s\n", millis[millis.size() / 2],
+              options.repeat, options.repeat == 1 ? "" : "s");
+  if (!options.expected.empty() && exitCode == 0)
+    std::printf("outputs match the expected tensors (rtol %g, atol %g)\n",
+                options.rtol, options.atol);
+  return exitCode;
+}
