@@ -30,6 +30,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
       "buffer-results-to-out-params{hoist-static-allocs "
       "modify-public-functions},"
       "buffer-deallocation-pipeline,"
+      "kiln-memref-copy-to-linalg,"
       "func.func(convert-linalg-to-loops),"
       "convert-math-to-funcs,"
       "convert-scf-to-cf,"

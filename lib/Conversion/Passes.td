@@ -19,4 +19,15 @@ def ConvertKilnToLinalgPass : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
   ];
 }
 
+def MemRefCopyToLinalgPass : Pass<"kiln-memref-copy-to-linalg"> {
+  let summary = "Rewrite memref.copy into linalg.copy";
+  let description = [{
+    Bufferization copies into strided views (for instance the slices a
+    concatenation writes) with `memref.copy`, whose LLVM lowering calls
+    `memrefCopy` from MLIR's C runner library. Artifacts link against libc
+    alone, so the copies become `linalg.copy` and then plain loops.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 #endif // KILN_CONVERSION_PASSES

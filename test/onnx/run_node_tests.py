@@ -1,0 +1,204 @@
+#!/usr/bin/python3
+"""Runs ONNX's own backend node tests (libonnx-testdata) through Kiln.
+
+Every test whose model uses only the ONNX ops and element types Kiln
+supports is compiled with kiln-compile and run with kiln-run on each of its
+test_data_set_N folders, comparing against the expected outputs shipped with
+the test. Which tests are in scope is decided here, independently of Kiln,
+by reading the models with the onnx Python package.
+
+Prints one line per test and closes with
+  "N passed, N failed" (plus unsupported and expected-failure counts).
+Exits non-zero if an in-scope test fails unexpectedly, an expected failure
+passes (so the list below stays honest), or fewer than --min-passed pass.
+"""
+import argparse
+import concurrent.futures
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import onnx
+
+SUPPORTED_OPS = {
+    "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Exp", "Log", "Sqrt", "Pow",
+    "Relu", "Sigmoid", "Tanh", "Erf", "MatMul", "Gemm", "Softmax",
+    "ReduceMean", "ReduceSum", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
+    "Concat", "Gather", "Constant", "Identity", "Cast", "Flatten",
+}
+SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64}
+
+# In-scope tests Kiln is known to get wrong, each with the reason. A test
+# listed here that passes makes the run fail, so fixes get noticed.
+EXPECTED_FAILURES = {
+}
+
+# Tolerances: ONNX's backend tests compare with rtol=1e-3, atol=1e-7 by
+# default; Kiln's float32 code is held to the same.
+RTOL = "1e-3"
+ATOL = "1e-6"
+
+
+def tensor_types(model):
+    graph = model.graph
+    for value in list(graph.input) + list(graph.output):
+        if not value.type.HasField("tensor_type"):
+            yield None
+        else:
+            yield value.type.tensor_type.elem_type
+    for tensor in graph.initializer:
+        yield tensor.data_type
+    for node in graph.node:
+        if node.op_type == "Cast":
+            for attr in node.attribute:
+                if attr.name == "to":
+                    yield attr.i
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                yield attr.t.data_type
+
+
+def has_static_inputs(model):
+    for value in list(model.graph.input) + list(model.graph.output):
+        if not value.type.tensor_type.HasField("shape"):
+            return False
+        for dim in value.type.tensor_type.shape.dim:
+            if not dim.HasField("dim_value"):
+                return False
+    return True
+
+
+# Inputs that decide a result's shape; Kiln compiles static shapes, so these
+# must be compile-time constants (initializers or Constant nodes).
+SHAPE_INPUTS = {"Reshape": 1, "Unsqueeze": 1, "Squeeze": 1, "ReduceSum": 1}
+
+
+def has_runtime_shape_input(model):
+    graph_inputs = {value.name for value in model.graph.input}
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    for node in model.graph.node:
+        index = SHAPE_INPUTS.get(node.op_type)
+        if index is not None and len(node.input) > index:
+            name = node.input[index]
+            if name in graph_inputs and name not in initializers:
+                return True
+    return False
+
+
+def classify(model_path):
+    """Returns None if Kiln should handle the model, else why not."""
+    model = onnx.load(str(model_path))
+    ops = {node.op_type for node in model.graph.node
+           if node.domain in ("", "ai.onnx")}
+    foreign = {node.domain for node in model.graph.node
+               if node.domain not in ("", "ai.onnx")}
+    if foreign:
+        return "domain " + ",".join(sorted(foreign))
+    missing = ops - SUPPORTED_OPS
+    if missing:
+        return "ops " + ",".join(sorted(missing))
+    types = set(tensor_types(model))
+    if not types <= SUPPORTED_TYPES:
+        names = sorted(onnx.TensorProto.DataType.Name(t) if t else "non-tensor"
+                       for t in types - SUPPORTED_TYPES)
+        return "types " + ",".join(names)
+    if not has_static_inputs(model):
+        return "dynamic shapes"
+    if has_runtime_shape_input(model):
+        return "shape given at run time"
+    return None
+
+
+def run_test(test_dir, bin_dir, work_dir):
+    """Returns (status, detail) with status 'pass' or 'fail'."""
+    artifact = os.path.join(work_dir, test_dir.name + ".so")
+    compile_cmd = [os.path.join(bin_dir, "kiln-compile"),
+                   str(test_dir / "model.onnx"), "-o", artifact]
+    result = subprocess.run(compile_cmd, capture_output=True, text=True,
+                            timeout=300)
+    if result.returncode != 0:
+        return "fail", "compile: " + result.stderr.strip().splitlines()[-1:][0] \
+            if result.stderr.strip() else "compile failed"
+    data_sets = sorted(test_dir.glob("test_data_set_*"))
+    if not data_sets:
+        return "fail", "no test data"
+    for data_set in data_sets:
+        run_cmd = [os.path.join(bin_dir, "kiln-run"), artifact, "--repeat", "1",
+                   "--rtol", RTOL, "--atol", ATOL]
+        for path in sorted(data_set.glob("input_*.pb"),
+                           key=lambda p: int(p.stem.split("_")[1])):
+            run_cmd += ["--input", str(path)]
+        for path in sorted(data_set.glob("output_*.pb"),
+                           key=lambda p: int(p.stem.split("_")[1])):
+            run_cmd += ["--expect", str(path)]
+        result = subprocess.run(run_cmd, capture_output=True, text=True,
+                                timeout=300)
+        if result.returncode != 0:
+            lines = result.stderr.strip().splitlines()
+            return "fail", f"{data_set.name}: " + (lines[-1] if lines else
+                                                   f"exit {result.returncode}")
+    return "pass", f"{len(data_sets)} data set(s)"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--data-dir",
+                        default="/usr/share/libonnx-testdata/data/node")
+    parser.add_argument("--min-passed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--filter", default="", help="run tests containing this")
+    args = parser.parse_args()
+
+    tests = sorted(p for p in pathlib.Path(args.data_dir).iterdir()
+                   if (p / "model.onnx").exists() and args.filter in p.name)
+    if not tests:
+        print(f"no ONNX node tests found under {args.data_dir}")
+        return 1
+    in_scope, unsupported = [], 0
+    for test in tests:
+        reason = classify(test / "model.onnx")
+        if reason is None:
+            in_scope.append(test)
+        else:
+            unsupported += 1
+
+    counts = {"passed": 0, "failed": 0, "xfailed": 0, "xpassed": 0}
+    with tempfile.TemporaryDirectory(prefix="kiln-node-tests-") as work_dir, \
+            concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = {test: pool.submit(run_test, test, args.bin_dir, work_dir)
+                   for test in in_scope}
+        for test in in_scope:
+            status, detail = futures[test].result()
+            expected = EXPECTED_FAILURES.get(test.name)
+            if status == "pass" and expected:
+                counts["xpassed"] += 1
+                label = "XPASS"
+            elif status == "pass":
+                counts["passed"] += 1
+                label = "PASS"
+            elif expected:
+                counts["xfailed"] += 1
+                label = "XFAIL"
+                detail += f" [known: {expected}]"
+            else:
+                counts["failed"] += 1
+                label = "FAIL"
+            print(f"{label:5} {test.name}: {detail}")
+
+    print(f"{len(tests)} node tests: {len(in_scope)} in scope, "
+          f"{unsupported} unsupported (ops or types outside Kiln's set), "
+          f"{counts['xfailed']} expected failures, "
+          f"{counts['xpassed']} unexpected passes")
+    print(f"{counts['passed']} passed, {counts['failed']} failed")
+    ok = counts["failed"] == 0 and counts["xpassed"] == 0
+    if counts["passed"] < args.min_passed:
+        print(f"error: fewer than {args.min_passed} tests passed")
+        ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
