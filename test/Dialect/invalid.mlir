@@ -1,0 +1,133 @@
+// RUN: kiln-opt %s -split-input-file -verify-diagnostics
+
+func.func @bad_broadcast(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // expected-error @+1 {{operand shapes 'tensor<2x3xf32>' and 'tensor<4xf32>' are not broadcast-compatible}}
+  %0 = kiln.add %a, %b : tensor<2x3xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @mixed_element_types(%a: tensor<3xf32>, %b: tensor<3xi64>) {
+  // expected-error @+1 {{requires the same element type for all operands and results}}
+  %0 = "kiln.add"(%a, %b) : (tensor<3xf32>, tensor<3xi64>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_result_type(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x3xf32>' are incompatible with return type(s) of operation 'tensor<3xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = "kiln.add"(%a, %b) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @exp_of_integers(%a: tensor<3xi64>) {
+  // expected-error @+1 {{must be statically shaped tensor of 32-bit float values}}
+  %0 = kiln.exp %a : tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @dynamic_shape(%a: tensor<?xf32>) {
+  // expected-error @+1 {{must be statically shaped tensor}}
+  %0 = kiln.relu %a : tensor<?xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_contraction(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
+  // expected-error @+1 {{matmul contraction sizes differ: 3 vs 4}}
+  %0 = kiln.matmul %a, %b : tensor<2x3xf32>, tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x2x3xf32>, %b: tensor<3x3x4xf32>) {
+  // expected-error @+1 {{matmul batch dimensions do not broadcast}}
+  %0 = kiln.matmul %a, %b : tensor<2x2x3xf32>, tensor<3x3x4xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = kiln.softmax %a, axis = 2 : tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_unsorted(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{reduction axes must be sorted and unique}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.reduce_sum %a axes = [1, 0] : tensor<2x3xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis_range(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{reduction axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.reduce_mean %a axes = [2] : tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{cannot reshape 6 elements into 'tensor<7xf32>'}}
+  %0 = kiln.reshape %a : tensor<2x3xf32> -> tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<2x3xf32>) {
+  // expected-error @+2 {{perm is not a permutation of [0, 2)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.transpose %a, perm = [0, 0] : tensor<2x3xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @concat_dims(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+2 {{concat inputs differ in dimension 1}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.concat %a, %b axis = 0 : tensor<2x3xf32>, tensor<2x4xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%a: tensor<2x3xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{gather axis 2 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather %a[%i], axis = 2 : tensor<2x3xf32>, tensor<2xi64> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_float_indices(%a: tensor<2x3xf32>, %i: tensor<2xf32>) {
+  // expected-error @+1 {{must be statically shaped tensor of 64-bit signless integer values}}
+  %0 = "kiln.gather"(%a, %i) {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{requires the same shape for all operands and results}}
+  %0 = kiln.cast %a : tensor<2x3xf32> -> tensor<6xi64>
+  return
+}

@@ -1,0 +1,72 @@
+// RUN: kiln-opt %s | FileCheck %s
+// Round trip: what kiln-opt prints, it parses back to the same module.
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xi64>)
+    -> (tensor<2x3xf32>, tensor<4xi64>) {
+  // CHECK: kiln.add %{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<3xf32>
+  %0 = kiln.add %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  // CHECK: kiln.sub
+  %1 = kiln.sub %0, %b : tensor<2x3xf32>, tensor<3xf32>
+  // CHECK: kiln.mul
+  %2 = kiln.mul %1, %a : tensor<2x3xf32>, tensor<2x3xf32>
+  // CHECK: kiln.div
+  %3 = kiln.div %2, %a : tensor<2x3xf32>, tensor<2x3xf32>
+  // CHECK: kiln.pow
+  %4 = kiln.pow %3, %b : tensor<2x3xf32>, tensor<3xf32>
+  // CHECK: kiln.neg %{{.*}} : tensor<2x3xf32>
+  %5 = kiln.neg %4 : tensor<2x3xf32>
+  // CHECK: kiln.abs
+  %6 = kiln.abs %5 : tensor<2x3xf32>
+  // CHECK: kiln.relu
+  %7 = kiln.relu %6 : tensor<2x3xf32>
+  // CHECK: kiln.exp
+  %8 = kiln.exp %7 : tensor<2x3xf32>
+  // CHECK: kiln.log
+  %9 = kiln.log %8 : tensor<2x3xf32>
+  // CHECK: kiln.sqrt
+  %10 = kiln.sqrt %9 : tensor<2x3xf32>
+  // CHECK: kiln.sigmoid
+  %11 = kiln.sigmoid %10 : tensor<2x3xf32>
+  // CHECK: kiln.tanh
+  %12 = kiln.tanh %11 : tensor<2x3xf32>
+  // CHECK: kiln.erf
+  %13 = kiln.erf %12 : tensor<2x3xf32>
+  // CHECK: kiln.mul %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<4xi64>
+  %14 = kiln.mul %i, %i : tensor<4xi64>, tensor<4xi64>
+  return %13, %14 : tensor<2x3xf32>, tensor<4xi64>
+}
+
+// CHECK-LABEL: func.func @structured
+func.func @structured(%a: tensor<8x2x3xf32>, %b: tensor<3x4xf32>) -> tensor<8x2xf32> {
+  // CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<8x2x3xf32>, tensor<3x4xf32>
+  %0 = kiln.matmul %a, %b : tensor<8x2x3xf32>, tensor<3x4xf32>
+  // CHECK: kiln.softmax %{{.*}}, axis = 2 : tensor<8x2x4xf32>
+  %1 = kiln.softmax %0, axis = 2 : tensor<8x2x4xf32>
+  // CHECK: kiln.reduce_sum %{{.*}} axes = [2] keep_dims : tensor<8x2x4xf32> -> tensor<8x2x1xf32>
+  %2 = kiln.reduce_sum %1 axes = [2] keep_dims : tensor<8x2x4xf32> -> tensor<8x2x1xf32>
+  // CHECK: kiln.reduce_mean %{{.*}} axes = [2] : tensor<8x2x1xf32> -> tensor<8x2xf32>
+  %3 = kiln.reduce_mean %2 axes = [2] : tensor<8x2x1xf32> -> tensor<8x2xf32>
+  return %3 : tensor<8x2xf32>
+}
+
+// CHECK-LABEL: func.func @data_movement
+func.func @data_movement(%x: tensor<2x3xf32>, %ids: tensor<4xi64>) -> tensor<4x4xf32> {
+  // CHECK: kiln.constant dense<1.000000e+00> : tensor<2x3xf32>
+  %c = kiln.constant dense<1.0> : tensor<2x3xf32>
+  // CHECK: kiln.concat %{{.*}}, %{{.*}} axis = 0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<4x3xf32>
+  %0 = kiln.concat %x, %c axis = 0 : tensor<2x3xf32>, tensor<2x3xf32> -> tensor<4x3xf32>
+  // CHECK: kiln.transpose %{{.*}}, perm = [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+  %1 = kiln.transpose %0, perm = [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
+  // CHECK: kiln.gather %{{.*}}[%{{.*}}], axis = 1 : tensor<3x4xf32>, tensor<4xi64> -> tensor<3x4xf32>
+  %2 = kiln.gather %1[%ids], axis = 1 : tensor<3x4xf32>, tensor<4xi64> -> tensor<3x4xf32>
+  // CHECK: kiln.reshape %{{.*}} : tensor<3x4xf32> -> tensor<12xf32>
+  %3 = kiln.reshape %2 : tensor<3x4xf32> -> tensor<12xf32>
+  // CHECK: kiln.cast %{{.*}} : tensor<12xf32> -> tensor<12xi64>
+  %4 = kiln.cast %3 : tensor<12xf32> -> tensor<12xi64>
+  %5 = kiln.cast %4 : tensor<12xi64> -> tensor<12xf32>
+  %6 = kiln.reshape %5 : tensor<12xf32> -> tensor<4x3xf32>
+  %7 = kiln.matmul %6, %2 : tensor<4x3xf32>, tensor<3x4xf32>
+  return %7 : tensor<4x4xf32>
+}
