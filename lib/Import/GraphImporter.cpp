@@ -193,12 +193,12 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   OpImportFn importFn = nullptr;
   if (domain.empty() || domain == "ai.onnx")
     importFn = lookupOpImporter(node.op_type());
+  // The location names the node; the message names the rest.
   if (!importFn)
     return emitError(loc) << "unsupported ONNX op '" << node.op_type()
                           << "' (domain '"
                           << (domain.empty() ? "ai.onnx" : domain)
-                          << "', opset " << opset << ") at node '"
-                          << node.name() << "'";
+                          << "', opset " << getOpset(domain) << ")";
 
   NodeImporter importer(*this, node, loc);
   for (const std::string &input : node.input()) {

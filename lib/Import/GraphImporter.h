@@ -31,11 +31,16 @@ mlir::DenseElementsAttr convertTensorProto(const onnx::TensorProto &tensor,
 /// Values and constants of one ONNX graph while its nodes are imported.
 class GraphImporter {
 public:
-  GraphImporter(mlir::OpBuilder &builder, int64_t opset)
-      : builder(builder), opset(opset) {}
+  /// `opsets` maps each imported domain ("" for ai.onnx) to its version.
+  GraphImporter(mlir::OpBuilder &builder, llvm::StringMap<int64_t> opsets)
+      : builder(builder), opsets(std::move(opsets)) {}
 
   mlir::OpBuilder &getBuilder() { return builder; }
-  int64_t getOpset() const { return opset; }
+  /// The opset version of `domain` ("" or "ai.onnx" for the default one).
+  int64_t getOpset(llvm::StringRef domain = "") const {
+    auto it = opsets.find(domain == "ai.onnx" ? "" : domain);
+    return it == opsets.end() ? 0 : it->second;
+  }
 
   void bindValue(llvm::StringRef name, mlir::Value value) {
     values[name] = value;
@@ -65,7 +70,7 @@ public:
 
 private:
   mlir::OpBuilder &builder;
-  int64_t opset;
+  llvm::StringMap<int64_t> opsets;
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<const onnx::TensorProto *> constants;
   std::deque<onnx::TensorProto> ownedTensors;

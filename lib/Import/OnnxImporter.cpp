@@ -28,11 +28,12 @@ namespace {
 /// their weights in external data files.
 constexpr uint64_t kMaxModelFileSize = (uint64_t(1) << 31) - 1;
 
-int64_t getDefaultOpset(const onnx::ModelProto &model) {
+/// Opset version per domain, with "" standing for "ai.onnx".
+llvm::StringMap<int64_t> getOpsetImports(const onnx::ModelProto &model) {
+  llvm::StringMap<int64_t> opsets;
   for (const onnx::OperatorSetIdProto &opset : model.opset_import())
-    if (opset.domain().empty() || opset.domain() == "ai.onnx")
-      return opset.version();
-  return 1;
+    opsets[opset.domain() == "ai.onnx" ? "" : opset.domain()] = opset.version();
+  return opsets;
 }
 
 LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef path,
@@ -52,23 +53,25 @@ LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef path,
 }
 
 /// The static tensor type of a graph input or output, or an error.
+/// `kind` ("graph input" or "graph output") names the value in messages.
 FailureOr<RankedTensorType> getValueType(const onnx::ValueInfoProto &info,
-                                         MLIRContext *ctx, Location loc) {
+                                         StringRef kind, MLIRContext *ctx,
+                                         Location loc) {
   if (!info.type().has_tensor_type())
-    return emitError(loc) << "'" << info.name()
+    return emitError(loc) << kind << " '" << info.name()
                           << "' is not a tensor; Kiln supports tensors only";
   const onnx::TypeProto::Tensor &tensor = info.type().tensor_type();
   Type elementType = getElementType(ctx, tensor.elem_type());
   if (!elementType)
-    return emitError(loc) << "'" << info.name() << "' has element type "
+    return emitError(loc) << kind << " '" << info.name() << "' has element type "
                           << getOnnxTypeName(tensor.elem_type())
                           << "; Kiln supports FLOAT and INT64";
   if (!tensor.has_shape())
-    return emitError(loc) << "'" << info.name() << "' has no shape";
+    return emitError(loc) << kind << " '" << info.name() << "' has no shape";
   SmallVector<int64_t> shape;
   for (auto [i, dim] : llvm::enumerate(tensor.shape().dim())) {
     if (!dim.has_dim_value() || dim.dim_value() < 0) {
-      auto diag = emitError(loc) << "'" << info.name() << "' dimension " << i;
+      auto diag = emitError(loc) << kind << " '" << info.name() << "' dimension " << i;
       if (dim.has_dim_param())
         diag << " is the symbol '" << dim.dim_param() << "'";
       else
@@ -87,11 +90,12 @@ Location getNodeLoc(const onnx::NodeProto &node, int index, MLIRContext *ctx) {
   return NameLoc::get(StringAttr::get(ctx, name));
 }
 
-LogicalResult importGraph(const onnx::GraphProto &graph, int64_t opset,
-                          ModuleOp module, Location fileLoc) {
+LogicalResult importGraph(const onnx::GraphProto &graph,
+                          llvm::StringMap<int64_t> opsets, ModuleOp module,
+                          Location fileLoc) {
   MLIRContext *ctx = module.getContext();
   OpBuilder builder(module.getBodyRegion());
-  GraphImporter importer(builder, opset);
+  GraphImporter importer(builder, std::move(opsets));
 
   std::set<std::string> initializerNames;
   for (const onnx::TensorProto &tensor : graph.initializer()) {
@@ -103,9 +107,10 @@ LogicalResult importGraph(const onnx::GraphProto &graph, int64_t opset,
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue;
-    FailureOr<RankedTensorType> type = getValueType(input, ctx, fileLoc);
+    FailureOr<RankedTensorType> type =
+        getValueType(input, "graph input", ctx, fileLoc);
     if (failed(type))
-      return emitError(fileLoc) << "cannot import graph input '" << input.name() << "'";
+      return failure();
     inputTypes.push_back(*type);
     inputNames.push_back(input.name());
   }
@@ -129,9 +134,10 @@ LogicalResult importGraph(const onnx::GraphProto &graph, int64_t opset,
     if (failed(value))
       return failure();
     // A declared static output type must match what the graph computes.
-    FailureOr<RankedTensorType> declared = getValueType(output, ctx, fileLoc);
+    FailureOr<RankedTensorType> declared =
+        getValueType(output, "graph output", ctx, fileLoc);
     if (failed(declared))
-      return emitError(fileLoc) << "cannot import graph output '" << output.name() << "'";
+      return failure();
     if (*declared != value->getType())
       return emitError(fileLoc) << "graph output '" << output.name()
                                 << "' is declared as " << *declared
@@ -201,7 +207,7 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  if (failed(importGraph(model.graph(), getDefaultOpset(model), *module, fileLoc)))
+  if (failed(importGraph(model.graph(), getOpsetImports(model), *module, fileLoc)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;

@@ -16,7 +16,10 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
     return nullptr;
   }
   onnx::TensorProto proto;
-  if (!proto.ParseFromIstream(&file)) {
+  // Protobuf skips unknown fields, so other messages can parse; a tensor
+  // always has an element type.
+  if (!proto.ParseFromIstream(&file) ||
+      proto.data_type() == onnx::TensorProto::UNDEFINED) {
     error = "'" + path + "' is not a serialized ONNX TensorProto";
     return nullptr;
   }

@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""Writes small ONNX models for Kiln's importer and tool tests.
+
+usage: make_test_model.py KIND OUTPUT_DIR
+
+Each KIND writes OUTPUT_DIR/model.onnx (plus any external data files) built
+with onnx.helper, so tests never depend on downloaded models.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(model, out_dir, name="model.onnx"):
+    os.makedirs(out_dir, exist_ok=True)
+    onnx.save(model, os.path.join(out_dir, name))
+
+
+def graph_model(nodes, inputs, outputs, initializers=(), opset=17):
+    graph = helper.make_graph(nodes, "test", inputs, outputs,
+                              initializer=list(initializers))
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def vinfo(name, elem_type, shape):
+    return helper.make_tensor_value_info(name, elem_type, shape)
+
+
+def external_weight_model(out_dir, location, data=None, offset=None,
+                          length=None):
+    """y = x + w, where w (4 floats) lives in an external file."""
+    weight = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    weight.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", offset),
+                       ("length", length)):
+        if value is not None:
+            entry = weight.external_data.add()
+            entry.key, entry.value = key, str(value)
+    model = graph_model(
+        [helper.make_node("Add", ["x", "w"], ["y"], name="add_weight")],
+        [vinfo("x", TensorProto.FLOAT, [4])],
+        [vinfo("y", TensorProto.FLOAT, [4])], [weight])
+    save(model, out_dir)
+    if data is not None:
+        with open(os.path.join(out_dir, "weights.bin"), "wb") as f:
+            f.write(data)
+
+
+def main():
+    kind, out_dir = sys.argv[1], sys.argv[2]
+    weights = np.arange(1, 5, dtype=np.float32).tobytes()
+    if kind == "external-ok":
+        # 8 bytes of padding, then the 16 bytes of w.
+        external_weight_model(out_dir, "weights.bin", b"\0" * 8 + weights,
+                              offset=8, length=16)
+    elif kind == "external-escape":
+        external_weight_model(out_dir, "../outside.bin")
+        with open(os.path.join(os.path.dirname(os.path.abspath(out_dir)),
+                               "outside.bin"), "wb") as f:
+            f.write(weights)
+    elif kind == "external-absolute":
+        external_weight_model(out_dir, "/etc/passwd")
+    elif kind == "external-symlink":
+        external_weight_model(out_dir, "link.bin", weights)
+        os.symlink("weights.bin", os.path.join(out_dir, "link.bin"))
+    elif kind == "external-hardlink":
+        external_weight_model(out_dir, "hard.bin", weights)
+        os.link(os.path.join(out_dir, "weights.bin"),
+                os.path.join(out_dir, "hard.bin"))
+    elif kind == "external-out-of-range":
+        external_weight_model(out_dir, "weights.bin", weights, offset=8,
+                              length=16)
+    elif kind == "external-missing":
+        external_weight_model(out_dir, "absent.bin")
+    elif kind == "dynamic-input":
+        save(graph_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                         [vinfo("x", TensorProto.FLOAT, ["batch", 4])],
+                         [vinfo("y", TensorProto.FLOAT, ["batch", 4])]), out_dir)
+    elif kind == "double-input":
+        save(graph_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                         [vinfo("x", TensorProto.DOUBLE, [4])],
+                         [vinfo("y", TensorProto.DOUBLE, [4])]), out_dir)
+    elif kind == "custom-domain":
+        model = graph_model(
+            [helper.make_node("FusedGelu", ["x"], ["y"], name="gelu_1",
+                              domain="com.example")],
+            [vinfo("x", TensorProto.FLOAT, [4])],
+            [vinfo("y", TensorProto.FLOAT, [4])])
+        model.opset_import.append(helper.make_opsetid("com.example", 1))
+        save(model, out_dir)
+    elif kind == "runtime-shape":
+        save(graph_model(
+            [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_1")],
+            [vinfo("x", TensorProto.FLOAT, [2, 3]),
+             vinfo("shape", TensorProto.INT64, [2])],
+            [vinfo("y", TensorProto.FLOAT, [3, 2])]), out_dir)
+    elif kind == "bad-reshape":
+        shape = numpy_helper.from_array(np.array([4, 2], dtype=np.int64), "shape")
+        save(graph_model(
+            [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_1")],
+            [vinfo("x", TensorProto.FLOAT, [2, 3])],
+            [vinfo("y", TensorProto.FLOAT, [4, 2])], [shape]), out_dir)
+    elif kind == "undefined-input":
+        model = graph_model(
+            [helper.make_node("Relu", ["nowhere"], ["y"], name="relu")],
+            [vinfo("x", TensorProto.FLOAT, [4])],
+            [vinfo("y", TensorProto.FLOAT, [4])])
+        save(model, out_dir)
+    elif kind == "softmax-opset11":
+        save(graph_model(
+            [helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)],
+            [vinfo("x", TensorProto.FLOAT, [3, 4, 5])],
+            [vinfo("y", TensorProto.FLOAT, [3, 4, 5])], opset=11), out_dir)
+    elif kind == "mlp":
+        # Gemm + Relu + MatMul + Softmax with constant weights.
+        rng = np.random.default_rng(0)
+        w1 = numpy_helper.from_array(rng.standard_normal((8, 16)).astype(np.float32), "w1")
+        b1 = numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b1")
+        w2 = numpy_helper.from_array(rng.standard_normal((16, 4)).astype(np.float32), "w2")
+        save(graph_model(
+            [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+             helper.make_node("Relu", ["h"], ["r"], name="act"),
+             helper.make_node("MatMul", ["r", "w2"], ["logits"], name="fc2"),
+             helper.make_node("Softmax", ["logits"], ["y"], name="probs", axis=-1)],
+            [vinfo("x", TensorProto.FLOAT, [2, 8])],
+            [vinfo("y", TensorProto.FLOAT, [2, 4])], [w1, b1, w2]), out_dir)
+    else:
+        sys.exit(f"unknown model kind '{kind}'")
+
+
+if __name__ == "__main__":
+    main()
