@@ -147,10 +147,11 @@ LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
   return success();
 }
 
-/// Links `objectPath` into the shared library `outputPath` with lld.
+/// Links `objectPath` into the shared library `outputPath` with lld; the
+/// library's soname is the file name of `finalPath`.
 LogicalResult linkSharedLibrary(StringRef objectPath, StringRef outputPath,
-                                Location loc) {
-  std::string soname = llvm::sys::path::filename(outputPath).str();
+                                StringRef finalPath, Location loc) {
+  std::string soname = llvm::sys::path::filename(finalPath).str();
   SmallVector<StringRef> args = {KILN_LLD_PATH, "-shared", "--no-undefined",
                                  "-z", "now", "-z", "relro",
                                  "--hash-style=gnu", "-soname", soname,
@@ -194,15 +195,22 @@ LogicalResult kiln::compileModule(ModuleOp module,
       func.removeResultAttr(i, kNameAttr);
   }
 
+  TimingScope noTiming;
+  TimingScope &timing = options.timing ? *options.timing : noTiming;
   PassManager pm(module.getContext());
   if (options.configurePassManager && failed(options.configurePassManager(pm)))
     return failure();
   if (failed(buildCpuLoweringPipeline(pm)))
     return emitError(loc) << "internal error: invalid lowering pipeline";
-  if (failed(pm.run(module)))
-    return failure();
+  {
+    TimingScope lowering = timing.nest("Lower to the LLVM dialect");
+    pm.enableTiming(lowering);
+    if (failed(pm.run(module)))
+      return failure();
+  }
 
   llvm::LLVMContext llvmContext;
+  TimingScope translation = timing.nest("Translate to LLVM IR");
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(module, llvmContext, "kiln");
   if (!llvmModule)
@@ -220,12 +228,17 @@ LogicalResult kiln::compileModule(ModuleOp module,
   llvm::raw_string_ostream verifyStream(verifyMessage);
   if (llvm::verifyModule(*llvmModule, &verifyStream))
     return emitError(loc) << "internal error: invalid LLVM IR: " << verifyMessage;
-  optimizeModule(*llvmModule, **machine);
+  translation.stop();
+  {
+    TimingScope optimization = timing.nest("Optimize LLVM IR");
+    optimizeModule(*llvmModule, **machine);
+  }
 
   if (options.emit == EmitKind::Llvm)
     return writeText(options.outputPath, loc,
                      [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
 
+  TimingScope codegen = timing.nest("Generate machine code");
   if (options.emit == EmitKind::Object) {
     PendingOutput output;
     if (failed(output.create(options.outputPath, loc)) ||
@@ -241,11 +254,14 @@ LogicalResult kiln::compileModule(ModuleOp module,
       failed(writeObject(*llvmModule, **machine, object.os(), loc)) ||
       failed(object.close(loc)))
     return failure();
+  codegen.stop();
+  TimingScope linking = timing.nest("Link with lld");
   // lld writes the library itself; reserve its temporary name first.
   if (failed(library.create(options.outputPath, loc)) ||
       failed(library.close(loc)))
     return failure();
-  if (failed(linkSharedLibrary(object.path(), library.path(), loc)))
+  if (failed(linkSharedLibrary(object.path(), library.path(),
+                                options.outputPath, loc)))
     return failure();
   return library.commit(loc);
 }

@@ -4,6 +4,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 
 #include <string>
 
@@ -27,6 +28,9 @@ struct CompileOptions {
   /// Called on the lowering pass manager before it runs (for instance to
   /// apply MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;
+  /// Where each compilation phase reports its time (--mlir-timing); the
+  /// lowering's passes nest under it. Null when timing is off.
+  mlir::TimingScope *timing = nullptr;
 };
 
 /// Lowers `module` (kiln dialect, consumed) and writes what `options.emit`

@@ -114,6 +114,10 @@ int main(int argc, char **argv) {
   MLIRContext context(registry);
   DiagnosticPrinter printer(context, inputPath);
 
+  DefaultTimingManager timing;
+  applyDefaultTimingManagerCLOptions(timing);
+  TimingScope rootTiming = timing.getRootScope();
+  TimingScope importTiming = rootTiming.nest("Import");
   OwningOpRef<ModuleOp> module;
   if (StringRef(inputPath).ends_with(".mlir")) {
     llvm::SourceMgr sourceMgr;
@@ -124,19 +128,15 @@ int main(int argc, char **argv) {
   }
   if (!module)
     return 1;
+  importTiming.stop();
 
-  DefaultTimingManager timing;
-  applyDefaultTimingManagerCLOptions(timing);
-  TimingScope rootTiming = timing.getRootScope();
   kiln::CompileOptions options;
   options.emit = emitKind;
   options.outputPath = outputPath.empty() ? defaultOutputPath() : outputPath;
   options.targetCpu = targetCpu;
-  options.configurePassManager = [&](PassManager &pm) -> LogicalResult {
-    if (failed(applyPassManagerCLOptions(pm)))
-      return failure();
-    pm.enableTiming(rootTiming);
-    return success();
+  options.configurePassManager = [](PassManager &pm) {
+    return applyPassManagerCLOptions(pm);
   };
+  options.timing = &rootTiming;
   return succeeded(kiln::compileModule(*module, options)) ? 0 : 1;
 }
