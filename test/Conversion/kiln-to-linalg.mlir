@@ -1,0 +1,148 @@
+// RUN: kiln-opt %s -convert-kiln-to-linalg -split-input-file | FileCheck %s
+
+// Broadcasting lives in the indexing maps; nothing is materialized.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[SIZE1:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-LABEL: func.func @add_broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.addf
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[SIZE1]], #[[ID]]]
+// CHECK: arith.subf
+func.func @add_broadcast(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %c: tensor<2x1xf32>) -> tensor<2x3xf32> {
+  %0 = kiln.add %a, %b : tensor<2x3xf32>, tensor<3xf32>
+  %1 = kiln.sub %0, %c : tensor<2x3xf32>, tensor<2x1xf32>
+  return %1 : tensor<2x3xf32>
+}
+
+// -----
+
+// Integer division never traps: x / 0 and INT64_MIN / -1 are selected away.
+// CHECK-LABEL: func.func @int_div
+// CHECK: %[[ZERO:.*]] = arith.cmpi eq, %[[D:.*]], %c0_i64
+// CHECK: %[[MINUS_ONE:.*]] = arith.cmpi eq, %[[D]], %c-1_i64
+// CHECK: %[[UNSAFE:.*]] = arith.ori %[[ZERO]], %[[MINUS_ONE]]
+// CHECK: %[[DIVISOR:.*]] = arith.select %[[UNSAFE]], %c1_i64, %[[D]]
+// CHECK: arith.divsi %{{.*}}, %[[DIVISOR]]
+func.func @int_div(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
+  %0 = kiln.div %a, %b : tensor<4xi64>, tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
+
+// -----
+
+// CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @matmul_broadcast_batch
+// CHECK: %[[INIT:.*]] = linalg.fill
+// CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+// CHECK-SAME: outs(%[[INIT]] : tensor<8x2x4xf32>)
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @matmul_broadcast_batch(%a: tensor<8x2x3xf32>, %b: tensor<3x4xf32>) -> tensor<8x2x4xf32> {
+  %0 = kiln.matmul %a, %b : tensor<8x2x3xf32>, tensor<3x4xf32>
+  return %0 : tensor<8x2x4xf32>
+}
+
+// -----
+
+// A 1-D operand has no row (or column) loop.
+// CHECK-DAG: #[[VEC:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[MAT:.*]] = affine_map<(d0, d1) -> (d1, d0)>
+// CHECK-DAG: #[[RES:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @vector_matrix
+// CHECK: linalg.generic {indexing_maps = [#[[VEC]], #[[MAT]], #[[RES]]], iterator_types = ["parallel", "reduction"]}
+func.func @vector_matrix(%v: tensor<3xf32>, %m: tensor<3x4xf32>) -> tensor<4xf32> {
+  %0 = kiln.matmul %v, %m : tensor<3xf32>, tensor<3x4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Gather wraps negative indices once, then clamps into range.
+// CHECK-LABEL: func.func @gather
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[IDX:.*]]: i64, %{{.*}}: f32):
+// CHECK: %[[NEG:.*]] = arith.cmpi slt, %[[IDX]], %c0_i64
+// CHECK: %[[WRAPPED:.*]] = arith.addi %[[IDX]], %c5_i64
+// CHECK: %[[SEL:.*]] = arith.select %[[NEG]], %[[WRAPPED]], %[[IDX]]
+// CHECK: %[[LOW:.*]] = arith.maxsi %[[SEL]], %c0_i64
+// CHECK: %[[CLAMPED:.*]] = arith.minsi %[[LOW]], %c4_i64
+// CHECK: %[[I:.*]] = arith.index_cast %[[CLAMPED]]
+// CHECK: %[[J:.*]] = linalg.index 1
+// CHECK: tensor.extract %{{.*}}[%[[I]], %[[J]]] : tensor<5x4xf32>
+func.func @gather(%table: tensor<5x4xf32>, %ids: tensor<2xi64>) -> tensor<2x4xf32> {
+  %0 = kiln.gather %table[%ids], axis = 0 : tensor<5x4xf32>, tensor<2xi64> -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @concat
+// CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<2x5xf32>
+// CHECK: %[[FIRST:.*]] = tensor.insert_slice %arg0 into %[[EMPTY]][0, 0] [2, 3] [1, 1]
+// CHECK: tensor.insert_slice %arg1 into %[[FIRST]][0, 3] [2, 2] [1, 1]
+func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x2xf32>) -> tensor<2x5xf32> {
+  %0 = kiln.concat %a, %b axis = 1 : tensor<2x3xf32>, tensor<2x2xf32> -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// Reshapes collapse to 1-D and expand, which bufferize without copies.
+// CHECK-LABEL: func.func @reshape
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1]] : tensor<2x3xf32> into tensor<6xf32>
+// CHECK: tensor.expand_shape %[[FLAT]] {{\[\[}}0, 1, 2]] output_shape [3, 1, 2] : tensor<6xf32> into tensor<3x1x2xf32>
+// CHECK: tensor.expand_shape %{{.*}} [] output_shape [1] : tensor<f32> into tensor<1xf32>
+func.func @reshape(%a: tensor<2x3xf32>, %s: tensor<f32>) -> (tensor<3x1x2xf32>, tensor<1x1xf32>) {
+  %0 = kiln.reshape %a : tensor<2x3xf32> -> tensor<3x1x2xf32>
+  %1 = kiln.reshape %s : tensor<f32> -> tensor<1x1xf32>
+  return %0, %1 : tensor<3x1x2xf32>, tensor<1x1xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROWS:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @reduce_mean_keep_dims
+// CHECK: %[[SUM:.*]] = linalg.generic {indexing_maps = [#[[IN]], #[[ROWS]]], iterator_types = ["parallel", "reduction"]}
+// CHECK: arith.addf
+// CHECK: %[[MEAN:.*]] = linalg.generic
+// CHECK: arith.divf %{{.*}}, %cst
+// CHECK: tensor.expand_shape %[[MEAN]] {{\[\[}}0, 1]] output_shape [2, 1]
+func.func @reduce_mean_keep_dims(%a: tensor<2x3xf32>) -> tensor<2x1xf32> {
+  %0 = kiln.reduce_mean %a axes = [1] keep_dims : tensor<2x3xf32> -> tensor<2x1xf32>
+  return %0 : tensor<2x1xf32>
+}
+
+// -----
+
+// Softmax subtracts the row maximum before exponentiating.
+// CHECK-LABEL: func.func @softmax
+// CHECK: arith.constant 0xFF800000 : f32
+// CHECK: arith.maximumf
+// CHECK: arith.subf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: arith.divf
+func.func @softmax(%a: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = kiln.softmax %a, axis = 1 : tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unary_and_cast
+// CHECK: arith.maximumf
+// CHECK: math.erf
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: arith.fptosi %{{.*}} : f32 to i64
+func.func @unary_and_cast(%a: tensor<4xf32>) -> tensor<4xi64> {
+  %0 = kiln.relu %a : tensor<4xf32>
+  %1 = kiln.erf %0 : tensor<4xf32>
+  %2 = kiln.sigmoid %1 : tensor<4xf32>
+  %3 = kiln.cast %2 : tensor<4xf32> -> tensor<4xi64>
+  return %3 : tensor<4xi64>
+}
