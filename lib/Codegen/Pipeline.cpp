@@ -2,6 +2,7 @@
 #include "lib/Codegen/Pipeline.h"
 
 #include "lib/Conversion/Passes.h"
+#include "passes/Passes.h"
 
 #include "mlir/InitAllPasses.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -12,6 +13,7 @@ void kiln::registerKilnPasses() {
   static bool registered = [] {
     registerAllPasses();
     kiln::registerKilnConversionPasses();
+    kiln::registerKilnGraphPasses();
     return true;
   }();
   (void)registered;
@@ -22,6 +24,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
   // Written as text so --mlir-print-ir-after-all names each step as a user
   // would type it into kiln-opt.
   static constexpr const char *kPipeline =
+      "kiln-fold-constants,"
       "convert-kiln-to-linalg,"
       "canonicalize,"
       "func.func(linalg-fuse-elementwise-ops),"

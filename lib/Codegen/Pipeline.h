@@ -11,7 +11,7 @@ namespace kiln {
 void registerKilnPasses();
 
 /// Adds the passes lowering a kiln-dialect module to the LLVM dialect for
-/// the CPU: linalg on tensors, bufferization with out-parameters and
+/// the CPU: constant folding on the kiln graph, linalg on tensors, bufferization with out-parameters and
 /// deallocation, loops, then LLVM. Functions take bare pointers to their
 /// (statically shaped) buffers, inputs first, outputs after.
 llvm::LogicalResult buildCpuLoweringPipeline(mlir::OpPassManager &pm);

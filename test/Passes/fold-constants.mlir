@@ -1,0 +1,66 @@
+// RUN: kiln-opt %s -kiln-fold-constants -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -kiln-fold-constants=max-elements=3 -split-input-file | FileCheck %s --check-prefix=CAPPED
+
+// Gemm's transB on a weight: the transpose happens at compile time.
+// CHECK-LABEL: func.func @transpose_weight
+// CHECK-NOT: kiln.transpose
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[}}1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+// CHECK: kiln.matmul %arg0, %[[W]]
+// CAPPED-LABEL: func.func @transpose_weight
+// CAPPED: kiln.transpose
+func.func @transpose_weight(%x: tensor<4x3xf32>) -> tensor<4x2xf32> {
+  %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %t = kiln.transpose %w, perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
+  %y = kiln.matmul %x, %t : tensor<4x3xf32>, tensor<3x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Broadcasting arithmetic between constants, then a reshape.
+// CHECK-LABEL: func.func @broadcast_arith
+// CHECK: %[[C:.*]] = kiln.constant dense<{{\[}}[1.500000e+00, 3.000000e+00], [4.500000e+00, 6.000000e+00]]> : tensor<2x2xf32>
+// CHECK-NOT: kiln.mul
+// CHECK: kiln.add %arg0, %[[C]]
+func.func @broadcast_arith(%x: tensor<2x2xf32>) -> tensor<2x2xf32> {
+  %a = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %s = kiln.constant dense<1.5> : tensor<f32>
+  %m = kiln.mul %a, %s : tensor<2x2xf32>, tensor<f32>
+  %y = kiln.add %x, %m : tensor<2x2xf32>, tensor<2x2xf32>
+  return %y : tensor<2x2xf32>
+}
+
+// -----
+
+// Integer division folds with the run-time semantics: x / 0 is 0.
+// CHECK-LABEL: func.func @int_div
+// CHECK: kiln.constant dense<[3, 0, -7, -2]> : tensor<4xi64>
+func.func @int_div() -> tensor<4xi64> {
+  %a = kiln.constant dense<[7, 5, 7, -5]> : tensor<4xi64>
+  %b = kiln.constant dense<[2, 0, -1, 2]> : tensor<4xi64>
+  %q = kiln.div %a, %b : tensor<4xi64>, tensor<4xi64>
+  return %q : tensor<4xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @cast_neg_reshape
+// CHECK: kiln.constant dense<{{\[}}[-1.000000e+00, 2.000000e+00]]> : tensor<1x2xf32>
+func.func @cast_neg_reshape() -> tensor<1x2xf32> {
+  %a = kiln.constant dense<[1, -2]> : tensor<2xi64>
+  %n = kiln.neg %a : tensor<2xi64>
+  %c = kiln.cast %n : tensor<2xi64> -> tensor<2xf32>
+  %r = kiln.reshape %c : tensor<2xf32> -> tensor<1x2xf32>
+  return %r : tensor<1x2xf32>
+}
+
+// -----
+
+// Ops reading run-time values stay.
+// CHECK-LABEL: func.func @not_constant
+// CHECK: kiln.add %arg0
+func.func @not_constant(%x: tensor<2xf32>) -> tensor<2xf32> {
+  %a = kiln.constant dense<1.0> : tensor<2xf32>
+  %y = kiln.add %x, %a : tensor<2xf32>, tensor<2xf32>
+  return %y : tensor<2xf32>
+}
