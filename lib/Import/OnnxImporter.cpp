@@ -193,7 +193,10 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
 
   try {
     onnx::checker::check_model(model);
-    onnx::ShapeInferenceOptions options{/*check_type=*/true, /*error_mode=*/0,
+    // Type checking stays off: exporters wrote models (an int64 Constant at
+    // opset 6, say) that other runtimes accept, and Kiln's own verifier
+    // checks every type it computes with.
+    onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0,
                                         /*enable_data_propagation=*/false};
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        options);

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs ONNX's own backend node tests (libonnx-testdata) through Kiln.
+"""Runs ONNX's own backend tests (libonnx-testdata) through Kiln.
 
 Every test whose model uses only the ONNX ops and element types Kiln
 supports is compiled with kiln-compile and run with kiln-run on each of its
@@ -188,7 +188,7 @@ def main():
                 label = "FAIL"
             print(f"{label:5} {test.name}: {detail}")
 
-    print(f"{len(tests)} node tests: {len(in_scope)} in scope, "
+    print(f"{len(tests)} tests in {args.data_dir}: {len(in_scope)} in scope, "
           f"{unsupported} unsupported (ops or types outside Kiln's set), "
           f"{counts['xfailed']} expected failures, "
           f"{counts['xpassed']} unexpected passes")
