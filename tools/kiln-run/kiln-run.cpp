@@ -53,33 +53,26 @@ bool parseNumber(const char *text, double &value) {
 std::string parseArgs(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    auto value = [&](const char *flag) -> const char * {
-      if (i + 1 >= argc)
-        return nullptr;
-      (void)flag;
-      return argv[++i];
-    };
-    const char *v = nullptr;
+    bool takesValue = arg == "--input" || arg == "--expect" || arg == "--rtol" ||
+                      arg == "--atol" || arg == "--repeat" || arg == "--entry";
+    if (takesValue && i + 1 >= argc)
+      return arg + " needs a value";
+    const char *value = takesValue ? argv[++i] : nullptr;
     double number = 0;
-    if (arg == "--input" || arg == "--expect" || arg == "--rtol" ||
-        arg == "--atol" || arg == "--repeat" || arg == "--entry") {
-      if (!(v = value(arg.c_str())))
-        return arg + " needs a value";
-    }
-    if (arg == "--input")
-      options.inputs.push_back(v);
-    else if (arg == "--expect")
-      options.expected.push_back(v);
-    else if (arg == "--entry")
-      options.entry = v;
-    else if (arg == "--rtol" || arg == "--atol") {
-      if (!parseNumber(v, number))
-        return arg + " needs a non-negative number, got '" + v + "'";
+    if (arg == "--input") {
+      options.inputs.push_back(value);
+    } else if (arg == "--expect") {
+      options.expected.push_back(value);
+    } else if (arg == "--entry") {
+      options.entry = value;
+    } else if (arg == "--rtol" || arg == "--atol") {
+      if (!parseNumber(value, number))
+        return arg + " needs a non-negative number, got '" + value + "'";
       (arg == "--rtol" ? options.rtol : options.atol) = number;
     } else if (arg == "--repeat") {
-      if (!parseNumber(v, number) || number < 1 || number > 1e6 ||
+      if (!parseNumber(value, number) || number < 1 || number > 1e6 ||
           number != std::floor(number))
-        return std::string("--repeat needs a count from 1, got '") + v + "'";
+        return std::string("--repeat needs a count from 1, got '") + value + "'";
       options.repeat = static_cast<int>(number);
     } else if (arg == "--help" || arg == "-h") {
       usage();
