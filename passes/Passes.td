@@ -28,4 +28,34 @@ def FoldConstantsPass : Pass<"kiln-fold-constants"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def InsertRuntimeChecksPass : Pass<"kiln-insert-runtime-checks", "mlir::ModuleOp"> {
+  let summary = "Give every entry point an error status computed from run-time checks";
+  let description = [{
+    Data-dependent indices can't be checked at compile time. For each public
+    function this pass chains one `kiln.check_index_range` per `kiln.gather`
+    (in program order) and returns the result as an extra, last
+    `tensor<i32>` result marked `kiln.status`. The function's
+    `kiln.errors` attribute holds one message per code (code `k` is entry
+    `k - 1`), naming the ONNX node. The artifact's entry wrapper returns the
+    status, and the runtime turns it into an error naming that node.
+
+    ```mlir
+    func.func @main(%t: tensor<5x4xf32>, %i: tensor<2xi64>) -> tensor<2x4xf32> {
+      %0 = kiln.gather %t[%i], axis = 0 : tensor<5x4xf32>, tensor<2xi64> -> tensor<2x4xf32>
+      return %0 : tensor<2x4xf32>
+    }
+    // becomes
+    func.func @main(%t: tensor<5x4xf32>, %i: tensor<2xi64>)
+        -> (tensor<2x4xf32>, tensor<i32> {kiln.status})
+        attributes {kiln.errors = ["Gather index out of range at node 'g'"]} {
+      %0 = kiln.gather ...
+      %ok = arith.constant dense<0> : tensor<i32>
+      %s = kiln.check_index_range %i, %ok, size = 5, code = 1 : tensor<2xi64>
+      return %0, %s : tensor<2x4xf32>, tensor<i32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // KILN_PASSES_PASSES

@@ -61,6 +61,17 @@ public:
         ".kiln.tensors");
   }
 
+  Constant *stringTable(const std::vector<std::string> &strings) {
+    if (strings.empty())
+      return ConstantPointerNull::get(ptrTy);
+    std::vector<Constant *> pointers;
+    for (const std::string &s : strings)
+      pointers.push_back(string(s));
+    return global(
+        ConstantArray::get(ArrayType::get(ptrTy, pointers.size()), pointers),
+        ".kiln.errors");
+  }
+
   Constant *entry(const kiln::EntrySignature &signature, Function *wrapper) {
     return ConstantStruct::get(
         entryTy,
@@ -68,7 +79,8 @@ public:
          ConstantInt::get(i32Ty, signature.inputs.size()),
          ConstantInt::get(i32Ty, signature.outputs.size()),
          tensorTable(signature.inputs), tensorTable(signature.outputs), wrapper,
-         ConstantInt::get(i32Ty, 0), ConstantPointerNull::get(ptrTy)});
+         ConstantInt::get(i32Ty, signature.errors.size()),
+         stringTable(signature.errors)});
   }
 
   Constant *artifact(ArrayRef<Constant *> entries) {
@@ -92,7 +104,8 @@ public:
 };
 
 /// `int32_t wrapper(void *state, void *const *inputs, void *const *outputs)`
-/// unpacking the pointer arrays into the generated function's parameters.
+/// unpacking the pointer arrays into the generated function's parameters
+/// and returning the status the function writes into its last one.
 Function *createEntryWrapper(Module &module, Function *impl,
                              const kiln::EntrySignature &signature) {
   LLVMContext &ctx = module.getContext();
@@ -110,8 +123,10 @@ Function *createEntryWrapper(Module &module, Function *impl,
   };
   unpack(wrapper->getArg(1), signature.inputs.size());
   unpack(wrapper->getArg(2), signature.outputs.size());
+  Value *status = b.CreateAlloca(b.getInt32Ty(), nullptr, "status");
+  args.push_back(status);
   b.CreateCall(impl, args);
-  b.CreateRet(b.getInt32(0));
+  b.CreateRet(b.CreateLoad(b.getInt32Ty(), status));
   return wrapper;
 }
 
@@ -123,11 +138,11 @@ std::string kiln::addArtifactGlue(Module &module,
   std::vector<Constant *> entryConstants;
   for (const EntrySignature &signature : entries) {
     Function *impl = module.getFunction(signature.name);
-    size_t numParams = signature.inputs.size() + signature.outputs.size();
+    size_t numParams = signature.inputs.size() + signature.outputs.size() + 1;
     if (!impl || impl->arg_size() != numParams ||
         !impl->getReturnType()->isVoidTy())
       return "lowered function '" + signature.name +
-             "' does not take one pointer per input and output";
+             "' does not take one pointer per input and output and a status";
     impl->setName("kiln_impl." + signature.name);
     entryConstants.push_back(
         descriptor.entry(signature, createEntryWrapper(module, impl, signature)));

@@ -6,9 +6,6 @@
 #include "lib/Codegen/ArtifactGlue.h"
 #include "lib/Codegen/Pipeline.h"
 #include "lib/Codegen/Signature.h"
-#include "lib/Import/OnnxImporter.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -184,32 +181,28 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return writeText(options.outputPath, loc,
                      [&](llvm::raw_ostream &os) { module.print(os); });
 
+  TimingScope noTiming;
+  TimingScope &timing = options.timing ? *options.timing : noTiming;
+  auto runPipeline = [&](StringRef name,
+                         LogicalResult (*build)(OpPassManager &)) {
+    PassManager pm(module.getContext());
+    if (options.configurePassManager &&
+        failed(options.configurePassManager(pm)))
+      return failure();
+    if (failed(build(pm)))
+      return LogicalResult(emitError(loc) << "internal error: invalid pipeline");
+    TimingScope scope = timing.nest(name);
+    pm.enableTiming(scope);
+    return pm.run(module);
+  };
+  if (failed(runPipeline("Graph passes", buildGraphPipeline)))
+    return failure();
   FailureOr<std::vector<EntrySignature>> entries =
       collectEntrySignatures(module);
   if (failed(entries))
     return failure();
-
-  // Names live on in the signature; LLVM has no use for them.
-  for (auto func : module.getOps<func::FuncOp>()) {
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      func.removeArgAttr(i, kNameAttr);
-    for (unsigned i = 0; i < func.getNumResults(); ++i)
-      func.removeResultAttr(i, kNameAttr);
-  }
-
-  TimingScope noTiming;
-  TimingScope &timing = options.timing ? *options.timing : noTiming;
-  PassManager pm(module.getContext());
-  if (options.configurePassManager && failed(options.configurePassManager(pm)))
+  if (failed(runPipeline("Lower to the LLVM dialect", buildCpuLoweringPipeline)))
     return failure();
-  if (failed(buildCpuLoweringPipeline(pm)))
-    return emitError(loc) << "internal error: invalid lowering pipeline";
-  {
-    TimingScope lowering = timing.nest("Lower to the LLVM dialect");
-    pm.enableTiming(lowering);
-    if (failed(pm.run(module)))
-      return failure();
-  }
 
   llvm::LLVMContext llvmContext;
   TimingScope translation = timing.nest("Translate to LLVM IR");

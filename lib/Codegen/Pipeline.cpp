@@ -19,12 +19,17 @@ void kiln::registerKilnPasses() {
   (void)registered;
 }
 
+LogicalResult kiln::buildGraphPipeline(OpPassManager &pm) {
+  registerKilnPasses();
+  return parsePassPipeline("kiln-fold-constants,kiln-insert-runtime-checks",
+                           pm, llvm::errs());
+}
+
 LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
   registerKilnPasses();
   // Written as text so --mlir-print-ir-after-all names each step as a user
   // would type it into kiln-opt.
   static constexpr const char *kPipeline =
-      "kiln-fold-constants,"
       "convert-kiln-to-linalg,"
       "canonicalize,"
       "func.func(linalg-fuse-elementwise-ops),"

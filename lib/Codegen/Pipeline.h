@@ -10,10 +10,14 @@ namespace kiln {
 /// textual pipelines (and on kiln-opt's command line).
 void registerKilnPasses();
 
+/// Adds the graph passes on the kiln dialect: constant folding and the
+/// run-time checks that give every entry point its status result.
+llvm::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm);
+
 /// Adds the passes lowering a kiln-dialect module to the LLVM dialect for
-/// the CPU: constant folding on the kiln graph, linalg on tensors, bufferization with out-parameters and
+/// the CPU: linalg on tensors, bufferization with out-parameters and
 /// deallocation, loops, then LLVM. Functions take bare pointers to their
-/// (statically shaped) buffers, inputs first, outputs after.
+/// (statically shaped) buffers, inputs first, then outputs, then status.
 llvm::LogicalResult buildCpuLoweringPipeline(mlir::OpPassManager &pm);
 
 } // namespace kiln

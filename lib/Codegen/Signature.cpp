@@ -3,6 +3,7 @@
 
 #include "kiln/abi.h"
 #include "lib/Import/OnnxImporter.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -50,7 +51,11 @@ kiln::collectEntrySignatures(ModuleOp module) {
         return failure();
       entry.inputs.push_back(*input);
     }
-    for (unsigned i = 0; i < type.getNumResults(); ++i) {
+    unsigned numResults = type.getNumResults();
+    if (numResults == 0 || !func.getResultAttr(numResults - 1, kStatusAttr))
+      return func.emitError() << "internal error: entry point '"
+                              << func.getSymName() << "' has no status result";
+    for (unsigned i = 0; i + 1 < numResults; ++i) {
       FailureOr<TensorSignature> output =
           describe(func, type.getResult(i), func.getResultAttrDict(i),
                    "output_" + std::to_string(i));
@@ -58,7 +63,19 @@ kiln::collectEntrySignatures(ModuleOp module) {
         return failure();
       entry.outputs.push_back(*output);
     }
+    if (auto errors = func->getAttrOfType<ArrayAttr>(kErrorsAttr))
+      for (auto message : errors.getAsRange<StringAttr>())
+        entry.errors.push_back(message.str());
     entries.push_back(std::move(entry));
+
+    // Names and messages live on in the signature; LLVM has no use for them.
+    for (unsigned i = 0; i < type.getNumInputs(); ++i)
+      func.removeArgAttr(i, kNameAttr);
+    for (unsigned i = 0; i < numResults; ++i) {
+      func.removeResultAttr(i, kNameAttr);
+      func.removeResultAttr(i, kStatusAttr);
+    }
+    func->removeAttr(kErrorsAttr);
   }
   if (entries.empty())
     return module.emitError() << "the module has no public function to export";

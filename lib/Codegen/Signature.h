@@ -20,10 +20,14 @@ struct EntrySignature {
   std::string name;
   std::vector<TensorSignature> inputs;
   std::vector<TensorSignature> outputs;
+  /// Messages for the non-zero codes of the function's `kiln.status`
+  /// result (always its last), which is not one of `outputs`.
+  std::vector<std::string> errors;
 };
 
-/// Describes every public `func.func` of `module` (before lowering). Emits
-/// an error for a signature the artifact ABI can't express.
+/// Describes every public `func.func` of `module` after the graph passes
+/// (so each has its status result), then drops the attributes it read.
+/// Emits an error for a signature the artifact ABI can't express.
 mlir::FailureOr<std::vector<EntrySignature>>
 collectEntrySignatures(mlir::ModuleOp module);
 

@@ -146,3 +146,22 @@ func.func @unary_and_cast(%a: tensor<4xf32>) -> tensor<4xi64> {
   %3 = kiln.cast %2 : tensor<4xf32> -> tensor<4xi64>
   return %3 : tensor<4xi64>
 }
+
+// -----
+
+// One reduction over the indices; a non-zero incoming status wins.
+// CHECK-DAG: #[[IDX:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[SCALAR:.*]] = affine_map<(d0, d1) -> ()>
+// CHECK-LABEL: func.func @check_index_range
+// CHECK: linalg.generic {indexing_maps = [#[[IDX]], #[[SCALAR]]], iterator_types = ["reduction", "reduction"]} ins(%arg0 : tensor<2x3xi64>) outs(%arg1 : tensor<i32>)
+// CHECK: ^bb0(%[[I:.*]]: i64, %[[S:.*]]: i32):
+// CHECK: %[[LOW:.*]] = arith.cmpi slt, %[[I]], %c-7_i64
+// CHECK: %[[HIGH:.*]] = arith.cmpi sge, %[[I]], %c7_i64
+// CHECK: %[[OUT:.*]] = arith.ori %[[LOW]], %[[HIGH]]
+// CHECK: %[[BEFORE:.*]] = arith.cmpi ne, %[[S]], %c0_i32
+// CHECK: %[[FRESH:.*]] = arith.select %[[OUT]], %c3_i32, %c0_i32
+// CHECK: arith.select %[[BEFORE]], %[[S]], %[[FRESH]]
+func.func @check_index_range(%ids: tensor<2x3xi64>, %status: tensor<i32>) -> tensor<i32> {
+  %0 = kiln.check_index_range %ids, %status, size = 7, code = 3 : tensor<2x3xi64>
+  return %0 : tensor<i32>
+}

@@ -131,3 +131,11 @@ func.func @cast_shape(%a: tensor<2x3xf32>) {
   %0 = kiln.cast %a : tensor<2x3xf32> -> tensor<6xi64>
   return
 }
+
+// -----
+
+func.func @check_code_zero(%ids: tensor<2xi64>, %s: tensor<i32>) {
+  // expected-error @+1 {{code must be positive; 0 means success}}
+  %0 = kiln.check_index_range %ids, %s, size = 4, code = 0 : tensor<2xi64>
+  return
+}

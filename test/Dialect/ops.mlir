@@ -70,3 +70,10 @@ func.func @data_movement(%x: tensor<2x3xf32>, %ids: tensor<4xi64>) -> tensor<4x4
   %7 = kiln.matmul %6, %2 : tensor<4x3xf32>, tensor<3x4xf32>
   return %7 : tensor<4x4xf32>
 }
+
+// CHECK-LABEL: func.func @checks
+// CHECK: kiln.check_index_range %arg0, %arg1, size = 100, code = 2 : tensor<2x8xi64>
+func.func @checks(%ids: tensor<2x8xi64>, %s: tensor<i32>) -> tensor<i32> {
+  %0 = kiln.check_index_range %ids, %s, size = 100, code = 2 : tensor<2x8xi64>
+  return %0 : tensor<i32>
+}

@@ -115,6 +115,23 @@ def main():
             [helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)],
             [vinfo("x", TensorProto.FLOAT, [3, 4, 5])],
             [vinfo("y", TensorProto.FLOAT, [3, 4, 5])], opset=11), out_dir)
+    elif kind == "gather":
+        # y = table[ids] with run-time ids; writes in-range and out-of-range
+        # ids, and the expected output for the in-range ones.
+        save(graph_model(
+            [helper.make_node("Gather", ["table", "ids"], ["y"], name="lookup", axis=0)],
+            [vinfo("table", TensorProto.FLOAT, [5, 3]),
+             vinfo("ids", TensorProto.INT64, [4])],
+            [vinfo("y", TensorProto.FLOAT, [4, 3])]), out_dir)
+        table = np.arange(15, dtype=np.float32).reshape(5, 3)
+        good = np.array([4, 0, -1, -5], dtype=np.int64)
+        tensors = {"table.pb": (table, "table"), "good_ids.pb": (good, "ids"),
+                   "high_ids.pb": (np.array([0, 5, 1, 2], np.int64), "ids"),
+                   "low_ids.pb": (np.array([0, 1, -6, 2], np.int64), "ids"),
+                   "expected.pb": (table[good], "y")}
+        for name, (array, tensor_name) in tensors.items():
+            with open(os.path.join(out_dir, name), "wb") as f:
+                f.write(numpy_helper.from_array(array, tensor_name).SerializeToString())
     elif kind == "mlp":
         # Gemm + Relu + MatMul + Softmax with constant weights.
         rng = np.random.default_rng(0)

@@ -33,5 +33,8 @@ def Kiln_Element : AnyTypeOf<[F32, I64]>;
 def Kiln_Tensor : StaticShapeTensorOf<[F32, I64]>;
 def Kiln_FloatTensor : StaticShapeTensorOf<[F32]>;
 def Kiln_IndexTensor : StaticShapeTensorOf<[I64]>;
+// The error code an entry point's run-time checks produce (0: no error).
+def Kiln_StatusTensor : 0DTensorOf<[I32]>, BuildableType<
+    "::mlir::RankedTensorType::get({}, $_builder.getI32Type())">;
 
 #endif // KILN_DIALECT_KILN_BASE

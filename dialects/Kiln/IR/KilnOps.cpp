@@ -225,5 +225,17 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// CheckIndexRangeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CheckIndexRangeOp::verify() {
+  if (static_cast<int64_t>(getSize()) < 0)
+    return emitOpError("size must be non-negative");
+  if (getCode() <= 0)
+    return emitOpError("code must be positive; 0 means success");
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/Kiln/IR/KilnOps.cpp.inc"

@@ -289,4 +289,31 @@ def Kiln_GatherOp : Kiln_Op<"gather",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Run-time checks
+//===----------------------------------------------------------------------===//
+
+def Kiln_CheckIndexRangeOp : Kiln_Op<"check_index_range", [Pure]> {
+  let summary = "record an error code if an index lies outside its axis";
+  let description = [{
+    Returns `status` unchanged if it is non-zero (an earlier check failed).
+    Otherwise returns `code` if any element of `indices` lies outside
+    `[-size, size)`, and 0 if all are in range. Checks are chained through
+    `status`, so an entry point reports the first check that failed; the
+    `kiln-insert-runtime-checks` pass creates them.
+
+    ```mlir
+    %s1 = kiln.check_index_range %ids, %s0, size = 100, code = 1 : tensor<2x8xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_IndexTensor:$indices, Kiln_StatusTensor:$status,
+                       I64Attr:$size, I32Attr:$code);
+  let results = (outs Kiln_StatusTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $status `,` `size` `=` $size `,` `code` `=` $code attr-dict
+    `:` type($indices)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_DIALECT_KILN_OPS

@@ -138,9 +138,54 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
   }
 };
 
+/// One reduction over the indices, starting from the incoming status: a
+/// non-zero status stays, otherwise the first out-of-range index sets `code`.
+struct CheckIndexRangeLowering : OpConversionPattern<CheckIndexRangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(CheckIndexRangeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto indicesType = cast<RankedTensorType>(op.getIndices().getType());
+    unsigned rank = indicesType.getRank();
+    int64_t size = static_cast<int64_t>(op.getSize());
+    int32_t code = static_cast<int32_t>(op.getCode());
+    SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                   AffineMap::get(rank, 0, ctx)};
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::reduction);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, op.getType(), adaptor.getIndices(), adaptor.getStatus(),
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+          Type i64 = b.getI64Type(), i32 = b.getI32Type();
+          Value index = args[0], status = args[1];
+          Value tooLow = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::slt, index,
+              createScalarConstant(b, l, i64, static_cast<double>(-size)));
+          Value tooHigh = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::sge, index,
+              createScalarConstant(b, l, i64, static_cast<double>(size)));
+          Value outside = arith::OrIOp::create(b, l, tooLow, tooHigh);
+          Value zero = createScalarConstant(b, l, i32, 0);
+          Value failedBefore =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, status, zero);
+          Value fresh = arith::SelectOp::create(
+              b, l, outside, createScalarConstant(b, l, i32, code), zero);
+          linalg::YieldOp::create(
+              b, l, arith::SelectOp::create(b, l, failedBefore, status, fresh)
+                        .getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 void kiln::populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ConstantLowering, ReshapeLowering, TransposeLowering,
-               ConcatLowering, GatherLowering>(patterns.getContext());
+               ConcatLowering, GatherLowering, CheckIndexRangeLowering>(
+      patterns.getContext());
 }
