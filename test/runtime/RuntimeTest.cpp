@@ -214,6 +214,46 @@ TEST_F(RuntimeTest, SessionsRunConcurrently) {
     EXPECT_EQ(failures[t], 0) << "thread " << t;
 }
 
+TEST(RuntimeExecution, ReportsAnOutOfRangeIndexFromGeneratedCode) {
+  // test_gather_0: data [5, 4, 3, 2] float32, indices [3] int64.
+  const char *path = std::getenv("KILN_TEST_GATHER_ARTIFACT");
+  ASSERT_NE(path, nullptr);
+  kiln_artifact *artifact = nullptr;
+  kiln_session *session = nullptr;
+  ASSERT_EQ(kiln_artifact_open(path, &artifact), KILN_OK) << kiln_last_error();
+  ASSERT_EQ(kiln_session_create(artifact, &session), KILN_OK);
+  Tensor data(KILN_DTYPE_F32, {5, 4, 3, 2});
+  Tensor indices(KILN_DTYPE_I64, {3});
+  for (size_t i = 0; i < kiln_tensor_num_elements(data.t); ++i)
+    data.f32()[i] = static_cast<float>(i);
+  auto *ids = static_cast<int64_t *>(kiln_tensor_data(indices.t));
+  const kiln_tensor *inputs[2] = {data.t, indices.t};
+  kiln_tensor *outputs[1] = {nullptr};
+
+  ids[0] = 4, ids[1] = -5, ids[2] = 2;
+  ASSERT_EQ(kiln_session_run(session, 0, inputs, 2, outputs, 1), KILN_OK)
+      << kiln_last_error();
+  const float *y = static_cast<const float *>(kiln_tensor_data(outputs[0]));
+  EXPECT_EQ(y[0], 4 * 24.0f) << "row 4 starts at element 96";
+  EXPECT_EQ(y[24], 0.0f) << "index -5 is row 0";
+  EXPECT_EQ(y[48], 2 * 24.0f);
+  kiln_tensor_destroy(outputs[0]);
+  outputs[0] = nullptr;
+
+  ids[1] = 5;
+  EXPECT_EQ(kiln_session_run(session, 0, inputs, 2, outputs, 1),
+            KILN_ERROR_EXECUTION);
+  EXPECT_EQ(std::string(kiln_last_error()).rfind("main: Gather index out of range at node ", 0), 0u)
+      << kiln_last_error();
+  EXPECT_EQ(outputs[0], nullptr) << "outputs the run allocated are released";
+
+  ids[1] = -6;
+  EXPECT_EQ(kiln_session_run(session, 0, inputs, 2, outputs, 1),
+            KILN_ERROR_EXECUTION);
+  kiln_session_destroy(session);
+  kiln_artifact_close(artifact);
+}
+
 TEST(RuntimeArtifact, ReportsAMissingFile) {
   kiln_artifact *artifact = nullptr;
   EXPECT_EQ(kiln_artifact_open("/nonexistent/model.so", &artifact), KILN_ERROR_IO);
