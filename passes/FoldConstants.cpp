@@ -38,7 +38,8 @@ SmallVector<int64_t> getBroadcastIndices(ArrayRef<int64_t> operandShape,
   for (int64_t flat = 0; flat < count; ++flat) {
     int64_t index = 0;
     for (size_t d = 0; d < operandShape.size(); ++d) {
-      int64_t coord = flat / resultStrides[offset + d] % resultShape[offset + d];
+      int64_t coord =
+          flat / resultStrides[offset + d] % resultShape[offset + d];
       if (operandShape[d] != 1)
         index += coord * operandStrides[d];
     }
@@ -57,8 +58,7 @@ int64_t safeDivide(int64_t lhs, int64_t rhs) {
   return lhs / rhs;
 }
 
-template <typename T>
-T applyBinary(Operation *op, T lhs, T rhs) {
+template <typename T> T applyBinary(Operation *op, T lhs, T rhs) {
   if (isa<AddOp>(op))
     return lhs + rhs;
   if (isa<SubOp>(op))
@@ -112,8 +112,9 @@ DenseElementsAttr evaluate(Operation *op,
     return isFloat ? foldBinary<float>(op, operands[0], operands[1], type)
                    : foldBinary<int64_t>(op, operands[0], operands[1], type);
   if (auto transpose = dyn_cast<TransposeOp>(op))
-    return isFloat ? foldTranspose<float>(operands[0], transpose.getPerm(), type)
-                   : foldTranspose<int64_t>(operands[0], transpose.getPerm(), type);
+    return isFloat
+               ? foldTranspose<float>(operands[0], transpose.getPerm(), type)
+               : foldTranspose<int64_t>(operands[0], transpose.getPerm(), type);
   if (isa<ReshapeOp>(op))
     return operands[0].reshape(type);
   if (isa<NegOp>(op)) {
@@ -151,7 +152,8 @@ struct FoldConstantOperands : RewritePattern {
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    if (!isa<AddOp, SubOp, MulOp, DivOp, TransposeOp, ReshapeOp, NegOp, CastOp>(op))
+    if (!isa<AddOp, SubOp, MulOp, DivOp, TransposeOp, ReshapeOp, NegOp, CastOp>(
+            op))
       return failure();
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     if (type.getNumElements() > maxElements)

@@ -12,7 +12,8 @@ static kiln_status validate_tensors(const char *path, const char *entry,
                                     const kiln_abi_tensor *tensors) {
   if (count < 0 || (count > 0 && !tensors))
     return kiln_fail(KILN_ERROR_INCOMPATIBLE,
-                     "%s: entry '%s' has a malformed %s table", path, entry, kind);
+                     "%s: entry '%s' has a malformed %s table", path, entry,
+                     kind);
   for (int32_t i = 0; i < count; ++i) {
     const kiln_abi_tensor *t = &tensors[i];
     size_t element_size = kiln_dtype_size((kiln_dtype)t->dtype);
@@ -20,26 +21,30 @@ static kiln_status validate_tensors(const char *path, const char *entry,
     if (element_size)
       kiln_checked_num_elements(t->rank, t->dims, element_size, &ok);
     if (!t->name || !ok)
-      return kiln_fail(KILN_ERROR_INCOMPATIBLE,
-                       "%s: entry '%s' %s #%d has an unsupported dtype or shape",
-                       path, entry, kind, i);
+      return kiln_fail(
+          KILN_ERROR_INCOMPATIBLE,
+          "%s: entry '%s' %s #%d has an unsupported dtype or shape", path,
+          entry, kind, i);
   }
   return KILN_OK;
 }
 
 static kiln_status validate(const char *path, const kiln_abi_artifact *desc) {
   if (!desc)
-    return kiln_fail(KILN_ERROR_INCOMPATIBLE, "%s: the artifact has no descriptor", path);
+    return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                     "%s: the artifact has no descriptor", path);
   if (desc->abi_version != KILN_ABI_VERSION)
     return kiln_fail(KILN_ERROR_INCOMPATIBLE,
                      "%s: artifact ABI version %u, this runtime supports %d",
                      path, desc->abi_version, KILN_ABI_VERSION);
   if (desc->num_entries == 0 || !desc->entries)
-    return kiln_fail(KILN_ERROR_INCOMPATIBLE, "%s: the artifact has no entry points", path);
+    return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                     "%s: the artifact has no entry points", path);
   for (uint32_t e = 0; e < desc->num_entries; ++e) {
     const kiln_abi_entry *entry = &desc->entries[e];
     if (!entry->name || !entry->fn)
-      return kiln_fail(KILN_ERROR_INCOMPATIBLE, "%s: entry #%u is malformed", path, e);
+      return kiln_fail(KILN_ERROR_INCOMPATIBLE, "%s: entry #%u is malformed",
+                       path, e);
     kiln_status status = validate_tensors(path, entry->name, "input",
                                           entry->num_inputs, entry->inputs);
     if (status == KILN_OK)
@@ -51,9 +56,11 @@ static kiln_status validate(const char *path, const kiln_abi_artifact *desc) {
   return KILN_OK;
 }
 
-KILN_EXPORT kiln_status kiln_artifact_open(const char *path, kiln_artifact **out) {
+KILN_EXPORT kiln_status kiln_artifact_open(const char *path,
+                                           kiln_artifact **out) {
   if (!out || !path)
-    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_artifact_open: NULL argument");
+    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                     "kiln_artifact_open: NULL argument");
   *out = NULL;
   /* dlopen searches the library path for names without a slash; an
    * artifact is always a file the caller names. */
@@ -61,7 +68,8 @@ KILN_EXPORT kiln_status kiln_artifact_open(const char *path, kiln_artifact **out
   if (!strchr(path, '/')) {
     resolved = malloc(strlen(path) + 3);
     if (!resolved)
-      return kiln_fail(KILN_ERROR_OUT_OF_MEMORY, "kiln_artifact_open: out of memory");
+      return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
+                       "kiln_artifact_open: out of memory");
     strcpy(resolved, "./");
     strcat(resolved, path);
   }
@@ -86,7 +94,8 @@ KILN_EXPORT kiln_status kiln_artifact_open(const char *path, kiln_artifact **out
   kiln_artifact *artifact = calloc(1, sizeof(*artifact));
   if (!artifact) {
     dlclose(handle);
-    return kiln_fail(KILN_ERROR_OUT_OF_MEMORY, "kiln_artifact_open: out of memory");
+    return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
+                     "kiln_artifact_open: out of memory");
   }
   artifact->handle = handle;
   artifact->desc = desc;
@@ -134,7 +143,8 @@ KILN_EXPORT kiln_status kiln_artifact_find_entry(const kiln_artifact *artifact,
       return kiln_succeed();
     }
   }
-  return kiln_fail(KILN_ERROR_NOT_FOUND, "the artifact has no entry point '%s'", name);
+  return kiln_fail(KILN_ERROR_NOT_FOUND, "the artifact has no entry point '%s'",
+                   name);
 }
 
 KILN_EXPORT int32_t kiln_entry_num_inputs(const kiln_artifact *artifact,
@@ -150,7 +160,8 @@ KILN_EXPORT int32_t kiln_entry_num_outputs(const kiln_artifact *artifact,
 }
 
 static kiln_status tensor_info(const kiln_artifact *artifact, int32_t entry,
-                               int32_t index, int outputs, kiln_tensor_info *info) {
+                               int32_t index, int outputs,
+                               kiln_tensor_info *info) {
   const kiln_abi_entry *e = kiln_artifact_get_entry(artifact, entry);
   if (!e || !info)
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,

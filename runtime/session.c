@@ -17,19 +17,22 @@ struct kiln_session {
 KILN_EXPORT kiln_status kiln_session_create(const kiln_artifact *artifact,
                                             kiln_session **out) {
   if (!artifact || !out)
-    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_create: NULL argument");
+    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                     "kiln_session_create: NULL argument");
   *out = NULL;
   kiln_session *session = calloc(1, sizeof(*session));
   if (!session)
-    return kiln_fail(KILN_ERROR_OUT_OF_MEMORY, "kiln_session_create: out of memory");
+    return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
+                     "kiln_session_create: out of memory");
   session->artifact = artifact;
   if (artifact->desc->state_size > 0) {
     session->state = calloc(1, artifact->desc->state_size);
     if (!session->state) {
       free(session);
-      return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
-                       "kiln_session_create: cannot allocate %llu bytes of state",
-                       (unsigned long long)artifact->desc->state_size);
+      return kiln_fail(
+          KILN_ERROR_OUT_OF_MEMORY,
+          "kiln_session_create: cannot allocate %llu bytes of state",
+          (unsigned long long)artifact->desc->state_size);
     }
   }
   *out = session;
@@ -63,7 +66,8 @@ static kiln_status check_tensor(const kiln_abi_entry *entry, const char *kind,
   if (kiln_tensor_dtype(tensor) != (kiln_dtype)expected->dtype)
     return kiln_fail(KILN_ERROR_DTYPE_MISMATCH,
                      "%s: %s '%s' must be %s, got %s", entry->name, kind,
-                     expected->name, kiln_dtype_name((kiln_dtype)expected->dtype),
+                     expected->name,
+                     kiln_dtype_name((kiln_dtype)expected->dtype),
                      kiln_dtype_name(kiln_tensor_dtype(tensor)));
   int32_t rank = kiln_tensor_rank(tensor);
   const int64_t *dims = kiln_tensor_dims(tensor);
@@ -75,18 +79,21 @@ static kiln_status check_tensor(const kiln_abi_entry *entry, const char *kind,
     format_shape(want, sizeof(want), expected->rank, expected->dims);
     format_shape(got, sizeof(got), rank, dims);
     return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
-                     "%s: %s '%s' must have shape %s, got %s", entry->name, kind,
-                     expected->name, want, got);
+                     "%s: %s '%s' must have shape %s, got %s", entry->name,
+                     kind, expected->name, want, got);
   }
   return KILN_OK;
 }
 
-KILN_EXPORT kiln_status kiln_session_run(kiln_session *session, int32_t entry_index,
+KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
+                                         int32_t entry_index,
                                          const kiln_tensor *const *inputs,
-                                         int32_t num_inputs, kiln_tensor **outputs,
+                                         int32_t num_inputs,
+                                         kiln_tensor **outputs,
                                          int32_t num_outputs) {
   if (!session)
-    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_session_run: session is NULL");
+    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                     "kiln_session_run: session is NULL");
   const kiln_abi_entry *entry =
       kiln_artifact_get_entry(session->artifact, entry_index);
   if (!entry)
@@ -122,8 +129,8 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session, int32_t entry_in
     for (int32_t i = 0; i < num_inputs; ++i)
       if (inputs[i] == outputs[o])
         return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
-                         "%s: output '%s' is also passed as an input", entry->name,
-                         entry->outputs[o].name);
+                         "%s: output '%s' is also passed as an input",
+                         entry->name, entry->outputs[o].name);
   }
 
   /* Allocate the missing outputs last, so a failed check allocates nothing. */

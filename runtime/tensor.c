@@ -19,18 +19,24 @@ struct kiln_tensor {
 
 KILN_EXPORT size_t kiln_dtype_size(kiln_dtype dtype) {
   switch (dtype) {
-  case KILN_DTYPE_F32: return 4;
-  case KILN_DTYPE_I64: return 8;
-  case KILN_DTYPE_INVALID: break;
+  case KILN_DTYPE_F32:
+    return 4;
+  case KILN_DTYPE_I64:
+    return 8;
+  case KILN_DTYPE_INVALID:
+    break;
   }
   return 0;
 }
 
 KILN_EXPORT const char *kiln_dtype_name(kiln_dtype dtype) {
   switch (dtype) {
-  case KILN_DTYPE_F32: return "float32";
-  case KILN_DTYPE_I64: return "int64";
-  case KILN_DTYPE_INVALID: break;
+  case KILN_DTYPE_F32:
+    return "float32";
+  case KILN_DTYPE_I64:
+    return "int64";
+  case KILN_DTYPE_INVALID:
+    break;
   }
   return "invalid";
 }
@@ -39,7 +45,8 @@ KILN_EXPORT kiln_status kiln_tensor_create(kiln_dtype dtype, int32_t rank,
                                            const int64_t *dims,
                                            kiln_tensor **out) {
   if (!out)
-    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT, "kiln_tensor_create: out is NULL");
+    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                     "kiln_tensor_create: out is NULL");
   *out = NULL;
   size_t element_size = kiln_dtype_size(dtype);
   if (element_size == 0)
@@ -52,11 +59,13 @@ KILN_EXPORT kiln_status kiln_tensor_create(kiln_dtype dtype, int32_t rank,
   int ok;
   size_t count = kiln_checked_num_elements(rank, dims, element_size, &ok);
   if (!ok)
-    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
-                     "kiln_tensor_create: dims are negative, missing or too large");
+    return kiln_fail(
+        KILN_ERROR_INVALID_ARGUMENT,
+        "kiln_tensor_create: dims are negative, missing or too large");
   kiln_tensor *tensor = calloc(1, sizeof(*tensor));
   if (!tensor)
-    return kiln_fail(KILN_ERROR_OUT_OF_MEMORY, "kiln_tensor_create: out of memory");
+    return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
+                     "kiln_tensor_create: out of memory");
   size_t bytes = count * element_size;
   /* aligned_alloc needs a size that is a multiple of the alignment. */
   size_t padded = (bytes + KILN_TENSOR_ALIGNMENT - 1) / KILN_TENSOR_ALIGNMENT *

@@ -62,7 +62,7 @@ typedef struct kiln_abi_artifact {
   uint32_t abi_version; /* KILN_ABI_VERSION */
   uint32_t num_entries;
   const kiln_abi_entry *entries;
-  uint64_t state_size; /* bytes of per-session state shared by all entries */
+  uint64_t state_size;  /* bytes of per-session state shared by all entries */
   const char *producer; /* e.g. "kiln 0.1.0" */
 } kiln_abi_artifact;
 

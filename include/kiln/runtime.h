@@ -45,7 +45,7 @@ typedef enum kiln_status {
   KILN_ERROR_DTYPE_MISMATCH = 5,   /* a tensor has the wrong element type */
   KILN_ERROR_SHAPE_MISMATCH = 6,   /* a tensor has the wrong rank or dims */
   KILN_ERROR_OUT_OF_MEMORY = 7,
-  KILN_ERROR_EXECUTION = 8,        /* generated code reported an error */
+  KILN_ERROR_EXECUTION = 8, /* generated code reported an error */
 } kiln_status;
 
 /* A short constant name for a status ("shape mismatch"). */
@@ -109,9 +109,8 @@ int32_t kiln_entry_num_inputs(const kiln_artifact *artifact, int32_t entry);
 int32_t kiln_entry_num_outputs(const kiln_artifact *artifact, int32_t entry);
 kiln_status kiln_entry_input_info(const kiln_artifact *artifact, int32_t entry,
                                   int32_t index, kiln_tensor_info *info);
-kiln_status kiln_entry_output_info(const kiln_artifact *artifact,
-                                   int32_t entry, int32_t index,
-                                   kiln_tensor_info *info);
+kiln_status kiln_entry_output_info(const kiln_artifact *artifact, int32_t entry,
+                                   int32_t index, kiln_tensor_info *info);
 
 /*===----------------------------------------------------------------------===*
  * Sessions: own the state an artifact keeps across calls.

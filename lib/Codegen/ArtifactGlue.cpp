@@ -74,26 +74,24 @@ public:
 
   Constant *entry(const kiln::EntrySignature &signature, Function *wrapper) {
     return ConstantStruct::get(
-        entryTy,
-        {string(signature.name),
-         ConstantInt::get(i32Ty, signature.inputs.size()),
-         ConstantInt::get(i32Ty, signature.outputs.size()),
-         tensorTable(signature.inputs), tensorTable(signature.outputs), wrapper,
-         ConstantInt::get(i32Ty, signature.errors.size()),
-         stringTable(signature.errors)});
+        entryTy, {string(signature.name),
+                  ConstantInt::get(i32Ty, signature.inputs.size()),
+                  ConstantInt::get(i32Ty, signature.outputs.size()),
+                  tensorTable(signature.inputs), tensorTable(signature.outputs),
+                  wrapper, ConstantInt::get(i32Ty, signature.errors.size()),
+                  stringTable(signature.errors)});
   }
 
   Constant *artifact(ArrayRef<Constant *> entries) {
     Constant *table = global(
         ConstantArray::get(ArrayType::get(entryTy, entries.size()), entries),
         ".kiln.entries");
-    return global(
-        ConstantStruct::get(
-            artifactTy,
-            {ConstantInt::get(i32Ty, KILN_ABI_VERSION),
-             ConstantInt::get(i32Ty, entries.size()), table,
-             ConstantInt::get(i64Ty, 0), string("kiln " KILN_VERSION)}),
-        ".kiln.artifact");
+    return global(ConstantStruct::get(
+                      artifactTy, {ConstantInt::get(i32Ty, KILN_ABI_VERSION),
+                                   ConstantInt::get(i32Ty, entries.size()),
+                                   table, ConstantInt::get(i64Ty, 0),
+                                   string("kiln " KILN_VERSION)}),
+                  ".kiln.artifact");
   }
 
   Module &module;
@@ -110,16 +108,16 @@ Function *createEntryWrapper(Module &module, Function *impl,
                              const kiln::EntrySignature &signature) {
   LLVMContext &ctx = module.getContext();
   PointerType *ptrTy = PointerType::getUnqual(ctx);
-  auto *type = FunctionType::get(Type::getInt32Ty(ctx),
-                                 {ptrTy, ptrTy, ptrTy}, false);
+  auto *type =
+      FunctionType::get(Type::getInt32Ty(ctx), {ptrTy, ptrTy, ptrTy}, false);
   Function *wrapper = Function::Create(type, GlobalValue::InternalLinkage,
                                        "kiln_entry." + signature.name, module);
   IRBuilder<> b(BasicBlock::Create(ctx, "entry", wrapper));
   std::vector<Value *> args;
   auto unpack = [&](Value *array, size_t count) {
     for (size_t i = 0; i < count; ++i)
-      args.push_back(b.CreateLoad(
-          ptrTy, b.CreateConstInBoundsGEP1_64(ptrTy, array, i)));
+      args.push_back(
+          b.CreateLoad(ptrTy, b.CreateConstInBoundsGEP1_64(ptrTy, array, i)));
   };
   unpack(wrapper->getArg(1), signature.inputs.size());
   unpack(wrapper->getArg(2), signature.outputs.size());
@@ -144,8 +142,8 @@ std::string kiln::addArtifactGlue(Module &module,
       return "lowered function '" + signature.name +
              "' does not take one pointer per input and output and a status";
     impl->setName("kiln_impl." + signature.name);
-    entryConstants.push_back(
-        descriptor.entry(signature, createEntryWrapper(module, impl, signature)));
+    entryConstants.push_back(descriptor.entry(
+        signature, createEntryWrapper(module, impl, signature)));
   }
   Constant *artifact = descriptor.artifact(entryConstants);
 

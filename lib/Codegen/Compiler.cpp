@@ -42,8 +42,10 @@ public:
     SmallString<256> model(finalPath);
     model += ".tmp-%%%%%%";
     int fd;
-    if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tempPath))
-      return emitError(loc) << "cannot create '" << finalPath << "': " << ec.message();
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueFile(model, fd, tempPath))
+      return emitError(loc)
+             << "cannot create '" << finalPath << "': " << ec.message();
     stream = std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
     return success();
   }
@@ -61,14 +63,16 @@ public:
       return success();
     std::error_code ec = stream->error();
     stream->clear_error();
-    return emitError(loc) << "cannot write '" << finalPath << "': " << ec.message();
+    return emitError(loc) << "cannot write '" << finalPath
+                          << "': " << ec.message();
   }
 
   LogicalResult commit(Location loc) {
     if (failed(close(loc)))
       return failure();
     if (std::error_code ec = llvm::sys::fs::rename(tempPath, finalPath))
-      return emitError(loc) << "cannot write '" << finalPath << "': " << ec.message();
+      return emitError(loc)
+             << "cannot write '" << finalPath << "': " << ec.message();
     tempPath.clear();
     return success();
   }
@@ -100,9 +104,11 @@ createTargetMachine(StringRef cpuName, Location loc) {
   llvm::InitializeNativeTargetAsmPrinter();
   llvm::Triple triple(llvm::sys::getProcessTriple());
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
-    return emitError(loc) << "no code generator for " << triple.str() << ": " << error;
+    return emitError(loc) << "no code generator for " << triple.str() << ": "
+                          << error;
   std::string cpu = cpuName.str();
   llvm::SubtargetFeatures features;
   if (cpuName == "host") {
@@ -151,11 +157,21 @@ LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
 LogicalResult linkSharedLibrary(StringRef objectPath, StringRef outputPath,
                                 StringRef finalPath, Location loc) {
   std::string soname = llvm::sys::path::filename(finalPath).str();
-  SmallVector<StringRef> args = {KILN_LLD_PATH, "-shared", "--no-undefined",
-                                 "-z", "now", "-z", "relro",
-                                 "--hash-style=gnu", "-soname", soname,
-                                 "-o", outputPath, objectPath,
-                                 KILN_LIBM_PATH, KILN_LIBC_PATH};
+  SmallVector<StringRef> args = {KILN_LLD_PATH,
+                                 "-shared",
+                                 "--no-undefined",
+                                 "-z",
+                                 "now",
+                                 "-z",
+                                 "relro",
+                                 "--hash-style=gnu",
+                                 "-soname",
+                                 soname,
+                                 "-o",
+                                 outputPath,
+                                 objectPath,
+                                 KILN_LIBM_PATH,
+                                 KILN_LIBC_PATH};
   std::string error;
   int status = llvm::sys::ExecuteAndWait(KILN_LLD_PATH, args, std::nullopt, {},
                                          0, 0, &error);
@@ -190,7 +206,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
         failed(options.configurePassManager(pm)))
       return failure();
     if (failed(build(pm)))
-      return LogicalResult(emitError(loc) << "internal error: invalid pipeline");
+      return LogicalResult(emitError(loc)
+                           << "internal error: invalid pipeline");
     TimingScope scope = timing.nest(name);
     pm.enableTiming(scope);
     return pm.run(module);
@@ -201,7 +218,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
       collectEntrySignatures(module);
   if (failed(entries))
     return failure();
-  if (failed(runPipeline("Lower to the LLVM dialect", buildCpuLoweringPipeline)))
+  if (failed(
+          runPipeline("Lower to the LLVM dialect", buildCpuLoweringPipeline)))
     return failure();
 
   llvm::LLVMContext llvmContext;
@@ -222,7 +240,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
   std::string verifyMessage;
   llvm::raw_string_ostream verifyStream(verifyMessage);
   if (llvm::verifyModule(*llvmModule, &verifyStream))
-    return emitError(loc) << "internal error: invalid LLVM IR: " << verifyMessage;
+    return emitError(loc) << "internal error: invalid LLVM IR: "
+                          << verifyMessage;
   translation.stop();
   {
     TimingScope optimization = timing.nest("Optimize LLVM IR");
@@ -230,8 +249,9 @@ LogicalResult kiln::compileModule(ModuleOp module,
   }
 
   if (options.emit == EmitKind::Llvm)
-    return writeText(options.outputPath, loc,
-                     [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); });
+    return writeText(options.outputPath, loc, [&](llvm::raw_ostream &os) {
+      llvmModule->print(os, nullptr);
+    });
 
   TimingScope codegen = timing.nest("Generate machine code");
   if (options.emit == EmitKind::Object) {
@@ -256,7 +276,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
       failed(library.close(loc)))
     return failure();
   if (failed(linkSharedLibrary(object.path(), library.path(),
-                                options.outputPath, loc)))
+                               options.outputPath, loc)))
     return failure();
   return library.commit(loc);
 }

@@ -21,8 +21,8 @@ void kiln::registerKilnPasses() {
 
 LogicalResult kiln::buildGraphPipeline(OpPassManager &pm) {
   registerKilnPasses();
-  return parsePassPipeline("kiln-fold-constants,kiln-insert-runtime-checks",
-                           pm, llvm::errs());
+  return parsePassPipeline("kiln-fold-constants,kiln-insert-runtime-checks", pm,
+                           llvm::errs());
 }
 
 LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {

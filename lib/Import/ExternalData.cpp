@@ -67,9 +67,11 @@ int openBeneath(const std::string &dir, const std::string &relative,
     error = "names no file";
     return -1;
   }
-  FileDescriptor current(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  FileDescriptor current(
+      ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (current.get() < 0) {
-    error = "cannot open the model's folder: " + std::string(std::strerror(errno));
+    error =
+        "cannot open the model's folder: " + std::string(std::strerror(errno));
     return -1;
   }
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -81,9 +83,9 @@ int openBeneath(const std::string &dir, const std::string &relative,
     int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY);
     int next = ::openat(current.get(), parts[i].c_str(), flags);
     if (next < 0) {
-      error = errno == ELOOP ? "goes through a symbolic link"
-                             : "cannot be opened: " +
-                                   std::string(std::strerror(errno));
+      error = errno == ELOOP
+                  ? "goes through a symbolic link"
+                  : "cannot be opened: " + std::string(std::strerror(errno));
       return -1;
     }
     current.reset(next);

@@ -1,4 +1,5 @@
-//===- ExternalData.h - loading tensor data stored beside a model -*- C++ -*-===//
+//===- ExternalData.h - loading tensor data stored beside a model -*- C++
+//-*-===//
 #ifndef KILN_LIB_IMPORT_EXTERNALDATA_H
 #define KILN_LIB_IMPORT_EXTERNALDATA_H
 

@@ -70,8 +70,8 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
       std::memcpy(data.data(), raw.data(), raw.size());
     return DenseElementsAttr::get(type, ArrayRef<int64_t>(data));
   }
-  int64_t stored = elementType.isF32() ? tensor.float_data_size()
-                                       : tensor.int64_data_size();
+  int64_t stored =
+      elementType.isF32() ? tensor.float_data_size() : tensor.int64_data_size();
   if (stored != numElements) {
     emitError(loc) << "tensor '" << tensor.name() << "' holds " << stored
                    << " elements but its shape needs " << numElements;

@@ -62,7 +62,8 @@ public:
 
   /// The integer elements of the compile-time constant `name`, or nullopt if
   /// `name` is not a constant integer tensor.
-  std::optional<llvm::SmallVector<int64_t>> getConstantInts(llvm::StringRef name);
+  std::optional<llvm::SmallVector<int64_t>>
+  getConstantInts(llvm::StringRef name);
 
   /// Imports one node; emits an error and fails on anything unsupported.
   llvm::LogicalResult importNode(const onnx::NodeProto &node,
@@ -98,7 +99,8 @@ public:
   const onnx::AttributeProto *getAttr(llvm::StringRef name) const;
   int64_t getIntAttr(llvm::StringRef name, int64_t defaultValue) const;
   float getFloatAttr(llvm::StringRef name, float defaultValue) const;
-  std::optional<llvm::SmallVector<int64_t>> getIntsAttr(llvm::StringRef name) const;
+  std::optional<llvm::SmallVector<int64_t>>
+  getIntsAttr(llvm::StringRef name) const;
 
   /// Operand `i`, or an error if it is missing.
   mlir::FailureOr<mlir::Value> getOperand(unsigned i) const;

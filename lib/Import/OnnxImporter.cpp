@@ -42,12 +42,14 @@ LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef path,
   llvm::sys::path::remove_filename(dir);
   if (dir.empty())
     dir = ".";
-  for (onnx::TensorProto &tensor : *model.mutable_graph()->mutable_initializer()) {
+  for (onnx::TensorProto &tensor :
+       *model.mutable_graph()->mutable_initializer()) {
     if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
       continue;
     std::string error = loadExternalData(tensor, std::string(dir));
     if (!error.empty())
-      return emitError(loc) << "initializer '" << tensor.name() << "': " << error;
+      return emitError(loc)
+             << "initializer '" << tensor.name() << "': " << error;
   }
   return success();
 }
@@ -63,7 +65,8 @@ FailureOr<RankedTensorType> getValueType(const onnx::ValueInfoProto &info,
   const onnx::TypeProto::Tensor &tensor = info.type().tensor_type();
   Type elementType = getElementType(ctx, tensor.elem_type());
   if (!elementType)
-    return emitError(loc) << kind << " '" << info.name() << "' has element type "
+    return emitError(loc) << kind << " '" << info.name()
+                          << "' has element type "
                           << getOnnxTypeName(tensor.elem_type())
                           << "; Kiln supports FLOAT and INT64";
   if (!tensor.has_shape())
@@ -71,7 +74,8 @@ FailureOr<RankedTensorType> getValueType(const onnx::ValueInfoProto &info,
   SmallVector<int64_t> shape;
   for (auto [i, dim] : llvm::enumerate(tensor.shape().dim())) {
     if (!dim.has_dim_value() || dim.dim_value() < 0) {
-      auto diag = emitError(loc) << kind << " '" << info.name() << "' dimension " << i;
+      auto diag = emitError(loc)
+                  << kind << " '" << info.name() << "' dimension " << i;
       if (dim.has_dim_param())
         diag << " is the symbol '" << dim.dim_param() << "'";
       else
@@ -139,9 +143,9 @@ LogicalResult importGraph(const onnx::GraphProto &graph,
     if (failed(declared))
       return failure();
     if (*declared != value->getType())
-      return emitError(fileLoc) << "graph output '" << output.name()
-                                << "' is declared as " << *declared
-                                << " but computes " << value->getType();
+      return emitError(fileLoc)
+             << "graph output '" << output.name() << "' is declared as "
+             << *declared << " but computes " << value->getType();
     results.push_back(*value);
   }
   func::ReturnOp::create(builder, fileLoc, results);
@@ -173,7 +177,8 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer) {
-    emitError(fileLoc) << "cannot read the model: " << buffer.getError().message();
+    emitError(fileLoc) << "cannot read the model: "
+                       << buffer.getError().message();
     return nullptr;
   }
 
@@ -198,19 +203,21 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
     // checks every type it computes with.
     onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0,
                                         /*enable_data_propagation=*/false};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
-                                       options);
+    onnx::shape_inference::InferShapes(
+        model, onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception &e) {
     std::string message = e.what();
     // The checker's messages end with a redundant "==> Context: ..." block.
-    if (size_t context = message.find("\n\n==> Context"); context != std::string::npos)
+    if (size_t context = message.find("\n\n==> Context");
+        context != std::string::npos)
       message.resize(context);
     emitError(fileLoc) << "the ONNX checker rejected the model: " << message;
     return nullptr;
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  if (failed(importGraph(model.graph(), getOpsetImports(model), *module, fileLoc)))
+  if (failed(
+          importGraph(model.graph(), getOpsetImports(model), *module, fileLoc)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;

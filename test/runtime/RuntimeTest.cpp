@@ -199,7 +199,8 @@ TEST_F(RuntimeTest, SessionsRunConcurrently) {
           break;
         }
         std::vector<float> expected = referenceMatMul(x.f32(), y.f32());
-        const float *got = static_cast<const float *>(kiln_tensor_data(outputs[0]));
+        const float *got =
+            static_cast<const float *>(kiln_tensor_data(outputs[0]));
         for (int i = 0; i < 9; ++i)
           if (std::abs(got[i] - expected[i]) > 1e-5f)
             failures[t] = 1;
@@ -243,7 +244,9 @@ TEST(RuntimeExecution, ReportsAnOutOfRangeIndexFromGeneratedCode) {
   ids[1] = 5;
   EXPECT_EQ(kiln_session_run(session, 0, inputs, 2, outputs, 1),
             KILN_ERROR_EXECUTION);
-  EXPECT_EQ(std::string(kiln_last_error()).rfind("main: Gather index out of range at node ", 0), 0u)
+  EXPECT_EQ(std::string(kiln_last_error())
+                .rfind("main: Gather index out of range at node ", 0),
+            0u)
       << kiln_last_error();
   EXPECT_EQ(outputs[0], nullptr) << "outputs the run allocated are released";
 
@@ -256,11 +259,13 @@ TEST(RuntimeExecution, ReportsAnOutOfRangeIndexFromGeneratedCode) {
 
 TEST(RuntimeArtifact, ReportsAMissingFile) {
   kiln_artifact *artifact = nullptr;
-  EXPECT_EQ(kiln_artifact_open("/nonexistent/model.so", &artifact), KILN_ERROR_IO);
+  EXPECT_EQ(kiln_artifact_open("/nonexistent/model.so", &artifact),
+            KILN_ERROR_IO);
   EXPECT_EQ(artifact, nullptr);
   EXPECT_NE(std::string(kiln_last_error()).find("/nonexistent/model.so"),
             std::string::npos);
-  EXPECT_EQ(kiln_artifact_open(nullptr, &artifact), KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_artifact_open(nullptr, &artifact),
+            KILN_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(RuntimeArtifact, RejectsASharedLibraryThatIsNoArtifact) {
@@ -303,7 +308,8 @@ TEST(RuntimeTensor, ValidatesItsArguments) {
 TEST(RuntimeStatus, NamesEveryStatus) {
   EXPECT_STREQ(kiln_status_string(KILN_OK), "ok");
   EXPECT_STREQ(kiln_status_string(KILN_ERROR_SHAPE_MISMATCH), "shape mismatch");
-  EXPECT_STREQ(kiln_status_string(static_cast<kiln_status>(99)), "unknown status");
+  EXPECT_STREQ(kiln_status_string(static_cast<kiln_status>(99)),
+               "unknown status");
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_F32), 4u);
   EXPECT_EQ(kiln_dtype_size(KILN_DTYPE_I64), 8u);
   EXPECT_STREQ(kiln_dtype_name(KILN_DTYPE_I64), "int64");

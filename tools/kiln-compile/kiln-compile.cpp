@@ -25,22 +25,25 @@ using namespace mlir;
 
 namespace {
 
-llvm::cl::opt<std::string> inputPath(llvm::cl::Positional,
-                                     llvm::cl::desc("<model.onnx | module.mlir>"),
-                                     llvm::cl::Required);
+llvm::cl::opt<std::string>
+    inputPath(llvm::cl::Positional,
+              llvm::cl::desc("<model.onnx | module.mlir>"), llvm::cl::Required);
 llvm::cl::opt<std::string> outputPath("o", llvm::cl::desc("Output file"),
                                       llvm::cl::value_desc("path"));
-llvm::cl::opt<kiln::EmitKind> emitKind(
-    "emit", llvm::cl::desc("What to produce"),
-    llvm::cl::values(
-        clEnumValN(kiln::EmitKind::Mlir, "mlir", "the imported kiln-dialect module"),
-        clEnumValN(kiln::EmitKind::Llvm, "llvm", "optimized LLVM IR"),
-        clEnumValN(kiln::EmitKind::Object, "obj", "an object file"),
-        clEnumValN(kiln::EmitKind::Library, "lib", "a shared library (default)")),
-    llvm::cl::init(kiln::EmitKind::Library));
-llvm::cl::opt<std::string> targetCpu(
-    "target-cpu", llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
-    llvm::cl::init("host"));
+llvm::cl::opt<kiln::EmitKind>
+    emitKind("emit", llvm::cl::desc("What to produce"),
+             llvm::cl::values(
+                 clEnumValN(kiln::EmitKind::Mlir, "mlir",
+                            "the imported kiln-dialect module"),
+                 clEnumValN(kiln::EmitKind::Llvm, "llvm", "optimized LLVM IR"),
+                 clEnumValN(kiln::EmitKind::Object, "obj", "an object file"),
+                 clEnumValN(kiln::EmitKind::Library, "lib",
+                            "a shared library (default)")),
+             llvm::cl::init(kiln::EmitKind::Library));
+llvm::cl::opt<std::string>
+    targetCpu("target-cpu",
+              llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
+              llvm::cl::init("host"));
 
 /// Prints one line per diagnostic, naming the ONNX node where there is one:
 ///   kiln-compile: error: model.onnx: node 'MatMul_3': <message>
@@ -60,10 +63,18 @@ private:
     llvm::raw_ostream &os = llvm::errs();
     os << "kiln-compile: ";
     switch (diag.getSeverity()) {
-    case DiagnosticSeverity::Error: os << "error: "; break;
-    case DiagnosticSeverity::Warning: os << "warning: "; break;
-    case DiagnosticSeverity::Note: os << "note: "; break;
-    case DiagnosticSeverity::Remark: os << "remark: "; break;
+    case DiagnosticSeverity::Error:
+      os << "error: ";
+      break;
+    case DiagnosticSeverity::Warning:
+      os << "warning: ";
+      break;
+    case DiagnosticSeverity::Note:
+      os << "note: ";
+      break;
+    case DiagnosticSeverity::Remark:
+      os << "remark: ";
+      break;
     }
     Location loc = diag.getLocation();
     if (auto name = dyn_cast<NameLoc>(loc))
@@ -88,10 +99,17 @@ std::string defaultOutputPath() {
   SmallString<256> path(llvm::sys::path::filename(inputPath));
   const char *extension = "so";
   switch (emitKind) {
-  case kiln::EmitKind::Mlir: extension = "mlir"; break;
-  case kiln::EmitKind::Llvm: extension = "ll"; break;
-  case kiln::EmitKind::Object: extension = "o"; break;
-  case kiln::EmitKind::Library: break;
+  case kiln::EmitKind::Mlir:
+    extension = "mlir";
+    break;
+  case kiln::EmitKind::Llvm:
+    extension = "ll";
+    break;
+  case kiln::EmitKind::Object:
+    extension = "o";
+    break;
+  case kiln::EmitKind::Library:
+    break;
   }
   llvm::sys::path::replace_extension(path, extension);
   if (path == inputPath)
@@ -106,8 +124,8 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
-  llvm::cl::ParseCommandLineOptions(argc, argv,
-                                    "Kiln: compile ONNX models to native code\n");
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv, "Kiln: compile ONNX models to native code\n");
 
   DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
@@ -121,8 +139,8 @@ int main(int argc, char **argv) {
   OwningOpRef<ModuleOp> module;
   if (StringRef(inputPath).ends_with(".mlir")) {
     llvm::SourceMgr sourceMgr;
-    module = parseSourceFile<ModuleOp>(inputPath, sourceMgr,
-                                       ParserConfig(&context));
+    module =
+        parseSourceFile<ModuleOp>(inputPath, sourceMgr, ParserConfig(&context));
   } else {
     module = kiln::importOnnxModel(inputPath, context);
   }

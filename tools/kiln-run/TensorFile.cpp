@@ -24,7 +24,8 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
     return nullptr;
   }
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    error = "'" + path + "' keeps its data externally, which kiln-run does not read";
+    error = "'" + path +
+            "' keeps its data externally, which kiln-run does not read";
     return nullptr;
   }
   kiln_dtype dtype = KILN_DTYPE_INVALID;
@@ -33,12 +34,13 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
   else if (proto.data_type() == onnx::TensorProto::INT64)
     dtype = KILN_DTYPE_I64;
   else {
-    error = "'" + path + "' holds element type " +
-            (onnx::TensorProto_DataType_IsValid(proto.data_type())
-                 ? onnx::TensorProto_DataType_Name(
-                       static_cast<onnx::TensorProto_DataType>(proto.data_type()))
-                 : std::to_string(proto.data_type())) +
-            "; Kiln supports FLOAT and INT64";
+    error =
+        "'" + path + "' holds element type " +
+        (onnx::TensorProto_DataType_IsValid(proto.data_type())
+             ? onnx::TensorProto_DataType_Name(
+                   static_cast<onnx::TensorProto_DataType>(proto.data_type()))
+             : std::to_string(proto.data_type())) +
+        "; Kiln supports FLOAT and INT64";
     return nullptr;
   }
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
@@ -53,7 +55,8 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
   size_t bytes = kiln_tensor_byte_size(raw);
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes) {
-      error = "'" + path + "' holds " + std::to_string(proto.raw_data().size()) +
+      error = "'" + path + "' holds " +
+              std::to_string(proto.raw_data().size()) +
               " bytes but its shape needs " + std::to_string(bytes);
       return nullptr;
     }

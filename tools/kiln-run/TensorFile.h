@@ -1,4 +1,5 @@
-//===- TensorFile.h - ONNX TensorProto files <-> runtime tensors -*- C++ -*-===//
+//===- TensorFile.h - ONNX TensorProto files <-> runtime tensors -*- C++
+//-*-===//
 #ifndef KILN_TOOLS_KILN_RUN_TENSORFILE_H
 #define KILN_TOOLS_KILN_RUN_TENSORFILE_H
 

@@ -38,9 +38,10 @@ int fail(const std::string &message) {
 }
 
 void usage() {
-  std::fprintf(stderr,
-               "usage: kiln-run model.so [--input x.pb]... [--expect y.pb]...\n"
-               "                [--rtol R] [--atol A] [--repeat N] [--entry NAME]\n");
+  std::fprintf(
+      stderr,
+      "usage: kiln-run model.so [--input x.pb]... [--expect y.pb]...\n"
+      "                [--rtol R] [--atol A] [--repeat N] [--entry NAME]\n");
 }
 
 bool parseNumber(const char *text, double &value) {
@@ -53,8 +54,9 @@ bool parseNumber(const char *text, double &value) {
 std::string parseArgs(int argc, char **argv, Options &options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    bool takesValue = arg == "--input" || arg == "--expect" || arg == "--rtol" ||
-                      arg == "--atol" || arg == "--repeat" || arg == "--entry";
+    bool takesValue = arg == "--input" || arg == "--expect" ||
+                      arg == "--rtol" || arg == "--atol" || arg == "--repeat" ||
+                      arg == "--entry";
     if (takesValue && i + 1 >= argc)
       return arg + " needs a value";
     const char *value = takesValue ? argv[++i] : nullptr;
@@ -72,7 +74,8 @@ std::string parseArgs(int argc, char **argv, Options &options) {
     } else if (arg == "--repeat") {
       if (!parseNumber(value, number) || number < 1 || number > 1e6 ||
           number != std::floor(number))
-        return std::string("--repeat needs a count from 1, got '") + value + "'";
+        return std::string("--repeat needs a count from 1, got '") + value +
+               "'";
       options.repeat = static_cast<int>(number);
     } else if (arg == "--help" || arg == "-h") {
       usage();
@@ -127,24 +130,26 @@ std::string compare(const char *name, const kiln_tensor *actual,
            kiln_dtype_name(kiln_tensor_dtype(actual)) + " but expected " +
            kiln_dtype_name(kiln_tensor_dtype(expected));
   if (shapeString(actual) != shapeString(expected))
-    return std::string("output '") + name + "' has shape " + shapeString(actual) +
-           " but expected " + shapeString(expected);
+    return std::string("output '") + name + "' has shape " +
+           shapeString(actual) + " but expected " + shapeString(expected);
   size_t count = kiln_tensor_num_elements(actual), mismatches = 0, first = 0;
   for (size_t i = 0; i < count; ++i) {
     double a = elementAt(actual, i), e = elementAt(expected, i);
-    bool ok = (std::isnan(a) && std::isnan(e)) || a == e ||
-              (std::isfinite(e) && std::fabs(a - e) <= atol + rtol * std::fabs(e));
+    bool ok =
+        (std::isnan(a) && std::isnan(e)) || a == e ||
+        (std::isfinite(e) && std::fabs(a - e) <= atol + rtol * std::fabs(e));
     if (!ok && mismatches++ == 0)
       first = i;
   }
   if (mismatches == 0)
     return "";
   char buffer[256];
-  std::snprintf(buffer, sizeof(buffer),
-                "output '%s' differs in %zu of %zu elements; first at flat index "
-                "%zu: got %.9g, expected %.9g (rtol %g, atol %g)",
-                name, mismatches, count, first, elementAt(actual, first),
-                elementAt(expected, first), rtol, atol);
+  std::snprintf(
+      buffer, sizeof(buffer),
+      "output '%s' differs in %zu of %zu elements; first at flat index "
+      "%zu: got %.9g, expected %.9g (rtol %g, atol %g)",
+      name, mismatches, count, first, elementAt(actual, first),
+      elementAt(expected, first), rtol, atol);
   return buffer;
 }
 
@@ -165,7 +170,8 @@ int main(int argc, char **argv) {
       artifact, kiln_artifact_close);
   int32_t entry = 0;
   if (!options.entry.empty() &&
-      kiln_artifact_find_entry(artifact, options.entry.c_str(), &entry) != KILN_OK)
+      kiln_artifact_find_entry(artifact, options.entry.c_str(), &entry) !=
+          KILN_OK)
     return fail(kiln_last_error());
 
   int32_t numInputs = kiln_entry_num_inputs(artifact, entry);
@@ -179,7 +185,8 @@ int main(int argc, char **argv) {
       static_cast<int32_t>(options.expected.size()) != numOutputs)
     return fail(std::string("entry '") + entryName + "' has " +
                 std::to_string(numOutputs) + " outputs; " +
-                std::to_string(options.expected.size()) + " given with --expect");
+                std::to_string(options.expected.size()) +
+                " given with --expect");
 
   std::vector<TensorPtr> inputs;
   std::vector<const kiln_tensor *> inputPtrs;
@@ -204,15 +211,17 @@ int main(int argc, char **argv) {
   std::vector<double> millis;
   for (int run = 0; run < options.repeat; ++run) {
     auto start = std::chrono::steady_clock::now();
-    kiln_status status = kiln_session_run(session, entry, inputPtrs.data(),
-                                          numInputs, outputs.data(), numOutputs);
+    kiln_status status =
+        kiln_session_run(session, entry, inputPtrs.data(), numInputs,
+                         outputs.data(), numOutputs);
     auto stop = std::chrono::steady_clock::now();
     if (status != KILN_OK)
       return fail(kiln_last_error());
     if (run == 0)
       for (kiln_tensor *output : outputs)
         outputOwners.emplace_back(output);
-    millis.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    millis.push_back(
+        std::chrono::duration<double, std::milli>(stop - start).count());
   }
 
   int exitCode = 0;
@@ -225,8 +234,8 @@ int main(int argc, char **argv) {
       TensorPtr expected = readTensorFile(options.expected[o], name, error);
       if (!expected)
         return fail(error);
-      std::string mismatch =
-          compare(info.name, outputs[o], expected.get(), options.rtol, options.atol);
+      std::string mismatch = compare(info.name, outputs[o], expected.get(),
+                                     options.rtol, options.atol);
       if (!mismatch.empty()) {
         std::fprintf(stderr, "kiln-run: mismatch: %s\n", mismatch.c_str());
         exitCode = 1;
@@ -234,8 +243,9 @@ int main(int argc, char **argv) {
     }
   }
   std::sort(millis.begin(), millis.end());
-  std::printf("median run time: %.4f ms over %d run%s\n", millis[millis.size() / 2],
-              options.repeat, options.repeat == 1 ? "" : "s");
+  std::printf("median run time: %.4f ms over %d run%s\n",
+              millis[millis.size() / 2], options.repeat,
+              options.repeat == 1 ? "" : "s");
   if (!options.expected.empty() && exitCode == 0)
     std::printf("outputs match the expected tensors (rtol %g, atol %g)\n",
                 options.rtol, options.atol);

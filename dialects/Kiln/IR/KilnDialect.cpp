@@ -15,7 +15,7 @@ void KilnDialect::initialize() {
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
-                                           Type type, Location loc) {
+                                            Type type, Location loc) {
   auto elements = dyn_cast<ElementsAttr>(value);
   if (!elements || elements.getType() != type)
     return nullptr;

@@ -72,7 +72,8 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 // MatMulOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
@@ -86,8 +87,10 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
     return emitOptionalError(loc, "matmul contraction sizes differ: ", lhsK,
                              " vs ", rhsK);
   SmallVector<int64_t> batch;
-  ArrayRef<int64_t> lhsBatch = lhs.size() > 2 ? lhs.drop_back(2) : ArrayRef<int64_t>();
-  ArrayRef<int64_t> rhsBatch = rhs.size() > 2 ? rhs.drop_back(2) : ArrayRef<int64_t>();
+  ArrayRef<int64_t> lhsBatch =
+      lhs.size() > 2 ? lhs.drop_back(2) : ArrayRef<int64_t>();
+  ArrayRef<int64_t> rhsBatch =
+      rhs.size() > 2 ? rhs.drop_back(2) : ArrayRef<int64_t>();
   if (!OpTrait::util::getBroadcastedShape(lhsBatch, rhsBatch, batch))
     return emitOptionalError(loc, "matmul batch dimensions do not broadcast");
   if (lhs.size() >= 2)
@@ -106,8 +109,7 @@ LogicalResult SoftmaxOp::verify() {
   int64_t rank = getInput().getType().getRank();
   int64_t axis = static_cast<int64_t>(getAxis());
   if (axis < 0 || axis >= rank)
-    return emitOpError("axis ") << axis << " is out of range for rank "
-                                << rank;
+    return emitOpError("axis ") << axis << " is out of range for rank " << rank;
   return success();
 }
 

@@ -14,7 +14,8 @@ namespace kiln {
 /// Result type of an ONNX multidirectional broadcast of `lhs` and `rhs`.
 llvm::LogicalResult
 inferBroadcastResultType(std::optional<mlir::Location> loc, mlir::Type lhs,
-                         mlir::Type rhs, llvm::SmallVectorImpl<mlir::Type> &types);
+                         mlir::Type rhs,
+                         llvm::SmallVectorImpl<mlir::Type> &types);
 
 /// Result type of reducing `axes` of `input`, keeping them as 1s or not.
 llvm::LogicalResult

@@ -27,9 +27,9 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
   LogicalResult
   matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(),
-                                         adaptor.getInput(),
-                                         cast<RankedTensorType>(op.getType())));
+    rewriter.replaceOp(op,
+                       reshapeTensor(rewriter, op.getLoc(), adaptor.getInput(),
+                                     cast<RankedTensorType>(op.getType())));
     return success();
   }
 };
@@ -116,10 +116,11 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
           Value zero = createScalarConstant(b, l, i64, 0);
           Value size = createScalarConstant(b, l, i64, axisSize);
           Value last = createScalarConstant(b, l, i64, axisSize - 1);
-          Value isNegative =
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, index, zero);
+          Value isNegative = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::slt, index, zero);
           index = arith::SelectOp::create(
-              b, l, isNegative, arith::AddIOp::create(b, l, index, size), index);
+              b, l, isNegative, arith::AddIOp::create(b, l, index, size),
+              index);
           index = arith::MaxSIOp::create(b, l, index, zero);
           index = arith::MinSIOp::create(b, l, index, last);
           SmallVector<Value> coords;
@@ -130,8 +131,8 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
           for (int64_t d = axis + 1; d < dataType.getRank(); ++d)
             coords.push_back(
                 linalg::IndexOp::create(b, l, d - 1 + indicesRank));
-          linalg::YieldOp::create(b, l,
-                                  tensor::ExtractOp::create(b, l, data, coords).getResult());
+          linalg::YieldOp::create(
+              b, l, tensor::ExtractOp::create(b, l, data, coords).getResult());
         });
     rewriter.replaceOp(op, generic.getResults());
     return success();
@@ -169,13 +170,14 @@ struct CheckIndexRangeLowering : OpConversionPattern<CheckIndexRangeOp> {
               createScalarConstant(b, l, i64, static_cast<double>(size)));
           Value outside = arith::OrIOp::create(b, l, tooLow, tooHigh);
           Value zero = createScalarConstant(b, l, i32, 0);
-          Value failedBefore =
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, status, zero);
+          Value failedBefore = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::ne, status, zero);
           Value fresh = arith::SelectOp::create(
               b, l, outside, createScalarConstant(b, l, i32, code), zero);
           linalg::YieldOp::create(
-              b, l, arith::SelectOp::create(b, l, failedBefore, status, fresh)
-                        .getResult());
+              b, l,
+              arith::SelectOp::create(b, l, failedBefore, status, fresh)
+                  .getResult());
         });
     rewriter.replaceOp(op, generic.getResults());
     return success();

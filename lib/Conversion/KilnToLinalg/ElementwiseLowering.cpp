@@ -23,7 +23,8 @@ Value createSafeSignedDiv(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   Value zero = createScalarConstant(b, loc, type, 0);
   Value one = createScalarConstant(b, loc, type, 1);
   Value minusOne = createScalarConstant(b, loc, type, -1);
-  Value isZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rhs, zero);
+  Value isZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rhs, zero);
   Value isMinusOne =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rhs, minusOne);
   Value unsafe = arith::OrIOp::create(b, loc, isZero, isMinusOne);
@@ -36,36 +37,45 @@ Value createSafeSignedDiv(OpBuilder &b, Location loc, Value lhs, Value rhs) {
 }
 
 /// The scalar computation of one elementwise kiln op on its block arguments.
-Value createScalarOp(Operation *op, OpBuilder &b, Location loc,
-                     ValueRange args, Type resultElementType) {
+Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
+                     Type resultElementType) {
   Type type = args[0].getType();
   bool isFloat = isa<FloatType>(type);
   return llvm::TypeSwitch<Operation *, Value>(op)
       .Case([&](AddOp) -> Value {
-        return isFloat ? arith::AddFOp::create(b, loc, args[0], args[1]).getResult()
-                       : arith::AddIOp::create(b, loc, args[0], args[1]).getResult();
+        return isFloat
+                   ? arith::AddFOp::create(b, loc, args[0], args[1]).getResult()
+                   : arith::AddIOp::create(b, loc, args[0], args[1])
+                         .getResult();
       })
       .Case([&](SubOp) -> Value {
-        return isFloat ? arith::SubFOp::create(b, loc, args[0], args[1]).getResult()
-                       : arith::SubIOp::create(b, loc, args[0], args[1]).getResult();
+        return isFloat
+                   ? arith::SubFOp::create(b, loc, args[0], args[1]).getResult()
+                   : arith::SubIOp::create(b, loc, args[0], args[1])
+                         .getResult();
       })
       .Case([&](MulOp) -> Value {
-        return isFloat ? arith::MulFOp::create(b, loc, args[0], args[1]).getResult()
-                       : arith::MulIOp::create(b, loc, args[0], args[1]).getResult();
+        return isFloat
+                   ? arith::MulFOp::create(b, loc, args[0], args[1]).getResult()
+                   : arith::MulIOp::create(b, loc, args[0], args[1])
+                         .getResult();
       })
       .Case([&](DivOp) -> Value {
-        return isFloat ? arith::DivFOp::create(b, loc, args[0], args[1]).getResult()
-                       : createSafeSignedDiv(b, loc, args[0], args[1]);
+        return isFloat
+                   ? arith::DivFOp::create(b, loc, args[0], args[1]).getResult()
+                   : createSafeSignedDiv(b, loc, args[0], args[1]);
       })
       .Case([&](PowOp) -> Value {
-        return isFloat ? math::PowFOp::create(b, loc, args[0], args[1]).getResult()
-                       : math::IPowIOp::create(b, loc, args[0], args[1]).getResult();
+        return isFloat
+                   ? math::PowFOp::create(b, loc, args[0], args[1]).getResult()
+                   : math::IPowIOp::create(b, loc, args[0], args[1])
+                         .getResult();
       })
       .Case([&](NegOp) -> Value {
         if (isFloat)
           return arith::NegFOp::create(b, loc, args[0]);
-        return arith::SubIOp::create(b, loc, createScalarConstant(b, loc, type, 0),
-                                     args[0]);
+        return arith::SubIOp::create(
+            b, loc, createScalarConstant(b, loc, type, 0), args[0]);
       })
       .Case([&](AbsOp) -> Value {
         return isFloat ? math::AbsFOp::create(b, loc, args[0]).getResult()
@@ -74,8 +84,10 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc,
       .Case([&](ReluOp) -> Value {
         Value zero = createScalarConstant(b, loc, type, 0);
         // maximumf keeps NaN, as ONNX Relu does.
-        return isFloat ? arith::MaximumFOp::create(b, loc, args[0], zero).getResult()
-                       : arith::MaxSIOp::create(b, loc, args[0], zero).getResult();
+        return isFloat
+                   ? arith::MaximumFOp::create(b, loc, args[0], zero)
+                         .getResult()
+                   : arith::MaxSIOp::create(b, loc, args[0], zero).getResult();
       })
       .Case([&](ExpOp) { return math::ExpOp::create(b, loc, args[0]); })
       .Case([&](LogOp) { return math::LogOp::create(b, loc, args[0]); })

@@ -18,7 +18,8 @@ Value kiln::createFilledTensor(OpBuilder &b, Location loc,
   return linalg::FillOp::create(b, loc, value, empty).getResult(0);
 }
 
-AffineMap kiln::getBroadcastMap(MLIRContext *ctx, ArrayRef<int64_t> operandShape,
+AffineMap kiln::getBroadcastMap(MLIRContext *ctx,
+                                ArrayRef<int64_t> operandShape,
                                 ArrayRef<int64_t> resultShape,
                                 unsigned numLoops) {
   SmallVector<AffineExpr> exprs;

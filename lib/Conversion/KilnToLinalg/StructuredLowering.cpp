@@ -30,7 +30,8 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     bool lhsIsVector = lhs.size() == 1, rhsIsVector = rhs.size() == 1;
     unsigned resultRank = result.size();
     unsigned numLoops = resultRank + 1;
-    unsigned numBatch = resultRank - (lhsIsVector ? 0 : 1) - (rhsIsVector ? 0 : 1);
+    unsigned numBatch =
+        resultRank - (lhsIsVector ? 0 : 1) - (rhsIsVector ? 0 : 1);
     AffineExpr k = getAffineDimExpr(resultRank, ctx);
     ArrayRef<int64_t> batchShape = result.take_front(numBatch);
 
@@ -52,20 +53,21 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     SmallVector<AffineMap> maps = {
         AffineMap::get(numLoops, 0, lhsExprs, ctx),
         AffineMap::get(numLoops, 0, rhsExprs, ctx),
-        AffineMap::getMultiDimIdentityMap(numLoops, ctx).getMajorSubMap(
-            resultRank)};
+        AffineMap::getMultiDimIdentityMap(numLoops, ctx)
+            .getMajorSubMap(resultRank)};
     SmallVector<utils::IteratorType> iterators(resultRank,
                                                utils::IteratorType::parallel);
     iterators.push_back(utils::IteratorType::reduction);
 
     Type elementType = resultType.getElementType();
     bool isFloat = isa<FloatType>(elementType);
-    Value init = createFilledTensor(
-        rewriter, loc, resultType,
-        createScalarConstant(rewriter, loc, elementType, 0));
+    Value init =
+        createFilledTensor(rewriter, loc, resultType,
+                           createScalarConstant(rewriter, loc, elementType, 0));
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, resultType, ValueRange{adaptor.getLhs(), adaptor.getRhs()},
-        init, maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        rewriter, loc, resultType,
+        ValueRange{adaptor.getLhs(), adaptor.getRhs()}, init, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
           Value sum;
           if (isFloat)
             sum = arith::AddFOp::create(
@@ -126,10 +128,10 @@ Value createBroadcastCombine(
     if (d != axis)
       reducedExprs.push_back(getAffineDimExpr(d, ctx));
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  SmallVector<AffineMap> maps = {identity,
-                                 AffineMap::get(rank, 0, reducedExprs, ctx),
-                                 identity};
-  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  SmallVector<AffineMap> maps = {
+      identity, AffineMap::get(rank, 0, reducedExprs, ctx), identity};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
       b, loc, type, ValueRange{full, reduced}, createEmptyTensor(b, loc, type),
       maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -210,19 +212,21 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
           AffineMap::getMultiDimIdentityMap(rank, rewriter.getContext());
       SmallVector<utils::IteratorType> iterators(rank,
                                                  utils::IteratorType::parallel);
-      sum = linalg::GenericOp::create(
-                rewriter, loc, sumType, sum,
-                createEmptyTensor(rewriter, loc, sumType),
-                SmallVector<AffineMap>{identity, identity}, iterators,
-                [&](OpBuilder &b, Location l, ValueRange args) {
-                  Value n = createScalarConstant(b, l, elementType,
-                                                 static_cast<double>(count));
-                  Value mean =
-                      isFloat ? arith::DivFOp::create(b, l, args[0], n).getResult()
-                              : arith::DivSIOp::create(b, l, args[0], n).getResult();
-                  linalg::YieldOp::create(b, l, mean);
-                })
-                .getResult(0);
+      sum =
+          linalg::GenericOp::create(
+              rewriter, loc, sumType, sum,
+              createEmptyTensor(rewriter, loc, sumType),
+              SmallVector<AffineMap>{identity, identity}, iterators,
+              [&](OpBuilder &b, Location l, ValueRange args) {
+                Value n = createScalarConstant(b, l, elementType,
+                                               static_cast<double>(count));
+                Value mean =
+                    isFloat
+                        ? arith::DivFOp::create(b, l, args[0], n).getResult()
+                        : arith::DivSIOp::create(b, l, args[0], n).getResult();
+                linalg::YieldOp::create(b, l, mean);
+              })
+              .getResult(0);
     }
     rewriter.replaceOp(op, reshapeTensor(rewriter, loc, sum,
                                          cast<RankedTensorType>(op.getType())));
@@ -233,7 +237,7 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
 } // namespace
 
 void kiln::populateStructuredLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<MatMulLowering, SoftmaxLowering,
-               ReduceLowering<ReduceSumOp, false>,
-               ReduceLowering<ReduceMeanOp, true>>(patterns.getContext());
+  patterns
+      .add<MatMulLowering, SoftmaxLowering, ReduceLowering<ReduceSumOp, false>,
+           ReduceLowering<ReduceMeanOp, true>>(patterns.getContext());
 }

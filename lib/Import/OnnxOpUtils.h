@@ -1,0 +1,75 @@
+//===- OnnxOpUtils.h - helpers shared by the ONNX op importers --*- C++ -*-===//
+#ifndef KILN_LIB_IMPORT_ONNXOPUTILS_H
+#define KILN_LIB_IMPORT_ONNXOPUTILS_H
+
+#include "lib/Import/GraphImporter.h"
+
+namespace kiln {
+
+/// Creates `OpTy` with its result type inferred; a shape error becomes a
+/// diagnostic at the node instead of a failed assertion in the builder.
+template <typename OpTy>
+mlir::FailureOr<mlir::Value>
+createInferred(NodeImporter &node, mlir::ValueRange operands,
+               typename OpTy::Properties props = {}) {
+  llvm::SmallVector<mlir::Type> types;
+  typename OpTy::Adaptor adaptor(operands, nullptr, props);
+  if (mlir::failed(OpTy::inferReturnTypes(node.b.getContext(), node.loc,
+                                          adaptor, types)))
+    return mlir::failure();
+  mlir::OperationState state(node.loc, OpTy::getOperationName());
+  state.addOperands(operands);
+  state.addTypes(types);
+  state.useProperties(props);
+  return node.b.create(state)->getResult(0);
+}
+
+/// Creates `OpTy` with an inferred result type as the node's result.
+template <typename OpTy>
+llvm::LogicalResult addInferredResult(NodeImporter &node,
+                                      mlir::ValueRange operands,
+                                      typename OpTy::Properties props = {}) {
+  mlir::FailureOr<mlir::Value> result =
+      createInferred<OpTy>(node, operands, props);
+  if (mlir::failed(result))
+    return mlir::failure();
+  node.results.push_back(*result);
+  return mlir::success();
+}
+
+/// `input` reshaped to `shape` (itself if the shape is unchanged).
+mlir::Value createReshape(NodeImporter &node, mlir::Value input,
+                          llvm::ArrayRef<int64_t> shape);
+
+/// A rank-0 kiln.constant of `elementType` holding `value`.
+mlir::Value createScalar(NodeImporter &node, mlir::Type elementType,
+                         double value);
+
+/// The 2-D shape [prod(shape[:axis]), prod(shape[axis:])] that Flatten and
+/// pre-13 Softmax work on.
+llvm::SmallVector<int64_t> getFlattenedShape(llvm::ArrayRef<int64_t> shape,
+                                             int64_t axis);
+
+/// Normalizes possibly negative `axes` against `rank`; an error if one is
+/// out of range or repeated. The result is in the given order.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+normalizeAxes(NodeImporter &node, llvm::ArrayRef<int64_t> axes, int64_t rank);
+
+/// An error at the node unless `value` holds f32.
+llvm::LogicalResult requireFloat(NodeImporter &node, mlir::Value value);
+/// An error at the node unless `lhs` and `rhs` have one element type.
+llvm::LogicalResult requireSameElementType(NodeImporter &node, mlir::Value lhs,
+                                           mlir::Value rhs);
+
+// Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
+llvm::LogicalResult importTranspose(NodeImporter &node);
+llvm::LogicalResult importConcat(NodeImporter &node);
+llvm::LogicalResult importGather(NodeImporter &node);
+llvm::LogicalResult importReshape(NodeImporter &node);
+llvm::LogicalResult importFlatten(NodeImporter &node);
+llvm::LogicalResult importUnsqueeze(NodeImporter &node);
+llvm::LogicalResult importSqueeze(NodeImporter &node);
+
+} // namespace kiln
+
+#endif // KILN_LIB_IMPORT_ONNXOPUTILS_H
