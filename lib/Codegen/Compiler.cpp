@@ -45,7 +45,7 @@ public:
     if (std::error_code ec =
             llvm::sys::fs::createUniqueFile(model, fd, tempPath))
       return emitError(loc)
-             << "cannot create '" << finalPath << "': " << ec.message();
+             << "cannot write '" << finalPath << "': " << ec.message();
     stream = std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
     return success();
   }
@@ -262,7 +262,12 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return output.commit(loc);
   }
 
-  PendingOutput object, library;
+  // lld writes the library itself; reserving its temporary name first also
+  // reports an unwritable output before the object is made.
+  PendingOutput library, object;
+  if (failed(library.create(options.outputPath, loc)) ||
+      failed(library.close(loc)))
+    return failure();
   SmallString<256> objectBase(options.outputPath);
   objectBase += ".o";
   if (failed(object.create(objectBase, loc)) ||
@@ -271,10 +276,6 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return failure();
   codegen.stop();
   TimingScope linking = timing.nest("Link with lld");
-  // lld writes the library itself; reserve its temporary name first.
-  if (failed(library.create(options.outputPath, loc)) ||
-      failed(library.close(loc)))
-    return failure();
   if (failed(linkSharedLibrary(object.path(), library.path(),
                                options.outputPath, loc)))
     return failure();

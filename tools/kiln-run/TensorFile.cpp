@@ -80,3 +80,21 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
   name = proto.name();
   return tensor;
 }
+
+std::string kiln::writeTensorFile(const std::string &path,
+                                  const std::string &name,
+                                  const kiln_tensor *tensor) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(kiln_tensor_dtype(tensor) == KILN_DTYPE_F32
+                          ? onnx::TensorProto::FLOAT
+                          : onnx::TensorProto::INT64);
+  for (int32_t d = 0; d < kiln_tensor_rank(tensor); ++d)
+    proto.add_dims(kiln_tensor_dims(tensor)[d]);
+  proto.set_raw_data(kiln_tensor_const_data(tensor),
+                     kiln_tensor_byte_size(tensor));
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  if (!file || !proto.SerializeToOstream(&file) || !file.flush())
+    return "cannot write '" + path + "'";
+  return "";
+}

@@ -20,6 +20,11 @@ using TensorPtr = std::unique_ptr<kiln_tensor, TensorDeleter>;
 TensorPtr readTensorFile(const std::string &path, std::string &name,
                          std::string &error);
 
+/// Writes `tensor` as a serialized onnx.TensorProto named `name` (raw
+/// data). Returns an empty string on success, else the problem.
+std::string writeTensorFile(const std::string &path, const std::string &name,
+                            const kiln_tensor *tensor);
+
 } // namespace kiln
 
 #endif // KILN_TOOLS_KILN_RUN_TENSORFILE_H

@@ -1,10 +1,11 @@
 //===- kiln-run.cpp - run a compiled artifact on ONNX tensor files --------===//
 //
 //   kiln-run model.so --input a.pb [--input b.pb] [--expect y.pb ...]
-//            [--rtol R] [--atol A] [--repeat N] [--entry NAME]
+//            [--rtol R] [--atol A] [--repeat N] [--entry NAME] [--save DIR]
 //
 // Prints each output (name, dtype, shape, leading values), compares it with
-// the expected tensors if given, and reports the median run time.
+// the expected tensors if given, reports the median run time, and with
+// --save writes DIR/output_<i>.pb as ONNX's test data names them.
 //
 //===----------------------------------------------------------------------===//
 #include "TensorFile.h"
@@ -27,6 +28,7 @@ struct Options {
   std::string entry;
   std::vector<std::string> inputs;
   std::vector<std::string> expected;
+  std::string saveDir;
   double rtol = 1e-4;
   double atol = 1e-5;
   int repeat = 10;
@@ -41,7 +43,8 @@ void usage() {
   std::fprintf(
       stderr,
       "usage: kiln-run model.so [--input x.pb]... [--expect y.pb]...\n"
-      "                [--rtol R] [--atol A] [--repeat N] [--entry NAME]\n");
+      "                [--rtol R] [--atol A] [--repeat N] [--entry NAME]\n"
+      "                [--save DIR]\n");
 }
 
 bool parseNumber(const char *text, double &value) {
@@ -56,7 +59,7 @@ std::string parseArgs(int argc, char **argv, Options &options) {
     std::string arg = argv[i];
     bool takesValue = arg == "--input" || arg == "--expect" ||
                       arg == "--rtol" || arg == "--atol" || arg == "--repeat" ||
-                      arg == "--entry";
+                      arg == "--entry" || arg == "--save";
     if (takesValue && i + 1 >= argc)
       return arg + " needs a value";
     const char *value = takesValue ? argv[++i] : nullptr;
@@ -67,6 +70,8 @@ std::string parseArgs(int argc, char **argv, Options &options) {
       options.expected.push_back(value);
     } else if (arg == "--entry") {
       options.entry = value;
+    } else if (arg == "--save") {
+      options.saveDir = value;
     } else if (arg == "--rtol" || arg == "--atol") {
       if (!parseNumber(value, number))
         return arg + " needs a non-negative number, got '" + value + "'";
@@ -229,6 +234,13 @@ int main(int argc, char **argv) {
     kiln_tensor_info info;
     kiln_entry_output_info(artifact, entry, o, &info);
     printTensor(info.name, outputs[o]);
+    if (!options.saveDir.empty()) {
+      std::string error = writeTensorFile(options.saveDir + "/output_" +
+                                              std::to_string(o) + ".pb",
+                                          info.name, outputs[o]);
+      if (!error.empty())
+        return fail(error);
+    }
     if (o < static_cast<int32_t>(options.expected.size())) {
       std::string name, error;
       TensorPtr expected = readTensorFile(options.expected[o], name, error);
