@@ -23,6 +23,8 @@ KILN_EXPORT size_t kiln_dtype_size(kiln_dtype dtype) {
     return 4;
   case KILN_DTYPE_I64:
     return 8;
+  case KILN_DTYPE_BOOL:
+    return 1;
   case KILN_DTYPE_INVALID:
     break;
   }
@@ -35,6 +37,8 @@ KILN_EXPORT const char *kiln_dtype_name(kiln_dtype dtype) {
     return "float32";
   case KILN_DTYPE_I64:
     return "int64";
+  case KILN_DTYPE_BOOL:
+    return "bool";
   case KILN_DTYPE_INVALID:
     break;
   }

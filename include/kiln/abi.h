@@ -28,6 +28,7 @@ typedef enum kiln_dtype {
   KILN_DTYPE_INVALID = 0,
   KILN_DTYPE_F32 = 1,
   KILN_DTYPE_I64 = 7,
+  KILN_DTYPE_BOOL = 9, /* one byte per element, 0 or 1 */
 } kiln_dtype;
 
 /* One input or output of an entry point. A dimension of -1 is dynamic

@@ -57,7 +57,7 @@ const char *kiln_last_error(void);
 
 /* Bytes per element of `dtype`, 0 for an unknown dtype. */
 size_t kiln_dtype_size(kiln_dtype dtype);
-/* "float32", "int64" or "invalid". */
+/* "float32", "int64", "bool" or "invalid". */
 const char *kiln_dtype_name(kiln_dtype dtype);
 
 /*===----------------------------------------------------------------------===*

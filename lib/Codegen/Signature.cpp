@@ -24,6 +24,8 @@ static FailureOr<TensorSignature> describe(func::FuncOp func, Type type,
     signature.dtype = KILN_DTYPE_F32;
   else if (element.isInteger(64))
     signature.dtype = KILN_DTYPE_I64;
+  else if (element.isInteger(1))
+    signature.dtype = KILN_DTYPE_BOOL;
   else
     return func.emitError() << "entry point '" << func.getSymName()
                             << "' has a parameter of element type " << element;

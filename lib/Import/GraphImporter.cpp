@@ -16,6 +16,8 @@ Type kiln::getElementType(MLIRContext *ctx, int32_t onnxType) {
     return Float32Type::get(ctx);
   case onnx::TensorProto::INT64:
     return IntegerType::get(ctx, 64);
+  case onnx::TensorProto::BOOL:
+    return IntegerType::get(ctx, 1);
   default:
     return nullptr;
   }
@@ -34,7 +36,7 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
   if (!elementType) {
     emitError(loc) << "tensor '" << tensor.name() << "' has element type "
                    << getOnnxTypeName(tensor.data_type())
-                   << "; Kiln supports FLOAT and INT64";
+                   << "; Kiln supports FLOAT, INT64 and BOOL";
     return {};
   }
   // Element counts are checked so a hostile file can't overflow them.
@@ -50,7 +52,9 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
   auto type = RankedTensorType::get(
       SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()),
       elementType);
-  const size_t elementSize = 8 / (elementType.isF32() ? 2 : 1);
+  const size_t elementSize = elementType.isInteger(1) ? 1
+                             : elementType.isF32()    ? 4
+                                                      : 8;
   if (tensor.has_raw_data()) {
     const std::string &raw = tensor.raw_data();
     if (raw.size() != static_cast<uint64_t>(numElements) * elementSize) {
@@ -59,19 +63,19 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
                      << numElements * elementSize;
       return {};
     }
-    if (elementType.isF32()) {
-      SmallVector<float> data(numElements);
-      if (numElements)
-        std::memcpy(data.data(), raw.data(), raw.size());
-      return DenseElementsAttr::get(type, ArrayRef<float>(data));
+    if (elementType.isInteger(1)) {
+      SmallVector<bool> flags;
+      for (char byte : raw)
+        flags.push_back(byte != 0);
+      return DenseElementsAttr::get(type, ArrayRef<bool>(flags));
     }
-    SmallVector<int64_t> data(numElements);
-    if (numElements)
-      std::memcpy(data.data(), raw.data(), raw.size());
-    return DenseElementsAttr::get(type, ArrayRef<int64_t>(data));
+    // Little-endian hosts store f32 and i64 exactly as ONNX's raw_data.
+    return DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(raw.data(), raw.size()));
   }
-  int64_t stored =
-      elementType.isF32() ? tensor.float_data_size() : tensor.int64_data_size();
+  int64_t stored = elementType.isF32()         ? tensor.float_data_size()
+                   : elementType.isInteger(64) ? tensor.int64_data_size()
+                                               : tensor.int32_data_size();
   if (stored != numElements) {
     emitError(loc) << "tensor '" << tensor.name() << "' holds " << stored
                    << " elements but its shape needs " << numElements;
@@ -80,8 +84,13 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
   if (elementType.isF32())
     return DenseElementsAttr::get(
         type, ArrayRef<float>(tensor.float_data().data(), numElements));
-  return DenseElementsAttr::get(
-      type, ArrayRef<int64_t>(tensor.int64_data().data(), numElements));
+  if (elementType.isInteger(64))
+    return DenseElementsAttr::get(
+        type, ArrayRef<int64_t>(tensor.int64_data().data(), numElements));
+  SmallVector<bool> flags;
+  for (int32_t value : tensor.int32_data())
+    flags.push_back(value != 0);
+  return DenseElementsAttr::get(type, ArrayRef<bool>(flags));
 }
 
 //===----------------------------------------------------------------------===//

@@ -68,7 +68,7 @@ FailureOr<RankedTensorType> getValueType(const onnx::ValueInfoProto &info,
     return emitError(loc) << kind << " '" << info.name()
                           << "' has element type "
                           << getOnnxTypeName(tensor.elem_type())
-                          << "; Kiln supports FLOAT and INT64";
+                          << "; Kiln supports FLOAT, INT64 and BOOL";
   if (!tensor.has_shape())
     return emitError(loc) << kind << " '" << info.name() << "' has no shape";
   SmallVector<int64_t> shape;

@@ -182,7 +182,7 @@ LogicalResult importCast(NodeImporter &node) {
   if (!elementType)
     return node.emitError()
            << "cast to " << getOnnxTypeName(to)
-           << " is not supported; Kiln supports FLOAT and INT64";
+           << " is not supported; Kiln supports FLOAT, INT64 and BOOL";
   auto type =
       RankedTensorType::get(node.getOperandType(0).getShape(), elementType);
   node.results.push_back(CastOp::create(node.b, node.loc, type, *input));

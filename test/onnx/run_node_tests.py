@@ -28,7 +28,8 @@ SUPPORTED_OPS = {
     "ReduceMean", "ReduceSum", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
     "Concat", "Gather", "Constant", "Identity", "Cast", "Flatten",
 }
-SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64}
+SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64,
+                   onnx.TensorProto.BOOL}
 
 # In-scope tests Kiln is known to get wrong, each with the reason. A test
 # listed here that passes makes the run fail, so fixes get noticed.

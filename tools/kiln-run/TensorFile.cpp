@@ -28,19 +28,16 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
             "' keeps its data externally, which kiln-run does not read";
     return nullptr;
   }
-  kiln_dtype dtype = KILN_DTYPE_INVALID;
-  if (proto.data_type() == onnx::TensorProto::FLOAT)
-    dtype = KILN_DTYPE_F32;
-  else if (proto.data_type() == onnx::TensorProto::INT64)
-    dtype = KILN_DTYPE_I64;
-  else {
+  // kiln_dtype numbers its types as TensorProto does.
+  kiln_dtype dtype = static_cast<kiln_dtype>(proto.data_type());
+  if (kiln_dtype_size(dtype) == 0) {
     error =
         "'" + path + "' holds element type " +
         (onnx::TensorProto_DataType_IsValid(proto.data_type())
              ? onnx::TensorProto_DataType_Name(
                    static_cast<onnx::TensorProto_DataType>(proto.data_type()))
              : std::to_string(proto.data_type())) +
-        "; Kiln supports FLOAT and INT64";
+        "; Kiln supports FLOAT, INT64 and BOOL";
     return nullptr;
   }
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
@@ -63,19 +60,26 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
     if (bytes)
       std::memcpy(kiln_tensor_data(raw), proto.raw_data().data(), bytes);
   } else {
-    size_t stored = dtype == KILN_DTYPE_F32 ? proto.float_data_size()
-                                            : proto.int64_data_size();
+    // Typed fields: floats, int64s, and booleans stored as int32s.
+    size_t stored = dtype == KILN_DTYPE_F32   ? proto.float_data_size()
+                    : dtype == KILN_DTYPE_I64 ? proto.int64_data_size()
+                                              : proto.int32_data_size();
     if (stored != count) {
       error = "'" + path + "' holds " + std::to_string(stored) +
               " elements but its shape needs " + std::to_string(count);
       return nullptr;
     }
-    if (bytes)
+    if (dtype == KILN_DTYPE_BOOL) {
+      auto *flags = static_cast<uint8_t *>(kiln_tensor_data(raw));
+      for (size_t i = 0; i < count; ++i)
+        flags[i] = proto.int32_data(i) != 0;
+    } else if (bytes) {
       std::memcpy(kiln_tensor_data(raw),
                   dtype == KILN_DTYPE_F32
                       ? static_cast<const void *>(proto.float_data().data())
                       : static_cast<const void *>(proto.int64_data().data()),
                   bytes);
+    }
   }
   name = proto.name();
   return tensor;
@@ -86,9 +90,7 @@ std::string kiln::writeTensorFile(const std::string &path,
                                   const kiln_tensor *tensor) {
   onnx::TensorProto proto;
   proto.set_name(name);
-  proto.set_data_type(kiln_tensor_dtype(tensor) == KILN_DTYPE_F32
-                          ? onnx::TensorProto::FLOAT
-                          : onnx::TensorProto::INT64);
+  proto.set_data_type(static_cast<int32_t>(kiln_tensor_dtype(tensor)));
   for (int32_t d = 0; d < kiln_tensor_rank(tensor); ++d)
     proto.add_dims(kiln_tensor_dims(tensor)[d]);
   proto.set_raw_data(kiln_tensor_const_data(tensor),

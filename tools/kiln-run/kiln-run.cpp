@@ -100,9 +100,17 @@ std::string parseArgs(int argc, char **argv, Options &options) {
 
 double elementAt(const kiln_tensor *tensor, size_t i) {
   const void *data = kiln_tensor_const_data(tensor);
-  if (kiln_tensor_dtype(tensor) == KILN_DTYPE_F32)
+  switch (kiln_tensor_dtype(tensor)) {
+  case KILN_DTYPE_F32:
     return static_cast<const float *>(data)[i];
-  return static_cast<double>(static_cast<const int64_t *>(data)[i]);
+  case KILN_DTYPE_I64:
+    return static_cast<double>(static_cast<const int64_t *>(data)[i]);
+  case KILN_DTYPE_BOOL:
+    return static_cast<const uint8_t *>(data)[i];
+  case KILN_DTYPE_INVALID:
+    break;
+  }
+  return 0;
 }
 
 std::string shapeString(const kiln_tensor *tensor) {

@@ -29,8 +29,11 @@ class Kiln_Op<string mnemonic, list<Trait> traits = []>
 // Element types Kiln computes in today.
 def Kiln_Float : TypeAlias<F32, "32-bit float">;
 def Kiln_Int : TypeAlias<I64, "64-bit signless integer">;
-def Kiln_Element : AnyTypeOf<[F32, I64]>;
-def Kiln_Tensor : StaticShapeTensorOf<[F32, I64]>;
+def Kiln_Bool : TypeAlias<I1, "boolean">;
+// Any tensor Kiln moves around; arithmetic takes the numeric ones.
+def Kiln_Tensor : StaticShapeTensorOf<[F32, I64, I1]>;
+def Kiln_NumericTensor : StaticShapeTensorOf<[F32, I64]>;
+def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Kiln_FloatTensor : StaticShapeTensorOf<[F32]>;
 def Kiln_IndexTensor : StaticShapeTensorOf<[I64]>;
 // The error code an entry point's run-time checks produce (0: no error).

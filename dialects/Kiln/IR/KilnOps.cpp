@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -224,6 +225,95 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   llvm::append_range(shape, indicesType.getShape());
   llvm::append_range(shape, dataType.getShape().drop_front(axis + 1));
   types.push_back(RankedTensorType::get(shape, dataType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// EqualOp and SelectOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EqualOp::inferReturnTypes(MLIRContext *ctx,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  Type lhs = adaptor.getLhs().getType(), rhs = adaptor.getRhs().getType();
+  if (getElementTypeOrSelf(lhs) != getElementTypeOrSelf(rhs))
+    return emitOptionalError(loc, "operands have different element types");
+  if (failed(inferBroadcastResultType(loc, lhs, rhs, types)))
+    return failure();
+  types[0] = cast<RankedTensorType>(types[0]).clone(IntegerType::get(ctx, 1));
+  return success();
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto trueType = cast<RankedTensorType>(adaptor.getTrueValue().getType());
+  auto falseType = cast<RankedTensorType>(adaptor.getFalseValue().getType());
+  if (trueType.getElementType() != falseType.getElementType())
+    return emitOptionalError(loc,
+                             "the two values have different element types");
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(
+          cast<RankedTensorType>(adaptor.getCondition().getType()).getShape(),
+          trueType.getShape(), shape) ||
+      !OpTrait::util::getBroadcastedShape(SmallVector<int64_t>(shape),
+                                          falseType.getShape(), shape))
+    return emitOptionalError(loc,
+                             "operand shapes are not broadcast-compatible");
+  types.push_back(RankedTensorType::get(shape, trueType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> offsets = adaptor.getOffsets(), sizes = adaptor.getSizes(),
+                    strides = adaptor.getStrides();
+  int64_t rank = inputType.getRank();
+  if (static_cast<int64_t>(offsets.size()) != rank ||
+      static_cast<int64_t>(sizes.size()) != rank ||
+      static_cast<int64_t>(strides.size()) != rank)
+    return emitOptionalError(loc, "offsets, sizes and strides need ", rank,
+                             " entries each");
+  for (int64_t d = 0; d < rank; ++d) {
+    if (offsets[d] < 0 || sizes[d] < 0 || strides[d] < 1)
+      return emitOptionalError(loc, "dimension ", d,
+                               " has a negative offset or size, or a stride "
+                               "below 1");
+    if (sizes[d] > 0 &&
+        offsets[d] + (sizes[d] - 1) * strides[d] >= inputType.getDimSize(d))
+      return emitOptionalError(loc, "dimension ", d,
+                               " reads past the input's size ",
+                               inputType.getDimSize(d));
+  }
+  types.push_back(RankedTensorType::get(sizes, inputType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// BroadcastOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult BroadcastOp::verify() {
+  ArrayRef<int64_t> input =
+      cast<RankedTensorType>(getInput().getType()).getShape();
+  ArrayRef<int64_t> result = cast<RankedTensorType>(getType()).getShape();
+  if (input.size() > result.size())
+    return emitOpError("cannot broadcast to a lower rank");
+  size_t offset = result.size() - input.size();
+  for (auto [i, dim] : llvm::enumerate(input))
+    if (dim != 1 && dim != result[offset + i])
+      return emitOpError("input dimension ")
+             << i << " of size " << dim << " does not broadcast to "
+             << result[offset + i];
   return success();
 }
 

@@ -54,7 +54,7 @@ class Kiln_BinaryOp<string mnemonic, Type operandType, list<Trait> traits = []>
   }];
 }
 
-def Kiln_AddOp : Kiln_BinaryOp<"add", Kiln_Tensor, [Commutative]> {
+def Kiln_AddOp : Kiln_BinaryOp<"add", Kiln_NumericTensor, [Commutative]> {
   let summary = "elementwise addition with broadcasting";
   let description = [{
     `lhs + rhs` after ONNX multidirectional (numpy-style) broadcasting.
@@ -65,7 +65,7 @@ def Kiln_AddOp : Kiln_BinaryOp<"add", Kiln_Tensor, [Commutative]> {
   }];
 }
 
-def Kiln_SubOp : Kiln_BinaryOp<"sub", Kiln_Tensor> {
+def Kiln_SubOp : Kiln_BinaryOp<"sub", Kiln_NumericTensor> {
   let summary = "elementwise subtraction with broadcasting";
   let description = [{
     `lhs - rhs` after ONNX multidirectional broadcasting.
@@ -76,7 +76,7 @@ def Kiln_SubOp : Kiln_BinaryOp<"sub", Kiln_Tensor> {
   }];
 }
 
-def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_Tensor, [Commutative]> {
+def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_NumericTensor, [Commutative]> {
   let summary = "elementwise multiplication with broadcasting";
   let description = [{
     `lhs * rhs` after ONNX multidirectional broadcasting.
@@ -87,7 +87,7 @@ def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_Tensor, [Commutative]> {
   }];
 }
 
-def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_Tensor> {
+def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_NumericTensor> {
   let summary = "elementwise division with broadcasting";
   let description = [{
     `lhs / rhs` after ONNX multidirectional broadcasting. Integer division
@@ -100,7 +100,7 @@ def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_Tensor> {
   }];
 }
 
-def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_Tensor> {
+def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_NumericTensor> {
   let summary = "elementwise power with broadcasting";
   let description = [{
     `lhs ^ rhs` after ONNX multidirectional broadcasting. Both operands have
@@ -122,9 +122,9 @@ class Kiln_UnaryOp<string mnemonic, Type operandType, string formula>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_Tensor, "-x">;
-def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_Tensor, "|x|">;
-def Kiln_ReluOp : Kiln_UnaryOp<"relu", Kiln_Tensor, "max(x, 0)">;
+def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_NumericTensor, "-x">;
+def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_NumericTensor, "|x|">;
+def Kiln_ReluOp : Kiln_UnaryOp<"relu", Kiln_NumericTensor, "max(x, 0)">;
 def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_FloatTensor, "e^x">;
 def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_FloatTensor, "ln(x)">;
 def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_FloatTensor, "sqrt(x)">;
@@ -164,8 +164,8 @@ def Kiln_MatMulOp : Kiln_Op<"matmul",
     // %0 : tensor<8x2x4xf32>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
-  let results = (outs Kiln_Tensor:$result);
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs);
+  let results = (outs Kiln_NumericTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
 }
 
@@ -192,9 +192,9 @@ class Kiln_ReduceOp<string mnemonic, string combiner>
     combiner # ". With `keep_dims` the reduced axes stay as size-1 dimensions.\n\n"
     "```mlir\n%0 = kiln." # mnemonic #
     " %x axes = [1] keep_dims : tensor<2x3xf32> -> tensor<2x1xf32>\n```";
-  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes,
+  let arguments = (ins Kiln_NumericTensor:$input, DenseI64ArrayAttr:$axes,
                        UnitAttr:$keep_dims);
-  let results = (outs Kiln_Tensor:$result);
+  let results = (outs Kiln_NumericTensor:$result);
   let assemblyFormat = [{
     $input `axes` `=` $axes (`keep_dims` $keep_dims^)? attr-dict
     `:` type($input) `->` type($result)
@@ -290,6 +290,87 @@ def Kiln_GatherOp : Kiln_Op<"gather",
 }
 
 //===----------------------------------------------------------------------===//
+// Comparison and selection
+//===----------------------------------------------------------------------===//
+
+def Kiln_EqualOp : Kiln_Op<"equal", [Pure, Commutative, InferTypeOpAdaptor]> {
+  let summary = "elementwise equality with broadcasting";
+  let description = [{
+    `lhs == rhs` after ONNX multidirectional broadcasting, as booleans. Both
+    operands have the same element type.
+
+    ```mlir
+    %0 = kiln.equal %a, %b : tensor<3xi64>, tensor<i64>
+    // %0 : tensor<3xi1>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+}
+
+def Kiln_SelectOp : Kiln_Op<"select", [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise choice between two tensors";
+  let description = [{
+    ONNX Where: `condition ? true_value : false_value`, with all three
+    operands broadcast together.
+
+    ```mlir
+    %0 = kiln.select %mask, %scores, %neg_inf : tensor<1x1x4x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Kiln_BoolTensor:$condition, Kiln_Tensor:$true_value,
+                       Kiln_Tensor:$false_value);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $true_value `,` $false_value attr-dict
+    `:` type($condition) `,` type($true_value) `,` type($false_value)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Slicing and broadcasting
+//===----------------------------------------------------------------------===//
+
+def Kiln_SliceOp : Kiln_Op<"slice",
+    [Pure, SameOperandsAndResultElementType, InferTypeOpAdaptor]> {
+  let summary = "a strided box of a tensor";
+  let description = [{
+    Takes `sizes[d]` elements along each dimension `d`, starting at
+    `offsets[d]` and stepping by `strides[d]` (at least 1). ONNX Slice and
+    Split import to this op; every element read lies inside the input.
+
+    ```mlir
+    %0 = kiln.slice %x offsets = [0, 128] sizes = [16, 128] strides = [1, 1] : tensor<16x384xf32> -> tensor<16x128xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$offsets,
+                       DenseI64ArrayAttr:$sizes, DenseI64ArrayAttr:$strides);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `offsets` `=` $offsets `sizes` `=` $sizes `strides` `=` $strides
+    attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Kiln_BroadcastOp : Kiln_Op<"broadcast",
+    [Pure, SameOperandsAndResultElementType]> {
+  let summary = "repeat size-1 dimensions to a larger shape";
+  let description = [{
+    ONNX Expand with a known shape: the input's dimensions align to the
+    right of the result's, and each is either equal or 1.
+
+    ```mlir
+    %0 = kiln.broadcast %cls : tensor<1x1x384xf32> -> tensor<4x1x384xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Run-time checks
 //===----------------------------------------------------------------------===//
 
@@ -315,5 +396,7 @@ def Kiln_CheckIndexRangeOp : Kiln_Op<"check_index_range", [Pure]> {
   }];
   let hasVerifier = 1;
 }
+
+include "dialects/Kiln/IR/KilnCompositeOps.td"
 
 #endif // KILN_DIALECT_KILN_OPS

@@ -26,6 +26,7 @@ struct ConvertKilnToLinalgPass
     target.addLegalOp<ModuleOp, func::FuncOp, func::ReturnOp>();
 
     RewritePatternSet patterns(ctx);
+    kiln::populateCompositeLoweringPatterns(patterns);
     kiln::populateElementwiseLoweringPatterns(patterns);
     kiln::populateStructuredLoweringPatterns(patterns);
     kiln::populateDataMovementLoweringPatterns(patterns);

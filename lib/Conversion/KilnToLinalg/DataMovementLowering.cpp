@@ -49,6 +49,20 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
   }
 };
 
+struct SliceLowering : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, cast<RankedTensorType>(op.getType()), adaptor.getInput(),
+        ValueRange(), ValueRange(), ValueRange(), op.getOffsets(),
+        op.getSizes(), op.getStrides());
+    return success();
+  }
+};
+
 /// Concatenation writes each input into its slice of one result tensor.
 struct ConcatLowering : OpConversionPattern<ConcatOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -187,7 +201,8 @@ struct CheckIndexRangeLowering : OpConversionPattern<CheckIndexRangeOp> {
 } // namespace
 
 void kiln::populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<ConstantLowering, ReshapeLowering, TransposeLowering,
-               ConcatLowering, GatherLowering, CheckIndexRangeLowering>(
-      patterns.getContext());
+  patterns
+      .add<ConstantLowering, ReshapeLowering, TransposeLowering, SliceLowering,
+           ConcatLowering, GatherLowering, CheckIndexRangeLowering>(
+          patterns.getContext());
 }

@@ -36,6 +36,28 @@ Value createSafeSignedDiv(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return arith::SelectOp::create(b, loc, unsafe, special, quotient);
 }
 
+/// Converts a scalar between f32, i64 and i1 as ONNX Cast does: floats
+/// truncate toward zero, and anything non-zero (NaN included) is true.
+Value createCast(OpBuilder &b, Location loc, Value value, Type to) {
+  Type from = value.getType();
+  if (from == to)
+    return value;
+  if (to.isInteger(1)) {
+    Value zero = createScalarConstant(b, loc, from, 0);
+    if (isa<FloatType>(from))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value,
+                                   zero);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, value, zero);
+  }
+  if (from.isInteger(1))
+    return isa<FloatType>(to)
+               ? arith::UIToFPOp::create(b, loc, to, value).getResult()
+               : arith::ExtUIOp::create(b, loc, to, value).getResult();
+  if (isa<FloatType>(from))
+    return arith::FPToSIOp::create(b, loc, to, value);
+  return arith::SIToFPOp::create(b, loc, to, value);
+}
+
 /// The scalar computation of one elementwise kiln op on its block arguments.
 Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
                      Type resultElementType) {
@@ -101,12 +123,19 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
             b, loc, one, math::ExpOp::create(b, loc, negated));
         return arith::DivFOp::create(b, loc, one, denominator);
       })
-      .Case([&](CastOp) -> Value {
-        if (type == resultElementType)
-          return args[0];
+      .Case([&](EqualOp) -> Value {
         if (isFloat)
-          return arith::FPToSIOp::create(b, loc, resultElementType, args[0]);
-        return arith::SIToFPOp::create(b, loc, resultElementType, args[0]);
+          return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                       args[0], args[1]);
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, args[0],
+                                     args[1]);
+      })
+      .Case([&](SelectOp) -> Value {
+        return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
+      })
+      .Case([&](BroadcastOp) { return args[0]; })
+      .Case([&](CastOp) {
+        return createCast(b, loc, args[0], resultElementType);
       });
 }
 
@@ -153,5 +182,7 @@ void kiln::populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
                ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
                ElementwiseLowering<SqrtOp>, ElementwiseLowering<TanhOp>,
                ElementwiseLowering<ErfOp>, ElementwiseLowering<SigmoidOp>,
-               ElementwiseLowering<CastOp>>(patterns.getContext());
+               ElementwiseLowering<CastOp>, ElementwiseLowering<EqualOp>,
+               ElementwiseLowering<SelectOp>, ElementwiseLowering<BroadcastOp>>(
+      patterns.getContext());
 }

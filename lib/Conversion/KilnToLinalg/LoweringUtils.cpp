@@ -70,3 +70,58 @@ Value kiln::createScalarConstant(OpBuilder &b, Location loc, Type type,
   return arith::ConstantOp::create(
       b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
 }
+
+Value kiln::createReduction(
+    OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+    Value initValue,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = inputType.getRank();
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (unsigned d = 0; d < rank; ++d) {
+    if (llvm::is_contained(axes, d)) {
+      iterators.push_back(utils::IteratorType::reduction);
+      continue;
+    }
+    iterators.push_back(utils::IteratorType::parallel);
+    shape.push_back(inputType.getDimSize(d));
+    outExprs.push_back(getAffineDimExpr(d, ctx));
+  }
+  auto resultType = RankedTensorType::get(shape, inputType.getElementType());
+  Value init = createFilledTensor(b, loc, resultType, initValue);
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 AffineMap::get(rank, 0, outExprs, ctx)};
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, input, init, maps, iterators,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, combine(nb, l, args[0], args[1]));
+      });
+  return generic.getResult(0);
+}
+
+Value kiln::createBroadcastCombine(
+    OpBuilder &b, Location loc, Value full, Value reduced,
+    ArrayRef<int64_t> axes,
+    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
+  auto type = cast<RankedTensorType>(full.getType());
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = type.getRank();
+  SmallVector<AffineExpr> reducedExprs;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!llvm::is_contained(axes, d))
+      reducedExprs.push_back(getAffineDimExpr(d, ctx));
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  SmallVector<AffineMap> maps = {
+      identity, AffineMap::get(rank, 0, reducedExprs, ctx), identity};
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  auto generic = linalg::GenericOp::create(
+      b, loc, type, ValueRange{full, reduced}, createEmptyTensor(b, loc, type),
+      maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(nb, l, combine(nb, l, args[0], args[1]));
+      });
+  return generic.getResult(0);
+}

@@ -35,6 +35,26 @@ mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value createScalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                                  mlir::Type type, double value);
 
+/// Reduces `axes` of `input` with `combine(element, accumulator)`, starting
+/// from `initValue`. The result has the reduced axes removed.
+mlir::Value createReduction(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+    llvm::ArrayRef<int64_t> axes, mlir::Value initValue,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                   mlir::Value, mlir::Value)>
+        combine);
+
+/// An elementwise generic over `full`'s shape computing
+/// `combine(full, reduced)`, where `reduced` is `full` with `axes` removed,
+/// read broadcast along them.
+mlir::Value createBroadcastCombine(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value full,
+    mlir::Value reduced, llvm::ArrayRef<int64_t> axes,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                   mlir::Value, mlir::Value)>
+        combine);
+
+void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);

@@ -82,64 +82,6 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
   }
 };
 
-/// Reduces `axes` of `input` with `combine`, starting from `initValue`.
-/// The result has the reduced axes removed.
-Value createReduction(
-    OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
-    Value initValue,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
-  auto inputType = cast<RankedTensorType>(input.getType());
-  MLIRContext *ctx = b.getContext();
-  unsigned rank = inputType.getRank();
-  SmallVector<int64_t> shape;
-  SmallVector<AffineExpr> outExprs;
-  SmallVector<utils::IteratorType> iterators;
-  for (unsigned d = 0; d < rank; ++d) {
-    if (llvm::is_contained(axes, d)) {
-      iterators.push_back(utils::IteratorType::reduction);
-      continue;
-    }
-    iterators.push_back(utils::IteratorType::parallel);
-    shape.push_back(inputType.getDimSize(d));
-    outExprs.push_back(getAffineDimExpr(d, ctx));
-  }
-  auto resultType = RankedTensorType::get(shape, inputType.getElementType());
-  Value init = createFilledTensor(b, loc, resultType, initValue);
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
-                                 AffineMap::get(rank, 0, outExprs, ctx)};
-  auto generic = linalg::GenericOp::create(
-      b, loc, resultType, input, init, maps, iterators,
-      [&](OpBuilder &nb, Location l, ValueRange args) {
-        linalg::YieldOp::create(nb, l, combine(nb, l, args[0], args[1]));
-      });
-  return generic.getResult(0);
-}
-
-/// An elementwise generic over `full`'s shape that also reads `reduced`
-/// (`full` with `axis` removed) broadcast along `axis`.
-Value createBroadcastCombine(
-    OpBuilder &b, Location loc, Value full, Value reduced, int64_t axis,
-    function_ref<Value(OpBuilder &, Location, Value, Value)> combine) {
-  auto type = cast<RankedTensorType>(full.getType());
-  MLIRContext *ctx = b.getContext();
-  unsigned rank = type.getRank();
-  SmallVector<AffineExpr> reducedExprs;
-  for (unsigned d = 0; d < rank; ++d)
-    if (d != axis)
-      reducedExprs.push_back(getAffineDimExpr(d, ctx));
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  SmallVector<AffineMap> maps = {
-      identity, AffineMap::get(rank, 0, reducedExprs, ctx), identity};
-  SmallVector<utils::IteratorType> iterators(rank,
-                                             utils::IteratorType::parallel);
-  auto generic = linalg::GenericOp::create(
-      b, loc, type, ValueRange{full, reduced}, createEmptyTensor(b, loc, type),
-      maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
-        linalg::YieldOp::create(nb, l, combine(nb, l, args[0], args[1]));
-      });
-  return generic.getResult(0);
-}
-
 /// softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))) along the axis.
 struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -159,7 +101,7 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
           return arith::MaximumFOp::create(b, l, x, acc);
         });
     Value exps = createBroadcastCombine(
-        rewriter, loc, input, max, axis,
+        rewriter, loc, input, max, {axis},
         [](OpBuilder &b, Location l, Value x, Value m) -> Value {
           return math::ExpOp::create(b, l, arith::SubFOp::create(b, l, x, m));
         });
@@ -170,7 +112,7 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
           return arith::AddFOp::create(b, l, x, acc);
         });
     Value result = createBroadcastCombine(
-        rewriter, loc, exps, sum, axis,
+        rewriter, loc, exps, sum, {axis},
         [](OpBuilder &b, Location l, Value e, Value s) -> Value {
           return arith::DivFOp::create(b, l, e, s);
         });

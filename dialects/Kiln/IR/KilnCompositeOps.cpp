@@ -1,0 +1,61 @@
+//===- KilnCompositeOps.cpp - layer_norm and conv2d -----------------------===//
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Traits.h"
+
+using namespace mlir;
+using namespace kiln;
+
+LogicalResult LayerNormOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  int64_t rank = inputType.getRank();
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= rank)
+    return emitOpError("axis ") << axis << " is out of range for rank " << rank;
+  ArrayRef<int64_t> normalized = inputType.getShape().drop_front(axis);
+  for (Value param : {getScale(), getBias()}) {
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(param.getType()).getShape();
+    SmallVector<int64_t> broadcast;
+    if (!OpTrait::util::getBroadcastedShape(normalized, shape, broadcast) ||
+        ArrayRef<int64_t>(broadcast) != normalized)
+      return emitOpError("scale and bias must broadcast to the normalized "
+                         "dimensions");
+  }
+  return success();
+}
+
+LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
+  auto filterType = cast<RankedTensorType>(adaptor.getFilter().getType());
+  ArrayRef<int64_t> strides = adaptor.getStrides(),
+                    dilations = adaptor.getDilations(),
+                    pads = adaptor.getPads();
+  if (inputType.getRank() != 4 || filterType.getRank() != 4)
+    return emitOptionalError(loc, "conv2d takes a rank-4 input and filter");
+  if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
+    return emitOptionalError(loc, "conv2d needs 2 strides, 2 dilations and 4 "
+                                  "pads");
+  if (inputType.getDimSize(1) != filterType.getDimSize(1))
+    return emitOptionalError(loc, "input has ", inputType.getDimSize(1),
+                             " channels but the filter expects ",
+                             filterType.getDimSize(1));
+  SmallVector<int64_t> shape = {inputType.getDimSize(0),
+                                filterType.getDimSize(0)};
+  for (int d = 0; d < 2; ++d) {
+    if (strides[d] < 1 || dilations[d] < 1 || pads[d] < 0 || pads[d + 2] < 0)
+      return emitOptionalError(loc, "strides and dilations must be positive "
+                                    "and pads non-negative");
+    int64_t extent = dilations[d] * (filterType.getDimSize(2 + d) - 1) + 1;
+    int64_t padded = inputType.getDimSize(2 + d) + pads[d] + pads[d + 2];
+    if (padded < extent)
+      return emitOptionalError(loc, "the filter is larger than the padded "
+                                    "input");
+    shape.push_back((padded - extent) / strides[d] + 1);
+  }
+  types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}

@@ -1,0 +1,57 @@
+//===- KilnCompositeOps.td - composite kiln ops ------------*- tablegen -*-===//
+//
+// Ops that stand for a whole subgraph: an ONNX op that is one (opset-17
+// LayerNormalization, Conv) imports to them directly, and fusion passes form
+// them from the decomposed spellings exporters emit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_COMPOSITE_OPS
+#define KILN_DIALECT_KILN_COMPOSITE_OPS
+
+def Kiln_LayerNormOp : Kiln_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization over the trailing dimensions";
+  let description = [{
+    Normalizes over the dimensions `[axis, rank)`:
+    `(x - mean) / sqrt(var + epsilon) * scale + bias`, with the biased
+    variance. `scale` and `bias` broadcast to those dimensions.
+
+    ```mlir
+    %0 = kiln.layer_norm %x, %gamma, %beta axis = 2 epsilon = 1.0e-05 : tensor<1x128x384xf32>, tensor<384xf32>, tensor<384xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Kiln_FloatTensor:$bias, I64Attr:$axis, F32Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `axis` `=` $axis `epsilon` `=` $epsilon
+    attr-dict `:` type($input) `,` type($scale) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+  let summary = "2-D convolution, NCHW input and FCHW filter";
+  let description = [{
+    ONNX Conv with one group: `result[n, f, y, x]` sums
+    `input[n, c, y*sy + i*dy - pad_top, x*sx + j*dx - pad_left] *
+    filter[f, c, i, j]` over `c, i, j`, reading zeros outside the input.
+    `pads` is `[top, left, bottom, right]`.
+
+    ```mlir
+    %0 = kiln.conv2d %img, %w strides = [16, 16] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<1x3x224x224xf32>, tensor<384x3x16x16xf32> -> tensor<1x384x14x14xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
+                       DenseI64ArrayAttr:$pads);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter `strides` `=` $strides `dilations` `=` $dilations
+    `pads` `=` $pads attr-dict `:` type($input) `,` type($filter) `->`
+    type($result)
+  }];
+}
+
+#endif // KILN_DIALECT_KILN_COMPOSITE_OPS
