@@ -7,9 +7,9 @@ include "mlir/Pass/PassBase.td"
 def FoldConstantsPass : Pass<"kiln-fold-constants"> {
   let summary = "Evaluate kiln ops whose operands are all constants";
   let description = [{
-    Replaces transposes, reshapes, casts, negations and broadcasting
-    add/sub/mul/div whose operands are all `kiln.constant` by the constant
-    they compute. Exported graphs are full of these: `Gemm` with `transB`
+    Replaces every op whose operands are all `kiln.constant` and that
+    `evaluateConstantOp` knows (arithmetic, comparisons, select, casts and
+    the data-movement ops) by the constant it computes. Exported graphs are full of these: `Gemm` with `transB`
     on a weight, `alpha`/`beta` scaling of a constant bias, shape
     arithmetic. Results larger than `max-elements` are left to run time, so
     a tiny model can't make the compiler allocate without bound.

@@ -1,6 +1,7 @@
 //===- GraphImporter.cpp - values, constants and node attributes ----------===//
 #include "lib/Import/GraphImporter.h"
 
+#include "dialects/Kiln/IR/ConstantEvaluation.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -116,8 +117,17 @@ FailureOr<Value> GraphImporter::lookup(StringRef name, Location loc) {
 std::optional<SmallVector<int64_t>>
 GraphImporter::getConstantInts(StringRef name) {
   auto constant = constants.find(name);
-  if (constant == constants.end())
-    return std::nullopt;
+  if (constant == constants.end()) {
+    // A value the importer folded while importing an earlier node.
+    auto value = values.find(name);
+    auto op = value == values.end() ? ConstantOp()
+                                    : value->second.getDefiningOp<ConstantOp>();
+    auto dense = op ? dyn_cast<DenseIntElementsAttr>(op.getValue())
+                    : DenseIntElementsAttr();
+    if (!dense || !dense.getElementType().isInteger(64))
+      return std::nullopt;
+    return SmallVector<int64_t>(dense.getValues<int64_t>());
+  }
   const onnx::TensorProto &tensor = *constant->second;
   if (tensor.data_type() != onnx::TensorProto::INT64)
     return std::nullopt;
@@ -196,6 +206,40 @@ FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis,
   return axis < 0 ? axis + rank : axis;
 }
 
+void GraphImporter::foldNewOps(Operation *lastBefore,
+                               SmallVectorImpl<Value> &results) {
+  Block *block = builder.getInsertionBlock();
+  if (block->empty())
+    return;
+  Operation *op = lastBefore ? lastBefore->getNextNode() : &block->front();
+  while (op) {
+    Operation *next = op->getNextNode();
+    SmallVector<DenseElementsAttr> operands;
+    for (Value operand : op->getOperands()) {
+      auto constant = operand.getDefiningOp<ConstantOp>();
+      if (auto dense = constant
+                           ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                           : DenseElementsAttr())
+        operands.push_back(dense);
+    }
+    auto type = op->getNumResults() == 1
+                    ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
+                    : RankedTensorType();
+    if (type && type.getNumElements() <= kImportFoldLimit &&
+        operands.size() == op->getNumOperands() && isConstantEvaluable(op)) {
+      if (DenseElementsAttr folded = evaluateConstantOp(op, operands)) {
+        builder.setInsertionPoint(op);
+        Value constant = ConstantOp::create(builder, op->getLoc(), folded);
+        op->getResult(0).replaceAllUsesWith(constant);
+        llvm::replace(results, Value(op->getResult(0)), constant);
+        op->erase();
+      }
+    }
+    op = next;
+  }
+  builder.setInsertionPointToEnd(block);
+}
+
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                                         Location loc) {
   const std::string &domain = node.domain();
@@ -220,8 +264,11 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
       return failure();
     importer.operands.push_back(*value);
   }
+  Block *block = builder.getInsertionBlock();
+  Operation *lastBefore = block->empty() ? nullptr : &block->back();
   if (failed(importFn(importer)))
     return failure();
+  foldNewOps(lastBefore, importer.results);
   assert(importer.results.size() <= static_cast<size_t>(node.output_size()) &&
          "op importer produced more results than the node has");
   for (auto [name, value] : llvm::zip(node.output(), importer.results))

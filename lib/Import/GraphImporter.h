@@ -70,6 +70,14 @@ public:
                                  mlir::Location loc);
 
 private:
+  /// Folds the ops importing a node created (those after `lastBefore`)
+  /// whose operands are all constants, keeping `results` pointing at the
+  /// replacements. Small results only: this is for shape computations,
+  /// weights are left to kiln-fold-constants.
+  void foldNewOps(mlir::Operation *lastBefore,
+                  llvm::SmallVectorImpl<mlir::Value> &results);
+  static constexpr int64_t kImportFoldLimit = 4096;
+
   mlir::OpBuilder &builder;
   llvm::StringMap<int64_t> opsets;
   llvm::StringMap<mlir::Value> values;

@@ -61,6 +61,10 @@ llvm::LogicalResult requireFloat(NodeImporter &node, mlir::Value value);
 llvm::LogicalResult requireSameElementType(NodeImporter &node, mlir::Value lhs,
                                            mlir::Value rhs);
 
+// Importers of neural-network layers (OnnxNeuralOps.cpp).
+llvm::LogicalResult importConv(NodeImporter &node);
+llvm::LogicalResult importLayerNormalization(NodeImporter &node);
+
 // Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
 llvm::LogicalResult importTranspose(NodeImporter &node);
 llvm::LogicalResult importConcat(NodeImporter &node);
@@ -69,6 +73,11 @@ llvm::LogicalResult importReshape(NodeImporter &node);
 llvm::LogicalResult importFlatten(NodeImporter &node);
 llvm::LogicalResult importUnsqueeze(NodeImporter &node);
 llvm::LogicalResult importSqueeze(NodeImporter &node);
+llvm::LogicalResult importExpand(NodeImporter &node);
+llvm::LogicalResult importSlice(NodeImporter &node);
+llvm::LogicalResult importSplit(NodeImporter &node);
+llvm::LogicalResult importShape(NodeImporter &node);
+llvm::LogicalResult importConstantOfShape(NodeImporter &node);
 
 } // namespace kiln
 

@@ -216,6 +216,25 @@ LogicalResult importConstant(NodeImporter &node) {
   return success();
 }
 
+LogicalResult importEqual(NodeImporter &node) {
+  FailureOr<Value> lhs = node.getOperand(0), rhs = node.getOperand(1);
+  if (failed(lhs) || failed(rhs) ||
+      failed(requireSameElementType(node, *lhs, *rhs)))
+    return failure();
+  return addInferredResult<EqualOp>(node, {*lhs, *rhs});
+}
+
+LogicalResult importWhere(NodeImporter &node) {
+  FailureOr<Value> condition = node.getOperand(0), x = node.getOperand(1),
+                   y = node.getOperand(2);
+  if (failed(condition) || failed(x) || failed(y) ||
+      failed(requireSameElementType(node, *x, *y)))
+    return failure();
+  if (!node.getOperandType(0).getElementType().isInteger(1))
+    return node.emitError() << "the condition must be a bool tensor";
+  return addInferredResult<SelectOp>(node, {*condition, *x, *y});
+}
+
 } // namespace
 
 OpImportFn kiln::lookupOpImporter(StringRef opType) {
@@ -249,5 +268,14 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Constant", importConstant)
       .Case("Identity", importIdentity)
       .Case("Cast", importCast)
+      .Case("Equal", importEqual)
+      .Case("Where", importWhere)
+      .Case("LayerNormalization", importLayerNormalization)
+      .Case("Conv", importConv)
+      .Case("Expand", importExpand)
+      .Case("Slice", importSlice)
+      .Case("Split", importSplit)
+      .Case("Shape", importShape)
+      .Case("ConstantOfShape", importConstantOfShape)
       .Default(nullptr);
 }

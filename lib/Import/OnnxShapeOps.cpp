@@ -8,6 +8,10 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/Traits.h"
+
+#include <numeric>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -84,8 +88,9 @@ LogicalResult kiln::importReshape(NodeImporter &node) {
   for (auto [i, dim] : llvm::enumerate(shape)) {
     if (dim == 0 && !allowZero) {
       if (static_cast<int64_t>(i) >= type.getRank())
-        return node.emitError() << "shape entry " << i
-                                << " is 0 but the input has rank " << type.getRank();
+        return node.emitError()
+               << "shape entry " << i << " is 0 but the input has rank "
+               << type.getRank();
       dim = type.getDimSize(i);
     }
     if (dim == -1) {
@@ -105,9 +110,9 @@ LogicalResult kiln::importReshape(NodeImporter &node) {
     known *= shape[inferred];
   }
   if (known != type.getNumElements())
-    return node.emitError() << "cannot reshape " << type << " ("
-                            << type.getNumElements() << " elements) into "
-                            << known << " elements";
+    return node.emitError()
+           << "cannot reshape " << type << " (" << type.getNumElements()
+           << " elements) into " << known << " elements";
   node.results.push_back(createReshape(node, *input, shape));
   return success();
 }
@@ -164,7 +169,8 @@ LogicalResult kiln::importSqueeze(NodeImporter &node) {
   int64_t rank = inShape.size();
   SmallVector<bool> removed(rank, false);
   if (*axesOrNone) {
-    FailureOr<SmallVector<int64_t>> axes = normalizeAxes(node, **axesOrNone, rank);
+    FailureOr<SmallVector<int64_t>> axes =
+        normalizeAxes(node, **axesOrNone, rank);
     if (failed(axes))
       return failure();
     for (int64_t axis : *axes) {
@@ -182,5 +188,189 @@ LogicalResult kiln::importSqueeze(NodeImporter &node) {
     if (!removed[d])
       shape.push_back(inShape[d]);
   node.results.push_back(createReshape(node, *input, shape));
+  return success();
+}
+
+LogicalResult kiln::importExpand(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input))
+    return failure();
+  std::optional<SmallVector<int64_t>> target =
+      node.graph.getConstantInts(node.node.input(1));
+  if (!target)
+    return node.emitError() << "input '" << node.node.input(1)
+                            << "' (shape) must be a constant int64 tensor; "
+                               "Kiln does not support shapes computed at run "
+                               "time yet";
+  RankedTensorType type = node.getOperandType(0);
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(type.getShape(), *target, shape))
+    return node.emitError() << "cannot expand " << type << " to shape ["
+                            << ArrayRef<int64_t>(*target) << "]";
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  node.results.push_back(
+      resultType == type
+          ? *input
+          : BroadcastOp::create(node.b, node.loc, resultType, *input)
+                .getResult());
+  return success();
+}
+
+/// Slice with positive steps; starts and ends clamp into range as ONNX
+/// specifies, so every slice the importer builds is in bounds.
+LogicalResult kiln::importSlice(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input))
+    return failure();
+  FailureOr<std::optional<SmallVector<int64_t>>> starts =
+      node.getIntsFromAttrOrInput("starts", 1);
+  FailureOr<std::optional<SmallVector<int64_t>>> ends =
+      node.getIntsFromAttrOrInput("ends", 2);
+  FailureOr<std::optional<SmallVector<int64_t>>> axesOrNone =
+      node.getIntsFromAttrOrInput("axes", 3);
+  FailureOr<std::optional<SmallVector<int64_t>>> steps =
+      node.getIntsFromAttrOrInput("steps", 4);
+  if (failed(starts) || failed(ends) || failed(axesOrNone) || failed(steps))
+    return failure();
+  if (!*starts || !*ends || (*starts)->size() != (*ends)->size())
+    return node.emitError() << "starts and ends must be given, of one length";
+  RankedTensorType type = node.getOperandType(0);
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> axes;
+  if (*axesOrNone)
+    axes = **axesOrNone;
+  else
+    for (size_t i = 0; i < (*starts)->size(); ++i)
+      axes.push_back(i);
+  if (axes.size() != (*starts)->size() ||
+      (*steps && (*steps)->size() != axes.size()))
+    return node.emitError() << "starts, ends, axes and steps differ in length";
+  FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(node, axes, rank);
+  if (failed(normalized))
+    return failure();
+
+  SmallVector<int64_t> offsets(rank, 0), sizes(type.getShape()),
+      strides(rank, 1);
+  for (auto [i, axis] : llvm::enumerate(*normalized)) {
+    int64_t dim = type.getDimSize(axis);
+    int64_t step = *steps ? (**steps)[i] : 1;
+    if (step <= 0)
+      return node.emitError() << "step " << step
+                              << " is not supported; Kiln slices with "
+                                 "positive steps";
+    auto clamp = [&](int64_t index) {
+      if (index < 0)
+        index = index < -dim ? 0 : index + dim;
+      return std::min(index, dim);
+    };
+    int64_t start = clamp((**starts)[i]), end = clamp((**ends)[i]);
+    int64_t size = end > start ? (end - start + step - 1) / step : 0;
+    offsets[axis] = size > 0 ? start : 0;
+    sizes[axis] = size;
+    strides[axis] = step;
+  }
+  SliceOp::Properties props;
+  props.offsets = node.b.getDenseI64ArrayAttr(offsets);
+  props.sizes = node.b.getDenseI64ArrayAttr(sizes);
+  props.strides = node.b.getDenseI64ArrayAttr(strides);
+  return addInferredResult<SliceOp>(node, *input, props);
+}
+
+/// Split into consecutive slices along `axis`.
+LogicalResult kiln::importSplit(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.getIntAttr("axis", 0), type.getRank());
+  FailureOr<std::optional<SmallVector<int64_t>>> splitOrNone =
+      node.getIntsFromAttrOrInput("split", 1);
+  if (failed(axis) || failed(splitOrNone))
+    return failure();
+  int64_t dim = type.getDimSize(*axis);
+  int64_t parts = node.node.output_size();
+  SmallVector<int64_t> split;
+  if (*splitOrNone) {
+    split = **splitOrNone;
+  } else {
+    if (dim % parts != 0)
+      return node.emitError() << "cannot split " << dim << " elements into "
+                              << parts << " equal parts";
+    split.assign(parts, dim / parts);
+  }
+  if (static_cast<int64_t>(split.size()) != parts ||
+      llvm::any_of(split, [](int64_t s) { return s < 0; }) ||
+      std::accumulate(split.begin(), split.end(), int64_t(0)) != dim)
+    return node.emitError()
+           << "split sizes [" << ArrayRef<int64_t>(split)
+           << "] do not add up to dimension " << *axis << " of size " << dim;
+  int64_t offset = 0;
+  for (int64_t size : split) {
+    SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
+        strides(type.getRank(), 1);
+    offsets[*axis] = size > 0 ? offset : 0;
+    sizes[*axis] = size;
+    SliceOp::Properties props;
+    props.offsets = node.b.getDenseI64ArrayAttr(offsets);
+    props.sizes = node.b.getDenseI64ArrayAttr(sizes);
+    props.strides = node.b.getDenseI64ArrayAttr(strides);
+    if (failed(addInferredResult<SliceOp>(node, *input, props)))
+      return failure();
+    offset += size;
+  }
+  return success();
+}
+
+/// Shape of a statically shaped tensor: a compile-time constant.
+LogicalResult kiln::importShape(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input))
+    return failure();
+  ArrayRef<int64_t> shape = node.getOperandType(0).getShape();
+  int64_t rank = shape.size();
+  auto clamp = [&](int64_t index) {
+    if (index < 0)
+      index += rank;
+    return std::clamp<int64_t>(index, 0, rank);
+  };
+  int64_t start = clamp(node.getIntAttr("start", 0));
+  int64_t end = clamp(node.getIntAttr("end", rank));
+  onnx::TensorProto tensor;
+  tensor.set_name(node.node.output(0));
+  tensor.set_data_type(onnx::TensorProto::INT64);
+  tensor.add_dims(std::max<int64_t>(end - start, 0));
+  for (int64_t d = start; d < end; ++d)
+    tensor.add_int64_data(shape[d]);
+  node.graph.bindOwnedConstant(node.node.output(0), std::move(tensor));
+  return success();
+}
+
+/// A splat constant of the given (constant) shape.
+LogicalResult kiln::importConstantOfShape(NodeImporter &node) {
+  std::optional<SmallVector<int64_t>> shape =
+      node.graph.getConstantInts(node.node.input(0));
+  if (!shape)
+    return node.emitError() << "input '" << node.node.input(0)
+                            << "' (shape) must be a constant int64 tensor";
+  if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
+    return node.emitError() << "the shape has a negative dimension";
+  onnx::TensorProto value;
+  if (const onnx::AttributeProto *attr = node.getAttr("value")) {
+    value = attr->t();
+  } else {
+    value.set_data_type(onnx::TensorProto::FLOAT);
+    value.add_float_data(0.0f);
+  }
+  DenseElementsAttr element =
+      convertTensorProto(value, node.b.getContext(), node.loc);
+  if (!element)
+    return failure();
+  if (element.getNumElements() != 1)
+    return node.emitError() << "value must hold one element";
+  auto type = RankedTensorType::get(*shape, element.getElementType());
+  node.results.push_back(ConstantOp::create(
+      node.b, node.loc,
+      DenseElementsAttr::get(type, element.getValues<Attribute>()[0])));
   return success();
 }

@@ -39,10 +39,14 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   if (strides.size() != 2 || dilations.size() != 2 || pads.size() != 4)
     return emitOptionalError(loc, "conv2d needs 2 strides, 2 dilations and 4 "
                                   "pads");
-  if (inputType.getDimSize(1) != filterType.getDimSize(1))
+  int64_t groups = static_cast<int64_t>(adaptor.getGroups());
+  if (groups < 1 || filterType.getDimSize(0) % groups != 0)
+    return emitOptionalError(loc, "groups must be positive and divide the ",
+                             filterType.getDimSize(0), " output channels");
+  if (inputType.getDimSize(1) != filterType.getDimSize(1) * groups)
     return emitOptionalError(loc, "input has ", inputType.getDimSize(1),
                              " channels but the filter expects ",
-                             filterType.getDimSize(1));
+                             filterType.getDimSize(1) * groups);
   SmallVector<int64_t> shape = {inputType.getDimSize(0),
                                 filterType.getDimSize(0)};
   for (int d = 0; d < 2; ++d) {

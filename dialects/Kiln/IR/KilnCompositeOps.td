@@ -34,23 +34,24 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm",
 def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
   let summary = "2-D convolution, NCHW input and FCHW filter";
   let description = [{
-    ONNX Conv with one group: `result[n, f, y, x]` sums
-    `input[n, c, y*sy + i*dy - pad_top, x*sx + j*dx - pad_left] *
-    filter[f, c, i, j]` over `c, i, j`, reading zeros outside the input.
-    `pads` is `[top, left, bottom, right]`.
+    ONNX Conv: `result[n, f, y, x]` sums
+    `input[n, g*C' + c, y*sy + i*dy - pad_top, x*sx + j*dx - pad_left] *
+    filter[f, c, i, j]` over `c < C'`, `i`, `j`, where `g` is the group of
+    output channel `f` and `C' = C / groups` (the filter's channel count).
+    Zeros are read outside the input; `pads` is `[top, left, bottom, right]`.
 
     ```mlir
-    %0 = kiln.conv2d %img, %w strides = [16, 16] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<1x3x224x224xf32>, tensor<384x3x16x16xf32> -> tensor<1x384x14x14xf32>
+    %0 = kiln.conv2d %img, %w strides = [16, 16] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<1x3x224x224xf32>, tensor<384x3x16x16xf32> -> tensor<1x384x14x14xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
-                       DenseI64ArrayAttr:$pads);
+                       DenseI64ArrayAttr:$pads, I64Attr:$groups);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $input `,` $filter `strides` `=` $strides `dilations` `=` $dilations
-    `pads` `=` $pads attr-dict `:` type($input) `,` type($filter) `->`
-    type($result)
+    `pads` `=` $pads `groups` `=` $groups attr-dict `:` type($input) `,`
+    type($filter) `->` type($result)
   }];
 }
 

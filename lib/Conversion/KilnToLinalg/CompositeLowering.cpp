@@ -86,7 +86,8 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   }
 };
 
-/// Zero padding as tensor.pad, then linalg's NCHW/FCHW convolution.
+/// Zero padding as tensor.pad, then linalg's NCHW/FCHW convolution; with
+/// groups, the grouped NGCHW/GFCHW form on expanded views.
 struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -113,12 +114,47 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
                                     RankedTensorType::get(shape, f32), input,
                                     low, high, zero);
     }
-    Value init = createFilledTensor(rewriter, loc, resultType, zero);
-    auto conv = linalg::Conv2DNchwFchwOp::create(
-        rewriter, loc, resultType, ValueRange{input, adaptor.getFilter()}, init,
-        rewriter.getI64TensorAttr(op.getStrides()),
-        rewriter.getI64TensorAttr(op.getDilations()));
-    rewriter.replaceOp(op, conv.getResults());
+    auto strides = rewriter.getI64TensorAttr(op.getStrides());
+    auto dilations = rewriter.getI64TensorAttr(op.getDilations());
+    int64_t groups = static_cast<int64_t>(op.getGroups());
+    if (groups == 1) {
+      Value init = createFilledTensor(rewriter, loc, resultType, zero);
+      rewriter.replaceOp(op, linalg::Conv2DNchwFchwOp::create(
+                                 rewriter, loc, resultType,
+                                 ValueRange{input, adaptor.getFilter()}, init,
+                                 strides, dilations)
+                                 .getResults());
+      return success();
+    }
+    // Split the channel dimensions into (group, channel-in-group).
+    auto split = [&](Value value, int64_t dim, bool groupFirst) {
+      auto type = cast<RankedTensorType>(value.getType());
+      SmallVector<int64_t> shape(type.getShape());
+      int64_t size = shape[dim];
+      shape[dim] = groupFirst ? groups : size / groups;
+      shape.insert(shape.begin() + dim + 1,
+                   groupFirst ? size / groups : groups);
+      SmallVector<ReassociationIndices> groupsOfDims;
+      for (int64_t d = 0, r = 0; d < type.getRank(); ++d, ++r)
+        groupsOfDims.push_back(d == dim ? ReassociationIndices{r, ++r}
+                                        : ReassociationIndices{r});
+      return std::make_pair(
+          tensor::ExpandShapeOp::create(rewriter, loc,
+                                        RankedTensorType::get(shape, f32),
+                                        value, groupsOfDims)
+              .getResult(),
+          groupsOfDims);
+    };
+    Value groupedInput = split(input, 1, true).first;
+    Value groupedFilter = split(adaptor.getFilter(), 0, true).first;
+    auto [groupedInit, outputGroups] =
+        split(createFilledTensor(rewriter, loc, resultType, zero), 1, true);
+    auto conv = linalg::Conv2DNgchwGfchwOp::create(
+        rewriter, loc, groupedInit.getType(),
+        ValueRange{groupedInput, groupedFilter}, groupedInit, strides,
+        dilations);
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(
+        op, resultType, conv.getResult(0), outputGroups);
     return success();
   }
 };

@@ -1,0 +1,223 @@
+//===- ConstantEvaluation.cpp - evaluate kiln ops on constants ------------===//
+//
+// Shared by the importer (which folds small shape computations as it goes)
+// and kiln-fold-constants. Values are computed in their element type: f32,
+// i64 or i1.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Kiln/IR/ConstantEvaluation.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> getStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+int64_t getNumElements(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+/// For every flat index of `resultShape`, the flat index of the operand of
+/// `operandShape` that broadcasting reads there.
+SmallVector<int64_t> getBroadcastIndices(ArrayRef<int64_t> operandShape,
+                                         ArrayRef<int64_t> resultShape) {
+  SmallVector<int64_t> resultStrides = getStrides(resultShape);
+  SmallVector<int64_t> operandStrides = getStrides(operandShape);
+  size_t offset = resultShape.size() - operandShape.size();
+  SmallVector<int64_t> indices(getNumElements(resultShape));
+  for (int64_t flat = 0, e = indices.size(); flat < e; ++flat) {
+    int64_t index = 0;
+    for (size_t d = 0; d < operandShape.size(); ++d) {
+      int64_t coord =
+          flat / resultStrides[offset + d] % resultShape[offset + d];
+      if (operandShape[d] != 1)
+        index += coord * operandStrides[d];
+    }
+    indices[flat] = index;
+  }
+  return indices;
+}
+
+/// Source flat index of every element of a transpose, slice or broadcast.
+SmallVector<int64_t> getMovedIndices(Operation *op, ArrayRef<int64_t> input,
+                                     ArrayRef<int64_t> result) {
+  if (isa<BroadcastOp>(op))
+    return getBroadcastIndices(input, result);
+  SmallVector<int64_t> inputStrides = getStrides(input);
+  SmallVector<int64_t> resultStrides = getStrides(result);
+  SmallVector<int64_t> indices(getNumElements(result));
+  for (int64_t flat = 0, e = indices.size(); flat < e; ++flat) {
+    int64_t source = 0;
+    for (size_t d = 0; d < result.size(); ++d) {
+      int64_t coord = flat / resultStrides[d] % result[d];
+      if (auto transpose = dyn_cast<TransposeOp>(op))
+        source += coord * inputStrides[transpose.getPerm()[d]];
+      else if (auto slice = dyn_cast<SliceOp>(op))
+        source += (slice.getOffsets()[d] + coord * slice.getStrides()[d]) *
+                  inputStrides[d];
+    }
+    indices[flat] = source;
+  }
+  return indices;
+}
+
+/// The same integer division the lowering generates (x / 0 == 0, and
+/// INT64_MIN / -1 wraps), so folding never changes a result.
+int64_t safeDivide(int64_t lhs, int64_t rhs) {
+  if (rhs == 0)
+    return 0;
+  if (rhs == -1)
+    return static_cast<int64_t>(0ull - static_cast<uint64_t>(lhs));
+  return lhs / rhs;
+}
+
+template <typename T> T applyArithmetic(Operation *op, T lhs, T rhs) {
+  if (isa<AddOp>(op))
+    return lhs + rhs;
+  if (isa<SubOp>(op))
+    return lhs - rhs;
+  if (isa<MulOp>(op))
+    return lhs * rhs;
+  if constexpr (std::is_integral_v<T>)
+    return safeDivide(lhs, rhs);
+  else
+    return lhs / rhs;
+}
+
+/// Runs `fn` with `T` the C++ type of `elementType` (float, int64_t, bool).
+template <typename Fn> DenseElementsAttr withCppType(Type elementType, Fn fn) {
+  if (elementType.isF32())
+    return fn(float());
+  if (elementType.isInteger(64))
+    return fn(int64_t());
+  return fn(bool());
+}
+
+template <typename T>
+DenseElementsAttr build(RankedTensorType type, ArrayRef<T> values) {
+  return DenseElementsAttr::get(type, values);
+}
+
+DenseElementsAttr evaluateCast(DenseElementsAttr input, RankedTensorType type) {
+  Type to = type.getElementType();
+  return withCppType(input.getElementType(), [&](auto from) {
+    using From = decltype(from);
+    return withCppType(to, [&](auto target) -> DenseElementsAttr {
+      using To = decltype(target);
+      SmallVector<To> result;
+      for (From v : input.getValues<From>()) {
+        if constexpr (std::is_same_v<To, int64_t> &&
+                      std::is_same_v<From, float>) {
+          // Out of range is undefined in C++ and poison in generated code.
+          if (!(v > -9.2e18f && v < 9.2e18f))
+            return {};
+        }
+        if constexpr (std::is_same_v<To, bool>)
+          result.push_back(v != From(0));
+        else
+          result.push_back(static_cast<To>(v));
+      }
+      return build<To>(type, result);
+    });
+  });
+}
+
+} // namespace
+
+bool kiln::isConstantEvaluable(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, EqualOp, SelectOp, CastOp,
+             ReshapeOp, TransposeOp, SliceOp, BroadcastOp, ConcatOp>(op);
+}
+
+DenseElementsAttr
+kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands) {
+  if (!isConstantEvaluable(op))
+    return {};
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  auto operandShape = [&](unsigned i) {
+    return operands[i].getType().getShape();
+  };
+
+  if (isa<ReshapeOp>(op))
+    return DenseElementsAttr(operands[0]).reshape(type);
+  if (isa<CastOp>(op))
+    return evaluateCast(operands[0], type);
+  if (isa<EqualOp>(op)) {
+    return withCppType(operands[0].getElementType(), [&](auto t) {
+      using T = decltype(t);
+      SmallVector<T> lhs(operands[0].getValues<T>()),
+          rhs(operands[1].getValues<T>());
+      SmallVector<int64_t> l = getBroadcastIndices(operandShape(0), shape);
+      SmallVector<int64_t> r = getBroadcastIndices(operandShape(1), shape);
+      SmallVector<bool> result;
+      for (size_t i = 0; i < l.size(); ++i)
+        result.push_back(lhs[l[i]] == rhs[r[i]]);
+      return build<bool>(type, result);
+    });
+  }
+  return withCppType(type.getElementType(), [&](auto t) -> DenseElementsAttr {
+    using T = decltype(t);
+    SmallVector<T> result;
+    if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
+      if constexpr (!std::is_same_v<T, bool>) {
+        SmallVector<T> lhs(operands[0].getValues<T>()),
+            rhs(operands[1].getValues<T>());
+        SmallVector<int64_t> l = getBroadcastIndices(operandShape(0), shape);
+        SmallVector<int64_t> r = getBroadcastIndices(operandShape(1), shape);
+        for (size_t i = 0; i < l.size(); ++i)
+          result.push_back(applyArithmetic<T>(op, lhs[l[i]], rhs[r[i]]));
+      }
+    } else if (isa<NegOp>(op)) {
+      if constexpr (std::is_same_v<T, int64_t>) {
+        for (int64_t v : operands[0].getValues<int64_t>())
+          result.push_back(
+              static_cast<int64_t>(0ull - static_cast<uint64_t>(v)));
+      } else if constexpr (std::is_same_v<T, float>) {
+        for (float v : operands[0].getValues<float>())
+          result.push_back(-v);
+      }
+    } else if (isa<SelectOp>(op)) {
+      SmallVector<bool> cond(operands[0].getValues<bool>());
+      SmallVector<T> a(operands[1].getValues<T>()),
+          b(operands[2].getValues<T>());
+      SmallVector<int64_t> c = getBroadcastIndices(operandShape(0), shape);
+      SmallVector<int64_t> x = getBroadcastIndices(operandShape(1), shape);
+      SmallVector<int64_t> y = getBroadcastIndices(operandShape(2), shape);
+      for (size_t i = 0; i < c.size(); ++i)
+        result.push_back(cond[c[i]] ? a[x[i]] : b[y[i]]);
+    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+      int64_t axis = static_cast<int64_t>(concat.getAxis());
+      int64_t outer = getNumElements(shape.take_front(axis));
+      for (int64_t o = 0; o < outer; ++o)
+        for (DenseElementsAttr input : operands) {
+          int64_t chunk =
+              getNumElements(input.getType().getShape().drop_front(axis));
+          auto values = input.getValues<T>();
+          for (int64_t i = 0; i < chunk; ++i)
+            result.push_back(values[o * chunk + i]);
+        }
+    } else {
+      SmallVector<T> values(operands[0].getValues<T>());
+      for (int64_t source : getMovedIndices(op, operandShape(0), shape))
+        result.push_back(values[source]);
+    }
+    if (static_cast<int64_t>(result.size()) != type.getNumElements())
+      return {};
+    return build<T>(type, result);
+  });
+}

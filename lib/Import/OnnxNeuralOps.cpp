@@ -1,0 +1,176 @@
+//===- OnnxNeuralOps.cpp - importers of ONNX layer ops --------------------===//
+#include "lib/Import/OnnxOpUtils.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Pads of one spatial dimension for auto_pad SAME_UPPER / SAME_LOWER: the
+/// output has ceil(input / stride) elements, any odd padding at the end
+/// (UPPER) or the start (LOWER).
+std::pair<int64_t, int64_t> getSamePads(int64_t input, int64_t kernel,
+                                        int64_t stride, int64_t dilation,
+                                        bool upper) {
+  int64_t output = (input + stride - 1) / stride;
+  int64_t total = std::max<int64_t>(
+      (output - 1) * stride + (kernel - 1) * dilation + 1 - input, 0);
+  int64_t small = total / 2, large = total - small;
+  return upper ? std::make_pair(small, large) : std::make_pair(large, small);
+}
+
+} // namespace
+
+/// 1-D and 2-D Conv, grouped or not. A 1-D convolution runs as a 2-D one of
+/// height 1; the bias becomes an add broadcast over the spatial dimensions.
+LogicalResult kiln::importConv(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), filter = node.getOperand(1);
+  if (failed(input) || failed(filter) || failed(requireFloat(node, *input)) ||
+      failed(requireFloat(node, *filter)))
+    return failure();
+  RankedTensorType inputType = node.getOperandType(0);
+  RankedTensorType filterType = node.getOperandType(1);
+  int64_t spatial = inputType.getRank() - 2;
+  if ((spatial != 1 && spatial != 2) || filterType.getRank() != spatial + 2)
+    return node.emitError() << "only 1-D and 2-D convolutions are supported; "
+                               "the input has rank "
+                            << inputType.getRank();
+  auto ints = [&](StringRef name, int64_t fill, size_t count) {
+    return node.getIntsAttr(name).value_or(SmallVector<int64_t>(count, fill));
+  };
+  SmallVector<int64_t> strides = ints("strides", 1, spatial);
+  SmallVector<int64_t> dilations = ints("dilations", 1, spatial);
+  SmallVector<int64_t> pads = ints("pads", 0, 2 * spatial);
+  if (static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(dilations.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return node.emitError() << "strides, dilations and pads do not match the "
+                            << spatial << "-D input";
+  const onnx::AttributeProto *autoPad = node.getAttr("auto_pad");
+  std::string padMode = autoPad ? autoPad->s() : "NOTSET";
+  if (padMode == "VALID") {
+    pads.assign(2 * spatial, 0);
+  } else if (padMode == "SAME_UPPER" || padMode == "SAME_LOWER") {
+    for (int64_t d = 0; d < spatial; ++d)
+      std::tie(pads[d], pads[spatial + d]) =
+          getSamePads(inputType.getDimSize(2 + d), filterType.getDimSize(2 + d),
+                      strides[d], dilations[d], padMode == "SAME_UPPER");
+  } else if (padMode != "NOTSET") {
+    return node.emitError() << "unknown auto_pad '" << padMode << "'";
+  }
+
+  Value x = *input, w = *filter;
+  if (spatial == 1) {
+    auto addHeight = [&](Value v) {
+      auto type = cast<RankedTensorType>(v.getType());
+      return createReshape(
+          node, v,
+          {type.getDimSize(0), type.getDimSize(1), 1, type.getDimSize(2)});
+    };
+    x = addHeight(x);
+    w = addHeight(w);
+    strides.insert(strides.begin(), 1);
+    dilations.insert(dilations.begin(), 1);
+    pads = {0, pads[0], 0, pads[1]};
+  }
+  Conv2DOp::Properties props;
+  props.strides = node.b.getDenseI64ArrayAttr(strides);
+  props.dilations = node.b.getDenseI64ArrayAttr(dilations);
+  // ONNX orders 2-D pads as [top, left, bottom, right], as kiln.conv2d does.
+  props.pads = node.b.getDenseI64ArrayAttr(pads);
+  props.groups = node.b.getI64IntegerAttr(node.getIntAttr("group", 1));
+  FailureOr<Value> conv = createInferred<Conv2DOp>(node, {x, w}, props);
+  if (failed(conv))
+    return failure();
+  Value result = *conv;
+  if (spatial == 1) {
+    auto type = cast<RankedTensorType>(result.getType());
+    result = createReshape(
+        node, result,
+        {type.getDimSize(0), type.getDimSize(1), type.getDimSize(3)});
+  }
+  if (node.operands.size() > 2 && node.operands[2]) {
+    Value bias = node.operands[2];
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (biasType.getRank() != 1)
+      return node.emitError() << "the bias must be 1-D";
+    SmallVector<int64_t> biasShape(spatial + 1, 1);
+    biasShape[0] = biasType.getDimSize(0);
+    FailureOr<Value> sum = createInferred<AddOp>(
+        node, {result, createReshape(node, bias, biasShape)});
+    if (failed(sum))
+      return failure();
+    result = *sum;
+  }
+  node.results.push_back(result);
+  return success();
+}
+
+/// Opset-17 LayerNormalization. When the Mean and InvStdDev outputs are
+/// used it is spelled out in kiln ops, which produce them; otherwise it is
+/// one kiln.layer_norm.
+LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1);
+  if (failed(input) || failed(scale) || failed(requireFloat(node, *input)) ||
+      failed(requireFloat(node, *scale)))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.getIntAttr("axis", -1), type.getRank());
+  if (failed(axis))
+    return failure();
+  float epsilon = node.getFloatAttr("epsilon", 1e-5f);
+  Value bias = node.operands.size() > 2 ? node.operands[2] : Value();
+  if (!bias)
+    bias = createScalar(node, type.getElementType(), 0);
+
+  bool wantsStatistics = false;
+  for (int i = 1; i < node.node.output_size(); ++i)
+    wantsStatistics |= !node.node.output(i).empty();
+  if (!wantsStatistics) {
+    if (cast<RankedTensorType>(bias.getType()).getRank() == 0)
+      bias = BroadcastOp::create(node.b, node.loc, scale->getType(), bias);
+    LayerNormOp op = LayerNormOp::create(node.b, node.loc, type, *input, *scale,
+                                         bias, node.b.getI64IntegerAttr(*axis),
+                                         node.b.getF32FloatAttr(epsilon));
+    if (failed(op.verify()))
+      return failure();
+    node.results.push_back(op);
+    return success();
+  }
+
+  SmallVector<int64_t> axes;
+  for (int64_t d = *axis; d < type.getRank(); ++d)
+    axes.push_back(d);
+  ReduceMeanOp::Properties props;
+  props.axes = node.b.getDenseI64ArrayAttr(axes);
+  props.keep_dims = node.b.getUnitAttr();
+  FailureOr<Value> mean = createInferred<ReduceMeanOp>(node, *input, props);
+  if (failed(mean))
+    return failure();
+  Value centered = SubOp::create(node.b, node.loc, *input, *mean);
+  Value squares = MulOp::create(node.b, node.loc, centered, centered);
+  FailureOr<Value> variance =
+      createInferred<ReduceMeanOp>(node, squares, props);
+  if (failed(variance))
+    return failure();
+  Type f32 = type.getElementType();
+  Value invStdDev = DivOp::create(
+      node.b, node.loc, createScalar(node, f32, 1),
+      SqrtOp::create(node.b, node.loc,
+                     AddOp::create(node.b, node.loc, *variance,
+                                   createScalar(node, f32, epsilon))));
+  Value normalized = MulOp::create(node.b, node.loc, centered, invStdDev);
+  FailureOr<Value> scaled = createInferred<MulOp>(node, {normalized, *scale});
+  if (failed(scaled))
+    return failure();
+  FailureOr<Value> shifted = createInferred<AddOp>(node, {*scaled, bias});
+  if (failed(shifted))
+    return failure();
+  if (shifted->getType() != type)
+    return node.emitError() << "scale and bias must broadcast to the input";
+  node.results.append({*shifted, *mean, invStdDev});
+  return success();
+}
