@@ -165,3 +165,53 @@ func.func @check_index_range(%ids: tensor<2x3xi64>, %status: tensor<i32>) -> ten
   %0 = kiln.check_index_range %ids, %status, size = 7, code = 3 : tensor<2x3xi64>
   return %0 : tensor<i32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @slice
+// CHECK: tensor.extract_slice %arg0[1, 0] [2, 2] [1, 2] : tensor<4x4xf32> to tensor<2x2xf32>
+func.func @slice(%a: tensor<4x4xf32>) -> tensor<2x2xf32> {
+  %0 = kiln.slice %a offsets = [1, 0] sizes = [2, 2] strides = [1, 2] : tensor<4x4xf32> -> tensor<2x2xf32>
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[BCAST:.*]] = affine_map<(d0, d1, d2) -> (0, d1, d2)>
+// CHECK-LABEL: func.func @broadcast_select
+// CHECK: linalg.generic {indexing_maps = [#[[BCAST]], #{{.*}}]
+// CHECK: arith.cmpi eq
+// CHECK: arith.select
+func.func @broadcast_select(%a: tensor<1x2x3xf32>, %i: tensor<3xi64>) -> (tensor<4x2x3xf32>, tensor<3xi64>) {
+  %0 = kiln.broadcast %a : tensor<1x2x3xf32> -> tensor<4x2x3xf32>
+  %eq = kiln.equal %i, %i : tensor<3xi64>, tensor<3xi64>
+  %1 = kiln.select %eq, %i, %i : tensor<3xi1>, tensor<3xi64>, tensor<3xi64>
+  return %0, %1 : tensor<4x2x3xf32>, tensor<3xi64>
+}
+
+// -----
+
+// Two reductions over the normalized dimensions, then one elementwise pass.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: math.rsqrt
+func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x8xf32> {
+  %0 = kiln.layer_norm %x, %g, %b axis = 1 epsilon = 1.0e-05 : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conv
+// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 2, 2, 8, 8]
+// CHECK: linalg.conv_2d_ngchw_gfchw
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x2x3x6x6xf32> into tensor<1x6x6x6xf32>
+func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<6x2x3x3xf32>) -> (tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>) {
+  %0 = kiln.conv2d %x, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x4x4xf32>
+  %1 = kiln.conv2d %x, %g strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x6x6xf32>
+  return %0, %1 : tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>
+}

@@ -139,3 +139,53 @@ func.func @check_code_zero(%ids: tensor<2xi64>, %s: tensor<i32>) {
   %0 = kiln.check_index_range %ids, %s, size = 4, code = 0 : tensor<2xi64>
   return
 }
+
+// -----
+
+func.func @equal_types(%a: tensor<3xf32>, %b: tensor<3xi64>) {
+  // expected-error @+1 {{operands have different element types}}
+  %0 = kiln.equal %a, %b : tensor<3xf32>, tensor<3xi64>
+  return
+}
+
+// -----
+
+func.func @select_condition(%c: tensor<3xf32>, %a: tensor<3xf32>) {
+  // expected-error @+1 {{must be statically shaped tensor of 1-bit signless integer values}}
+  %0 = "kiln.select"(%c, %a, %a) : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @slice_out_of_bounds(%a: tensor<4xf32>) {
+  // expected-error @+2 {{dimension 0 reads past the input's size 4}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.slice %a offsets = [2] sizes = [2] strides = [2] : tensor<4xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_shape(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{input dimension 0 of size 2 does not broadcast to 4}}
+  %0 = kiln.broadcast %a : tensor<2x3xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{scale and bias must broadcast to the normalized dimensions}}
+  %0 = kiln.layer_norm %x, %g, %g axis = 1 epsilon = 1.0e-05 : tensor<2x8xf32>, tensor<4xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
+  // expected-error @+2 {{input has 3 channels but the filter expects 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x6x6xf32>
+  return
+}

@@ -77,3 +77,26 @@ func.func @checks(%ids: tensor<2x8xi64>, %s: tensor<i32>) -> tensor<i32> {
   %0 = kiln.check_index_range %ids, %s, size = 100, code = 2 : tensor<2x8xi64>
   return %0 : tensor<i32>
 }
+
+// CHECK-LABEL: func.func @select_slice_broadcast
+func.func @select_slice_broadcast(%a: tensor<4x4xf32>, %b: tensor<4xi64>, %cls: tensor<1x1x8xf32>) -> (tensor<4x4xf32>, tensor<2x2xf32>, tensor<3x1x8xf32>) {
+  // CHECK: kiln.equal %arg1, %arg1 : tensor<4xi64>, tensor<4xi64>
+  %eq = kiln.equal %b, %b : tensor<4xi64>, tensor<4xi64>
+  // CHECK: kiln.select %{{.*}}, %arg0, %{{.*}} : tensor<4xi1>, tensor<4x4xf32>, tensor<f32>
+  %ninf = kiln.constant dense<0xFF800000> : tensor<f32>
+  %0 = kiln.select %eq, %a, %ninf : tensor<4xi1>, tensor<4x4xf32>, tensor<f32>
+  // CHECK: kiln.slice %{{.*}} offsets = [1, 0] sizes = [2, 2] strides = [1, 2] : tensor<4x4xf32> -> tensor<2x2xf32>
+  %1 = kiln.slice %0 offsets = [1, 0] sizes = [2, 2] strides = [1, 2] : tensor<4x4xf32> -> tensor<2x2xf32>
+  // CHECK: kiln.broadcast %arg2 : tensor<1x1x8xf32> -> tensor<3x1x8xf32>
+  %2 = kiln.broadcast %cls : tensor<1x1x8xf32> -> tensor<3x1x8xf32>
+  return %0, %1, %2 : tensor<4x4xf32>, tensor<2x2xf32>, tensor<3x1x8xf32>
+}
+
+// CHECK-LABEL: func.func @composites
+func.func @composites(%x: tensor<1x16x64xf32>, %g: tensor<64xf32>, %img: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> (tensor<1x16x64xf32>, tensor<1x6x4x4xf32>) {
+  // CHECK: kiln.layer_norm %arg0, %arg1, %arg1 axis = 2 epsilon = 9.99999974E-6 : tensor<1x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+  %0 = kiln.layer_norm %x, %g, %g axis = 2 epsilon = 1.0e-05 : tensor<1x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+  // CHECK: kiln.conv2d %arg2, %arg3 strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x4x4xf32>
+  %1 = kiln.conv2d %img, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x4x4xf32>
+  return %0, %1 : tensor<1x16x64xf32>, tensor<1x6x4x4xf32>
+}

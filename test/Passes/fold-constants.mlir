@@ -64,3 +64,33 @@ func.func @not_constant(%x: tensor<2xf32>) -> tensor<2xf32> {
   %y = kiln.add %x, %a : tensor<2xf32>, tensor<2xf32>
   return %y : tensor<2xf32>
 }
+
+// -----
+
+// The ViT exporter's expand pattern: Equal/Where on shape constants, then
+// a slice and a concat of constants.
+// CHECK-LABEL: func.func @shape_arithmetic
+// CHECK-NEXT: %[[C:.*]] = kiln.constant dense<[4, 1, 8, 3]> : tensor<4xi64>
+// CHECK-NEXT: return %[[C]]
+func.func @shape_arithmetic() -> tensor<4xi64> {
+  %shape = kiln.constant dense<[4, -1, 8]> : tensor<3xi64>
+  %minus = kiln.constant dense<-1> : tensor<3xi64>
+  %ones = kiln.constant dense<1> : tensor<3xi64>
+  %eq = kiln.equal %shape, %minus : tensor<3xi64>, tensor<3xi64>
+  %fixed = kiln.select %eq, %ones, %shape : tensor<3xi1>, tensor<3xi64>, tensor<3xi64>
+  %more = kiln.constant dense<[9, 3]> : tensor<2xi64>
+  %last = kiln.slice %more offsets = [1] sizes = [1] strides = [1] : tensor<2xi64> -> tensor<1xi64>
+  %all = kiln.concat %fixed, %last axis = 0 : tensor<3xi64>, tensor<1xi64> -> tensor<4xi64>
+  return %all : tensor<4xi64>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @broadcast_cast_bool
+// CHECK: kiln.constant dense<{{\[}}[true, false], [true, false]]> : tensor<2x2xi1>
+func.func @broadcast_cast_bool() -> tensor<2x2xi1> {
+  %a = kiln.constant dense<[[2.5, 0.0]]> : tensor<1x2xf32>
+  %b = kiln.broadcast %a : tensor<1x2xf32> -> tensor<2x2xf32>
+  %c = kiln.cast %b : tensor<2x2xf32> -> tensor<2x2xi1>
+  return %c : tensor<2x2xi1>
+}
