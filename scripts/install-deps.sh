@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Kiln needs to build, test and run its bundled
-# example. Idempotent: packages already present are left alone.
+# example (python3-* only make test models and reference outputs). Idempotent:
+# packages already present are left alone.
 set -euo pipefail
 
 PACKAGES=(
@@ -8,7 +9,7 @@ PACKAGES=(
   libmlir-22-dev mlir-22-tools
   libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
   libgtest-dev googletest
-  python3 python3-onnx python3-numpy
+  python3 python3-onnx python3-numpy python3-torch
 )
 
 missing=()

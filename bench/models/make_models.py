@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""Exports Kiln's transformer benchmark models with PyTorch.
+
+Three models, written as their reference implementations spell them, so the
+ONNX files carry real exporter spellings (opset 17, static shapes):
+
+  minilm  BERT-style encoder with all-MiniLM-L6-v2's shape: 6 layers, width
+          384, 12 heads, FFN 1536, sequence 128 (random weights).
+  gpt2    GPT-2-small-style decoder: 12 layers, width 768, 12 heads,
+          vocabulary 50257, prefill of 128 tokens, tied LM head.
+  vit     ViT-S/16-style image encoder: 224x224 RGB, 16x16 patches, 12
+          layers, width 384, 6 heads, 1000 classes.
+
+For each model MODEL this writes OUT/MODEL/model.onnx, input_<i>.pb and
+output_0.pb, the last computed by PyTorch itself (an independent
+reference). --layers overrides the depth, for quick tests.
+
+usage: /usr/bin/python3 make_models.py OUT [--models minilm,gpt2,vit]
+                                           [--layers N] [--seed S]
+(needs Debian's python3-torch, python3-onnx and python3-numpy)
+"""
+import argparse
+import math
+import os
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+from torch import nn
+
+
+class BertLayer(nn.Module):
+    def __init__(self, width, heads, ffn):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(width, width)
+        self.key = nn.Linear(width, width)
+        self.value = nn.Linear(width, width)
+        self.output = nn.Linear(width, width)
+        self.attention_norm = nn.LayerNorm(width, eps=1e-12)
+        self.intermediate = nn.Linear(width, ffn)
+        self.ffn_output = nn.Linear(ffn, width)
+        self.output_norm = nn.LayerNorm(width, eps=1e-12)
+
+    def split_heads(self, x):
+        b, t, w = x.shape
+        return x.view(b, t, self.heads, w // self.heads).permute(0, 2, 1, 3)
+
+    def forward(self, x, mask):
+        q = self.split_heads(self.query(x))
+        k = self.split_heads(self.key(x))
+        v = self.split_heads(self.value(x))
+        scores = torch.matmul(q, k.transpose(-1, -2))
+        scores = scores / math.sqrt(q.shape[-1]) + mask
+        context = torch.matmul(scores.softmax(dim=-1), v)
+        b, h, t, d = context.shape
+        context = context.permute(0, 2, 1, 3).reshape(b, t, h * d)
+        x = self.attention_norm(x + self.output(context))
+        hidden = nn.functional.gelu(self.intermediate(x))
+        return self.output_norm(x + self.ffn_output(hidden))
+
+
+class MiniLM(nn.Module):
+    def __init__(self, layers=6, width=384, heads=12, ffn=1536, vocab=30522):
+        super().__init__()
+        self.words = nn.Embedding(vocab, width)
+        self.positions = nn.Embedding(512, width)
+        self.token_types = nn.Embedding(2, width)
+        self.norm = nn.LayerNorm(width, eps=1e-12)
+        self.layers = nn.ModuleList(BertLayer(width, heads, ffn)
+                                    for _ in range(layers))
+
+    def forward(self, input_ids, attention_mask):
+        positions = torch.arange(input_ids.shape[1]).unsqueeze(0)
+        x = self.words(input_ids) + self.positions(positions)
+        x = self.norm(x + self.token_types(torch.zeros_like(input_ids)))
+        mask = (1.0 - attention_mask[:, None, None, :].float()) * -10000.0
+        for layer in self.layers:
+            x = layer(x, mask)
+        return x
+
+
+class GPT2Block(nn.Module):
+    def __init__(self, width, heads, context=1024):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(width)
+        self.c_attn = nn.Linear(width, 3 * width)
+        self.c_proj = nn.Linear(width, width)
+        self.ln_2 = nn.LayerNorm(width)
+        self.c_fc = nn.Linear(width, 4 * width)
+        self.mlp_proj = nn.Linear(4 * width, width)
+        self.register_buffer("bias", torch.tril(torch.ones(context, context))
+                             .view(1, 1, context, context))
+
+    def forward(self, x):
+        b, t, w = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(w, dim=2)
+        q, k, v = (y.view(b, t, self.heads, w // self.heads).transpose(1, 2)
+                   for y in (q, k, v))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        y = (att.softmax(dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, w)
+        x = x + self.c_proj(y)
+        hidden = nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")
+        return x + self.mlp_proj(hidden)
+
+
+class GPT2(nn.Module):
+    def __init__(self, layers=12, width=768, heads=12, vocab=50257):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, width)
+        self.wpe = nn.Embedding(1024, width)
+        self.blocks = nn.ModuleList(GPT2Block(width, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(width)
+
+    def forward(self, input_ids):
+        positions = torch.arange(input_ids.shape[1]).unsqueeze(0)
+        x = self.wte(input_ids) + self.wpe(positions)
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+class ViTBlock(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(width, eps=1e-6)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.norm2 = nn.LayerNorm(width, eps=1e-6)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.fc2 = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(self.norm1(x)).reshape(b, n, 3, self.heads, c // self.heads)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4).unbind(0)
+        attn = (q * (c // self.heads) ** -0.5) @ k.transpose(-2, -1)
+        y = (attn.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, n, c)
+        x = x + self.proj(y)
+        return x + self.fc2(nn.functional.gelu(self.fc1(self.norm2(x))))
+
+
+class ViT(nn.Module):
+    def __init__(self, layers=12, width=384, heads=6, patch=16, image=224,
+                 classes=1000):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(3, width, patch, patch)
+        self.cls_token = nn.Parameter(torch.randn(1, 1, width) * 0.02)
+        tokens = (image // patch) ** 2 + 1
+        self.pos_embed = nn.Parameter(torch.randn(1, tokens, width) * 0.02)
+        self.blocks = nn.ModuleList(ViTBlock(width, heads) for _ in range(layers))
+        self.norm = nn.LayerNorm(width, eps=1e-6)
+        self.head = nn.Linear(width, classes)
+
+    def forward(self, pixel_values):
+        x = self.patch_embed(pixel_values).flatten(2).transpose(1, 2)
+        x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1)
+        x = x + self.pos_embed
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.norm(x)[:, 0])
+
+
+def build(name, layers, generator):
+    """The model and example inputs (name -> tensor) for `name`."""
+    if name == "minilm":
+        model = MiniLM(**({"layers": layers} if layers else {}))
+        ids = torch.randint(0, 30522, (1, 128), generator=generator)
+        mask = torch.ones(1, 128, dtype=torch.int64)
+        mask[0, 100:] = 0  # padding, so the mask path is exercised
+        return model, {"input_ids": ids, "attention_mask": mask}, ["last_hidden_state"]
+    if name == "gpt2":
+        model = GPT2(**({"layers": layers} if layers else {}))
+        ids = torch.randint(0, 50257, (1, 128), generator=generator)
+        return model, {"input_ids": ids}, ["logits"]
+    if name == "vit":
+        model = ViT(**({"layers": layers} if layers else {}))
+        pixels = torch.randn(1, 3, 224, 224, generator=generator)
+        return model, {"pixel_values": pixels}, ["logits"]
+    raise SystemExit(f"unknown model '{name}'")
+
+
+def write_tensor(path, array, name):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--models", default="minilm,gpt2,vit")
+    parser.add_argument("--layers", type=int, default=0,
+                        help="override each model's depth (0: full depth)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+    for name in args.models.split(","):
+        generator = torch.Generator().manual_seed(args.seed)
+        model, inputs, output_names = build(name, args.layers, generator)
+        model.eval()
+        folder = os.path.join(args.out, name)
+        os.makedirs(folder, exist_ok=True)
+        with torch.no_grad():
+            torch.onnx.export(model, tuple(inputs.values()),
+                              os.path.join(folder, "model.onnx"),
+                              opset_version=17, do_constant_folding=True,
+                              input_names=list(inputs),
+                              output_names=output_names)
+            expected = model(*inputs.values())
+        onnx.checker.check_model(os.path.join(folder, "model.onnx"))
+        for i, (input_name, tensor) in enumerate(inputs.items()):
+            write_tensor(os.path.join(folder, f"input_{i}.pb"), tensor.numpy(),
+                         input_name)
+        write_tensor(os.path.join(folder, "output_0.pb"),
+                     expected.numpy().astype(np.float32), output_names[0])
+        print(f"{name}: {folder}/model.onnx")
+
+
+if __name__ == "__main__":
+    main()
