@@ -32,7 +32,8 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
   static constexpr const char *kPipeline =
       "convert-kiln-to-linalg,"
       "canonicalize,"
-      "func.func(linalg-fuse-elementwise-ops),"
+
+      "kiln-tile-and-vectorize-contractions,"
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-results-to-out-params{hoist-static-allocs "
@@ -40,10 +41,13 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
       "buffer-deallocation-pipeline,"
       "kiln-memref-copy-to-linalg,"
       "func.func(convert-linalg-to-loops),"
+      "convert-vector-to-scf{full-unroll target-rank=1},"
       "convert-math-to-funcs,"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"
       "lower-affine,"
+      "convert-vector-to-llvm,"
+      "convert-ub-to-llvm,"
       "convert-math-to-llvm,"
       "convert-math-to-libm,"
       "convert-arith-to-llvm,"

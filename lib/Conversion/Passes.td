@@ -30,4 +30,35 @@ def MemRefCopyToLinalgPass : Pass<"kiln-memref-copy-to-linalg"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def TileAndVectorizeContractionsPass
+    : Pass<"kiln-tile-and-vectorize-contractions", "mlir::ModuleOp"> {
+  let summary = "Tile matrix products for the caches and registers, then vectorize";
+  let description = [{
+    Tiles every `linalg.matmul` and `linalg.batch_matmul` (on tensors) into
+    cache blocks, then into register blocks of `register-rows` x
+    `register-cols` output elements with a reduction step of 1, vectorizes
+    the register block (masked where a dimension does not divide), and
+    keeps the accumulator in registers across the reduction loop. The
+    contraction becomes outer products (one broadcast-FMA per row), which
+    LLVM turns into FMA instructions for the host's vector width.
+  }];
+  let options = [
+    Option<"registerRows", "register-rows", "int64_t", "8",
+           "Output rows of one register block">,
+    Option<"registerCols", "register-cols", "int64_t", "32",
+           "Output columns of one register block (a multiple of the SIMD width)">,
+    Option<"cacheRows", "cache-rows", "int64_t", "128", "Rows of a cache block">,
+    Option<"cacheCols", "cache-cols", "int64_t", "128",
+           "Columns of a cache block">,
+    Option<"cacheDepth", "cache-depth", "int64_t", "256",
+           "Reduction depth of a cache block">
+  ];
+  let dependentDialects = [
+    "mlir::transform::TransformDialect", "mlir::linalg::LinalgDialect",
+    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+    "mlir::tensor::TensorDialect", "mlir::arith::ArithDialect",
+    "mlir::affine::AffineDialect", "mlir::ub::UBDialect"
+  ];
+}
+
 #endif // KILN_CONVERSION_PASSES

@@ -86,8 +86,71 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   }
 };
 
-/// Zero padding as tensor.pad, then linalg's NCHW/FCHW convolution; with
-/// groups, the grouped NGCHW/GFCHW form on expanded views.
+/// A single-image, single-group convolution as one matrix product, so it
+/// runs on the tiled and vectorized matmul path: the filter [F, C*kh*kw]
+/// times the patches [C*kh*kw, Ho*Wo] gathered from the (padded) input is
+/// the result in NCHW order.
+Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
+                       Conv2DOp op, RankedTensorType resultType) {
+  MLIRContext *ctx = b.getContext();
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  Type f32 = resultType.getElementType();
+  int64_t channels = filterType.getDimSize(1), kh = filterType.getDimSize(2),
+          kw = filterType.getDimSize(3), outW = resultType.getDimSize(3);
+  int64_t depth = channels * kh * kw;
+  int64_t pixels = resultType.getDimSize(2) * outW;
+  ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
+
+  auto patchesType = RankedTensorType::get({depth, pixels}, f32);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+  Value patches =
+      linalg::GenericOp::create(
+          b, loc, patchesType, ValueRange(),
+          createEmptyTensor(b, loc, patchesType), SmallVector<AffineMap>{identity},
+          parallel,
+          [&](OpBuilder &nb, Location l, ValueRange) {
+            auto index = [&](int64_t v) {
+              return arith::ConstantIndexOp::create(nb, l, v).getResult();
+            };
+            Value q = linalg::IndexOp::create(nb, l, 0);
+            Value p = linalg::IndexOp::create(nb, l, 1);
+            Value c = arith::DivUIOp::create(nb, l, q, index(kh * kw));
+            Value i = arith::RemUIOp::create(
+                nb, l, arith::DivUIOp::create(nb, l, q, index(kw)), index(kh));
+            Value j = arith::RemUIOp::create(nb, l, q, index(kw));
+            Value oy = arith::DivUIOp::create(nb, l, p, index(outW));
+            Value ox = arith::RemUIOp::create(nb, l, p, index(outW));
+            auto coord = [&](Value out, Value tap, int64_t stride,
+                             int64_t dilation) {
+              return arith::AddIOp::create(
+                  nb, l, arith::MulIOp::create(nb, l, out, index(stride)),
+                  arith::MulIOp::create(nb, l, tap, index(dilation)));
+            };
+            Value y = coord(oy, i, strides[0], dilations[0]);
+            Value x = coord(ox, j, strides[1], dilations[1]);
+            Value element = tensor::ExtractOp::create(
+                nb, l, input, ValueRange{index(0), c, y, x});
+            linalg::YieldOp::create(nb, l, element);
+          })
+          .getResult(0);
+  auto flatFilterType =
+      RankedTensorType::get({filterType.getDimSize(0), depth}, f32);
+  auto productType =
+      RankedTensorType::get({filterType.getDimSize(0), pixels}, f32);
+  Value zero = createScalarConstant(b, loc, f32, 0);
+  Value product =
+      linalg::MatmulOp::create(
+          b, loc, productType,
+          ValueRange{reshapeTensor(b, loc, filter, flatFilterType), patches},
+          createFilledTensor(b, loc, productType, zero))
+          .getResult(0);
+  return reshapeTensor(b, loc, product, resultType);
+}
+
+/// Zero padding as tensor.pad, then im2col and a matrix product for one
+/// image, linalg's NCHW/FCHW convolution for batches, and with groups the
+/// grouped NGCHW/GFCHW form on expanded views.
 struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -117,6 +180,13 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     int64_t groups = static_cast<int64_t>(op.getGroups());
+    auto inputType = cast<RankedTensorType>(input.getType());
+    if (groups == 1 && inputType.getDimSize(0) == 1) {
+      rewriter.replaceOp(op, createIm2ColConv(rewriter, loc, input,
+                                              adaptor.getFilter(), op,
+                                              resultType));
+      return success();
+    }
     if (groups == 1) {
       Value init = createFilledTensor(rewriter, loc, resultType, zero);
       rewriter.replaceOp(op, linalg::Conv2DNchwFchwOp::create(

@@ -13,8 +13,57 @@ using namespace kiln;
 
 namespace {
 
-/// ONNX MatMul as one linalg.generic over (result dims..., k). Batch
-/// broadcasting and 1-D operands are expressed in the indexing maps.
+/// The matrix products codegen tiles and vectorizes are named ops: a
+/// weight-like 2-D right operand makes one linalg.matmul over all rows of
+/// the left one, equal batch dimensions one linalg.batch_matmul. Returns
+/// null for the other spellings.
+Value createNamedMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                        RankedTensorType resultType) {
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  auto rhsType = cast<RankedTensorType>(rhs.getType());
+  ArrayRef<int64_t> lhsShape = lhsType.getShape(), rhsShape = rhsType.getShape();
+  Type elementType = resultType.getElementType();
+  Value zero = createScalarConstant(b, loc, elementType, 0);
+  int64_t k = lhsShape.back();
+  if (lhsShape.size() >= 2 && rhsShape.size() == 2) {
+    int64_t rows = lhsType.getNumElements() / std::max<int64_t>(k, 1);
+    if (k == 0)
+      rows = resultType.getNumElements() / std::max<int64_t>(rhsShape[1], 1);
+    auto flatLhs = RankedTensorType::get({rows, k}, elementType);
+    auto flatResult = RankedTensorType::get({rows, rhsShape[1]}, elementType);
+    Value product =
+        linalg::MatmulOp::create(
+            b, loc, flatResult,
+            ValueRange{reshapeTensor(b, loc, lhs, flatLhs), rhs},
+            createFilledTensor(b, loc, flatResult, zero))
+            .getResult(0);
+    return reshapeTensor(b, loc, product, resultType);
+  }
+  if (lhsShape.size() >= 3 && lhsShape.size() == rhsShape.size() &&
+      lhsShape.drop_back(2) == rhsShape.drop_back(2)) {
+    int64_t batch = 1;
+    for (int64_t dim : lhsShape.drop_back(2))
+      batch *= dim;
+    auto flat = [&](ArrayRef<int64_t> shape) {
+      return RankedTensorType::get(
+          {batch, shape[shape.size() - 2], shape.back()}, elementType);
+    };
+    RankedTensorType flatResult = flat(resultType.getShape());
+    Value product =
+        linalg::BatchMatmulOp::create(
+            b, loc, flatResult,
+            ValueRange{reshapeTensor(b, loc, lhs, flat(lhsShape)),
+                       reshapeTensor(b, loc, rhs, flat(rhsShape))},
+            createFilledTensor(b, loc, flatResult, zero))
+            .getResult(0);
+    return reshapeTensor(b, loc, product, resultType);
+  }
+  return {};
+}
+
+/// ONNX MatMul: a named op where one fits, otherwise one linalg.generic
+/// over (result dims..., k) with batch broadcasting and 1-D operands in the
+/// indexing maps.
 struct MatMulLowering : OpConversionPattern<MatMulOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -22,6 +71,12 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
   matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    if (Value named =
+            createNamedMatMul(rewriter, loc, adaptor.getLhs(), adaptor.getRhs(),
+                              cast<RankedTensorType>(op.getType()))) {
+      rewriter.replaceOp(op, named);
+      return success();
+    }
     MLIRContext *ctx = op.getContext();
     auto resultType = cast<RankedTensorType>(op.getType());
     ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();

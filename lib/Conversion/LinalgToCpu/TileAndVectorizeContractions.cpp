@@ -1,0 +1,137 @@
+//===- TileAndVectorizeContractions.cpp - register-blocked matmuls --------===//
+//
+// The schedule is a transform-dialect script, so each step is an upstream,
+// tested transformation and the same script can be tried with kiln-opt
+// --transform-interpreter.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Dialect/Transform/Transforms/TransformInterpreterUtils.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FormatVariadic.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_TILEANDVECTORIZECONTRACTIONSPASS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+/// {0}, {1}: cache and register tile sizes of linalg.matmul (M, N, K);
+/// {2}, {3}: the same for linalg.batch_matmul, with a batch tile of 1.
+/// The register loops over rows and columns are peeled where they don't
+/// divide evenly, so every register block but the last row and column of
+/// blocks has a static shape and vectorizes without masks.
+constexpr const char *kScheduleTemplate = R"mlir(
+module attributes {{transform.with_named_sequence} {
+  transform.named_sequence @peel(%loop: !transform.any_op {{transform.readonly}) {{
+    %for = transform.cast %loop : !transform.any_op to !transform.op<"scf.for">
+    %main, %rest = transform.loop.peel %for
+        : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+  transform.named_sequence @tile_matmul(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %regs, %rl:3 = transform.structured.tile_using_for %op tile_sizes [{1}]
+        interchange = [1, 0, 2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
+    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @tile_batch_matmul(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %regs, %rl:4 = transform.structured.tile_using_for %op tile_sizes [{3}]
+        interchange = [0, 2, 1, 3]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    transform.include @peel failures(suppress) (%rl#2) : (!transform.any_op) -> ()
+    transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @__transform_main(
+      %root: !transform.any_op {{transform.readonly}) {{
+    %mms = transform.structured.match ops{{["linalg.matmul"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %mms : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_matmul failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
+    %bmms = transform.structured.match ops{{["linalg.batch_matmul"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %bmms : !transform.any_op {{
+    ^bb0(%bmm: !transform.any_op):
+      transform.include @tile_batch_matmul failures(propagate) (%bmm)
+          : (!transform.any_op) -> ()
+    }
+    %funcs = transform.structured.match ops{{["func.func"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %funcs {{
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    %blocks = transform.structured.match ops{{["linalg.matmul"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %blocks vector_sizes [{1}] : !transform.any_op
+    %batch_blocks = transform.structured.match ops{{["linalg.batch_matmul"]} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %batch_blocks vector_sizes [{3}] : !transform.any_op
+    transform.apply_patterns to %funcs {{
+      transform.apply_patterns.vector.lower_masked_transfers
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %funcs : !transform.any_op
+    %loops = transform.structured.match ops{{["scf.for"]} in %funcs
+        : (!transform.any_op) -> !transform.any_op
+    transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
+    transform.apply_patterns to %funcs {{
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.yield
+  }
+}
+)mlir";
+
+struct TileAndVectorizeContractionsPass
+    : kiln::impl::TileAndVectorizeContractionsPassBase<
+          TileAndVectorizeContractionsPass> {
+  using TileAndVectorizeContractionsPassBase::
+      TileAndVectorizeContractionsPassBase;
+
+  LogicalResult initialize(MLIRContext *context) override {
+    std::string cache =
+        llvm::formatv("{0}, {1}, {2}", cacheRows, cacheCols, cacheDepth).str();
+    std::string registers =
+        llvm::formatv("{0}, {1}, 1", registerRows, registerCols).str();
+    std::string source = llvm::formatv(kScheduleTemplate, cache, registers,
+                                       "1, " + cache, "1, " + registers);
+    schedule = std::make_shared<OwningOpRef<ModuleOp>>(
+        parseSourceString<ModuleOp>(source, context));
+    return success(static_cast<bool>(*schedule));
+  }
+
+  void runOnOperation() override {
+    ModuleOp script = schedule->get();
+    Operation *entry = transform::detail::findTransformEntryPoint(
+        getOperation(), script, "__transform_main");
+    if (!entry ||
+        failed(transform::applyTransformNamedSequence(
+            getOperation(), entry, script, transform::TransformOptions())))
+      signalPassFailure();
+  }
+
+  /// Parsed once per pass pipeline and shared by the pass's clones.
+  std::shared_ptr<OwningOpRef<ModuleOp>> schedule;
+};
+
+} // namespace
