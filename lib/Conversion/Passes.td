@@ -35,10 +35,12 @@ def TileAndVectorizeContractionsPass
   let summary = "Tile matrix products for the caches and registers, then vectorize";
   let description = [{
     Tiles every `linalg.matmul` and `linalg.batch_matmul` (on tensors) into
-    cache blocks, then into register blocks of `register-rows` x
-    `register-cols` output elements with a reduction step of 1, vectorizes
-    the register block (masked where a dimension does not divide), and
-    keeps the accumulator in registers across the reduction loop. The
+    reduction blocks of `cache-depth`, then into register blocks of
+    `register-rows` x `register-cols` output elements with a reduction step
+    of 1 (column blocks outside row blocks), peels the blocks that don't
+    divide evenly, vectorizes the register blocks (masked only in the peeled
+    remainders), and keeps the accumulator in registers across the
+    reduction loop. The
     contraction becomes outer products (one broadcast-FMA per row), which
     LLVM turns into FMA instructions for the host's vector width.
   }];
@@ -47,11 +49,9 @@ def TileAndVectorizeContractionsPass
            "Output rows of one register block">,
     Option<"registerCols", "register-cols", "int64_t", "32",
            "Output columns of one register block (a multiple of the SIMD width)">,
-    Option<"cacheRows", "cache-rows", "int64_t", "128", "Rows of a cache block">,
-    Option<"cacheCols", "cache-cols", "int64_t", "128",
-           "Columns of a cache block">,
-    Option<"cacheDepth", "cache-depth", "int64_t", "256",
-           "Reduction depth of a cache block">
+    Option<"cacheDepth", "cache-depth", "int64_t", "128",
+           "Reduction depth of a cache block (a block of B of this many rows "
+           "and register-cols columns should fit in L1)">
   ];
   let dependentDialects = [
     "mlir::transform::TransformDialect", "mlir::linalg::LinalgDialect",

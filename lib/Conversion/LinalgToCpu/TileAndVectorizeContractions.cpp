@@ -20,8 +20,11 @@ using namespace mlir;
 
 namespace {
 
-/// {0}, {1}: cache and register tile sizes of linalg.matmul (M, N, K);
-/// {2}, {3}: the same for linalg.batch_matmul, with a batch tile of 1.
+/// {0}: the reduction depth of a cache block; {1}, {3}: register tile sizes
+/// of linalg.matmul (M, N, K) and linalg.batch_matmul (with a batch tile of
+/// 1); {2}: the cache depth again. Loops run over reduction blocks, then
+/// column blocks, then row blocks, so a block of B stays in L1 while every
+/// row block of A passes by.
 /// The register loops over rows and columns are peeled where they don't
 /// divide evenly, so every register block but the last row and column of
 /// blocks has a static shape and vectorizes without masks.
@@ -35,7 +38,9 @@ module attributes {{transform.with_named_sequence} {
   }
   transform.named_sequence @tile_matmul(
       %op: !transform.any_op {{transform.consumed}) {{
-    %regs, %rl:3 = transform.structured.tile_using_for %op tile_sizes [{1}]
+    %block, %kl = transform.structured.tile_using_for %op tile_sizes [0, 0, {0}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %regs, %rl:3 = transform.structured.tile_using_for %block tile_sizes [{1}]
         interchange = [1, 0, 2]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
                                   !transform.any_op, !transform.any_op)
@@ -45,7 +50,9 @@ module attributes {{transform.with_named_sequence} {
   }
   transform.named_sequence @tile_batch_matmul(
       %op: !transform.any_op {{transform.consumed}) {{
-    %regs, %rl:4 = transform.structured.tile_using_for %op tile_sizes [{3}]
+    %block, %kl = transform.structured.tile_using_for %op tile_sizes [0, 0, 0, {2}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %regs, %rl:4 = transform.structured.tile_using_for %block tile_sizes [{3}]
         interchange = [0, 2, 1, 3]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
                                   !transform.any_op, !transform.any_op,
@@ -109,12 +116,10 @@ struct TileAndVectorizeContractionsPass
       TileAndVectorizeContractionsPassBase;
 
   LogicalResult initialize(MLIRContext *context) override {
-    std::string cache =
-        llvm::formatv("{0}, {1}, {2}", cacheRows, cacheCols, cacheDepth).str();
     std::string registers =
         llvm::formatv("{0}, {1}, 1", registerRows, registerCols).str();
-    std::string source = llvm::formatv(kScheduleTemplate, cache, registers,
-                                       "1, " + cache, "1, " + registers);
+    std::string source = llvm::formatv(kScheduleTemplate, cacheDepth, registers,
+                                       cacheDepth, "1, " + registers);
     schedule = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(source, context));
     return success(static_cast<bool>(*schedule));
