@@ -15,7 +15,8 @@ def ConvertKilnToLinalgPass : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
-    "mlir::math::MathDialect", "mlir::tensor::TensorDialect"
+    "mlir::math::MathDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect"
   ];
 }
 
@@ -34,7 +35,8 @@ def TileAndVectorizeContractionsPass
     : Pass<"kiln-tile-and-vectorize-contractions", "mlir::ModuleOp"> {
   let summary = "Tile matrix products for the caches and registers, then vectorize";
   let description = [{
-    Tiles every `linalg.matmul` and `linalg.batch_matmul` (on tensors) into
+    Tiles every `linalg.matmul` (on tensors; the kiln lowering expresses
+    batched products as loops of them) into
     reduction blocks of `cache-depth`, then into register blocks of
     `register-rows` x `register-cols` output elements with a reduction step
     of 1 (column blocks outside row blocks), peels the blocks that don't

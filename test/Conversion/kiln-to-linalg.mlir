@@ -31,8 +31,37 @@ func.func @int_div(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
 
 // -----
 
+// A weight-like right operand: one linalg.matmul over all rows.
+// CHECK-LABEL: func.func @matmul_rows
+// CHECK: %[[FLAT:.*]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1, 2]] : tensor<8x2x3xf32> into tensor<48xf32>
+// CHECK: %[[LHS:.*]] = tensor.expand_shape %[[FLAT]] {{\[\[}}0, 1]] output_shape [16, 3]
+// CHECK: %[[INIT:.*]] = linalg.fill
+// CHECK: %[[MM:.*]] = linalg.matmul ins(%[[LHS]], %arg1 : tensor<16x3xf32>, tensor<3x4xf32>) outs(%[[INIT]] : tensor<16x4xf32>)
+// CHECK: tensor.collapse_shape %[[MM]]
+func.func @matmul_rows(%a: tensor<8x2x3xf32>, %b: tensor<3x4xf32>) -> tensor<8x2x4xf32> {
+  %0 = kiln.matmul %a, %b : tensor<8x2x3xf32>, tensor<3x4xf32>
+  return %0 : tensor<8x2x4xf32>
+}
+
+// -----
+
+// Equal batch dimensions: a loop of linalg.matmul over the flattened batch.
+// CHECK-LABEL: func.func @matmul_batch
+// CHECK: scf.for %[[I:.*]] = %c0 to %c6 step %c1 iter_args(%[[OUT:.*]] = %{{.*}}) -> (tensor<6x4x4xf32>)
+// CHECK: %[[A:.*]] = tensor.extract_slice %{{.*}}[%[[I]], 0, 0] [1, 4, 8] [1, 1, 1] : tensor<6x4x8xf32> to tensor<4x8xf32>
+// CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[%[[I]], 0, 0] [1, 8, 4] [1, 1, 1] : tensor<6x8x4xf32> to tensor<8x4xf32>
+// CHECK: %[[P:.*]] = linalg.matmul ins(%[[A]], %[[B]] : tensor<4x8xf32>, tensor<8x4xf32>)
+// CHECK: tensor.insert_slice %[[P]] into %[[OUT]][%[[I]], 0, 0] [1, 4, 4] [1, 1, 1]
+func.func @matmul_batch(%a: tensor<2x3x4x8xf32>, %b: tensor<2x3x8x4xf32>) -> tensor<2x3x4x4xf32> {
+  %0 = kiln.matmul %a, %b : tensor<2x3x4x8xf32>, tensor<2x3x8x4xf32>
+  return %0 : tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// Broadcast batch dimensions stay a generic with the broadcast in its maps.
 // CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
-// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3) -> (0, d3, d2)>
 // CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 // CHECK-LABEL: func.func @matmul_broadcast_batch
 // CHECK: %[[INIT:.*]] = linalg.fill
@@ -40,8 +69,8 @@ func.func @int_div(%a: tensor<4xi64>, %b: tensor<4xi64>) -> tensor<4xi64> {
 // CHECK-SAME: outs(%[[INIT]] : tensor<8x2x4xf32>)
 // CHECK: arith.mulf
 // CHECK: arith.addf
-func.func @matmul_broadcast_batch(%a: tensor<8x2x3xf32>, %b: tensor<3x4xf32>) -> tensor<8x2x4xf32> {
-  %0 = kiln.matmul %a, %b : tensor<8x2x3xf32>, tensor<3x4xf32>
+func.func @matmul_broadcast_batch(%a: tensor<8x2x3xf32>, %b: tensor<1x3x4xf32>) -> tensor<8x2x4xf32> {
+  %0 = kiln.matmul %a, %b : tensor<8x2x3xf32>, tensor<1x3x4xf32>
   return %0 : tensor<8x2x4xf32>
 }
 
@@ -204,14 +233,20 @@ func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 
 // -----
 
+// One image: padding, then im2col and a matrix product.
 // CHECK-LABEL: func.func @conv
-// CHECK: tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
-// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+// CHECK: %[[PADDED:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: %[[PATCHES:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<36x16xf32>)
+// CHECK: tensor.extract %[[PADDED]]
+// CHECK: linalg.matmul ins(%{{.*}}, %[[PATCHES]] : tensor<6x36xf32>, tensor<36x16xf32>)
 // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 2, 2, 8, 8]
 // CHECK: linalg.conv_2d_ngchw_gfchw
 // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x2x3x6x6xf32> into tensor<1x6x6x6xf32>
-func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<6x2x3x3xf32>) -> (tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>) {
+// Batches of images use linalg's convolution.
+// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<6x2x3x3xf32>, %batch: tensor<2x4x8x8xf32>) -> (tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>, tensor<2x6x6x6xf32>) {
   %0 = kiln.conv2d %x, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x4x4xf32>
   %1 = kiln.conv2d %x, %g strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x6x6xf32>
-  return %0, %1 : tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>
+  %2 = kiln.conv2d %batch, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<2x6x6x6xf32>
+  return %0, %1, %2 : tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>, tensor<2x6x6x6xf32>
 }

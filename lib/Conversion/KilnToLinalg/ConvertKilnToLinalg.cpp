@@ -22,7 +22,8 @@ struct ConvertKilnToLinalgPass
     ConversionTarget target(*ctx);
     target.addIllegalDialect<kiln::KilnDialect>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, tensor::TensorDialect>();
+                           math::MathDialect, scf::SCFDialect,
+                           tensor::TensorDialect>();
     target.addLegalOp<ModuleOp, func::FuncOp, func::ReturnOp>();
 
     RewritePatternSet patterns(ctx);

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <limits>
@@ -13,15 +14,16 @@ using namespace kiln;
 
 namespace {
 
-/// The matrix products codegen tiles and vectorizes are named ops: a
-/// weight-like 2-D right operand makes one linalg.matmul over all rows of
-/// the left one, equal batch dimensions one linalg.batch_matmul. Returns
-/// null for the other spellings.
+/// The matrix products codegen tiles and vectorizes are linalg.matmul: a
+/// weight-like 2-D right operand makes one over all rows of the left one,
+/// equal batch dimensions a loop of them. Returns null for the other
+/// spellings.
 Value createNamedMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
                         RankedTensorType resultType) {
   auto lhsType = cast<RankedTensorType>(lhs.getType());
   auto rhsType = cast<RankedTensorType>(rhs.getType());
-  ArrayRef<int64_t> lhsShape = lhsType.getShape(), rhsShape = rhsType.getShape();
+  ArrayRef<int64_t> lhsShape = lhsType.getShape(),
+                    rhsShape = rhsType.getShape();
   Type elementType = resultType.getElementType();
   Value zero = createScalarConstant(b, loc, elementType, 0);
   int64_t k = lhsShape.back();
@@ -31,16 +33,17 @@ Value createNamedMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
       rows = resultType.getNumElements() / std::max<int64_t>(rhsShape[1], 1);
     auto flatLhs = RankedTensorType::get({rows, k}, elementType);
     auto flatResult = RankedTensorType::get({rows, rhsShape[1]}, elementType);
-    Value product =
-        linalg::MatmulOp::create(
-            b, loc, flatResult,
-            ValueRange{reshapeTensor(b, loc, lhs, flatLhs), rhs},
-            createFilledTensor(b, loc, flatResult, zero))
-            .getResult(0);
+    Value product = linalg::MatmulOp::create(
+                        b, loc, flatResult,
+                        ValueRange{reshapeTensor(b, loc, lhs, flatLhs), rhs},
+                        createFilledTensor(b, loc, flatResult, zero))
+                        .getResult(0);
     return reshapeTensor(b, loc, product, resultType);
   }
   if (lhsShape.size() >= 3 && lhsShape.size() == rhsShape.size() &&
       lhsShape.drop_back(2) == rhsShape.drop_back(2)) {
+    // A loop over the flattened batch of 2-D linalg.matmul, so batched
+    // products take the same tiled and vectorized path as the others.
     int64_t batch = 1;
     for (int64_t dim : lhsShape.drop_back(2))
       batch *= dim;
@@ -48,15 +51,50 @@ Value createNamedMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
       return RankedTensorType::get(
           {batch, shape[shape.size() - 2], shape.back()}, elementType);
     };
+    auto matrix = [&](ArrayRef<int64_t> shape) {
+      return RankedTensorType::get({shape[shape.size() - 2], shape.back()},
+                                   elementType);
+    };
     RankedTensorType flatResult = flat(resultType.getShape());
-    Value product =
-        linalg::BatchMatmulOp::create(
-            b, loc, flatResult,
-            ValueRange{reshapeTensor(b, loc, lhs, flat(lhsShape)),
-                       reshapeTensor(b, loc, rhs, flat(rhsShape))},
-            createFilledTensor(b, loc, flatResult, zero))
-            .getResult(0);
-    return reshapeTensor(b, loc, product, resultType);
+    Value flatLhs = reshapeTensor(b, loc, lhs, flat(lhsShape));
+    Value flatRhs = reshapeTensor(b, loc, rhs, flat(rhsShape));
+    auto slice = [&](OpBuilder &nb, Value source, Value index,
+                     RankedTensorType type) -> Value {
+      SmallVector<OpFoldResult> offsets = {index, nb.getIndexAttr(0),
+                                           nb.getIndexAttr(0)};
+      SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
+                                         nb.getIndexAttr(type.getDimSize(0)),
+                                         nb.getIndexAttr(type.getDimSize(1))};
+      SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
+      return tensor::ExtractSliceOp::create(nb, loc, type, source, offsets,
+                                            sizes, strides);
+    };
+    Value lower = arith::ConstantIndexOp::create(b, loc, 0);
+    Value upper = arith::ConstantIndexOp::create(b, loc, batch);
+    Value step = arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = scf::ForOp::create(
+        b, loc, lower, upper, step,
+        ValueRange{createEmptyTensor(b, loc, flatResult)},
+        [&](OpBuilder &nb, Location l, Value index, ValueRange iterArgs) {
+          RankedTensorType outType = matrix(resultType.getShape());
+          Value product =
+              linalg::MatmulOp::create(
+                  nb, l, outType,
+                  ValueRange{slice(nb, flatLhs, index, matrix(lhsShape)),
+                             slice(nb, flatRhs, index, matrix(rhsShape))},
+                  createFilledTensor(nb, l, outType, zero))
+                  .getResult(0);
+          SmallVector<OpFoldResult> offsets = {index, nb.getIndexAttr(0),
+                                               nb.getIndexAttr(0)};
+          SmallVector<OpFoldResult> sizes = {
+              nb.getIndexAttr(1), nb.getIndexAttr(outType.getDimSize(0)),
+              nb.getIndexAttr(outType.getDimSize(1))};
+          SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
+          Value updated = tensor::InsertSliceOp::create(
+              nb, l, product, iterArgs[0], offsets, sizes, strides);
+          scf::YieldOp::create(nb, l, updated);
+        });
+    return reshapeTensor(b, loc, loop.getResult(0), resultType);
   }
   return {};
 }

@@ -20,11 +20,10 @@ using namespace mlir;
 
 namespace {
 
-/// {0}: the reduction depth of a cache block; {1}, {3}: register tile sizes
-/// of linalg.matmul (M, N, K) and linalg.batch_matmul (with a batch tile of
-/// 1); {2}: the cache depth again. Loops run over reduction blocks, then
-/// column blocks, then row blocks, so a block of B stays in L1 while every
-/// row block of A passes by.
+/// {0}: the reduction depth of a cache block; {1}: the register tile sizes
+/// (M, N, K). Loops run over reduction blocks, then column blocks, then row
+/// blocks, so a block of B stays in L1 while every row block of A passes
+/// by.
 /// The register loops over rows and columns are peeled where they don't
 /// divide evenly, so every register block but the last row and column of
 /// blocks has a static shape and vectorizes without masks.
@@ -48,19 +47,6 @@ module attributes {{transform.with_named_sequence} {
     transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
     transform.yield
   }
-  transform.named_sequence @tile_batch_matmul(
-      %op: !transform.any_op {{transform.consumed}) {{
-    %block, %kl = transform.structured.tile_using_for %op tile_sizes [0, 0, 0, {2}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %regs, %rl:4 = transform.structured.tile_using_for %block tile_sizes [{3}]
-        interchange = [0, 2, 1, 3]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
-                                  !transform.any_op, !transform.any_op,
-                                  !transform.any_op)
-    transform.include @peel failures(suppress) (%rl#2) : (!transform.any_op) -> ()
-    transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
-    transform.yield
-  }
   transform.named_sequence @__transform_main(
       %root: !transform.any_op {{transform.readonly}) {{
     %mms = transform.structured.match ops{{["linalg.matmul"]} in %root
@@ -68,13 +54,6 @@ module attributes {{transform.with_named_sequence} {
     transform.foreach %mms : !transform.any_op {{
     ^bb0(%mm: !transform.any_op):
       transform.include @tile_matmul failures(propagate) (%mm)
-          : (!transform.any_op) -> ()
-    }
-    %bmms = transform.structured.match ops{{["linalg.batch_matmul"]} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.foreach %bmms : !transform.any_op {{
-    ^bb0(%bmm: !transform.any_op):
-      transform.include @tile_batch_matmul failures(propagate) (%bmm)
           : (!transform.any_op) -> ()
     }
     %funcs = transform.structured.match ops{{["func.func"]} in %root
@@ -85,20 +64,22 @@ module attributes {{transform.with_named_sequence} {
     %blocks = transform.structured.match ops{{["linalg.matmul"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %blocks vector_sizes [{1}] : !transform.any_op
-    %batch_blocks = transform.structured.match ops{{["linalg.batch_matmul"]} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.structured.vectorize %batch_blocks vector_sizes [{3}] : !transform.any_op
     transform.apply_patterns to %funcs {{
       transform.apply_patterns.vector.lower_masked_transfers
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.reduction_to_contract
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization
     } : !transform.any_op
-    transform.apply_cse to %funcs : !transform.any_op
-    %loops = transform.structured.match ops{{["scf.for"]} in %funcs
+    transform.foreach %funcs : !transform.any_op {{
+    ^bb0(%func: !transform.any_op):
+      transform.apply_cse to %func : !transform.any_op
+    }
+    %loops = transform.structured.match ops{{["scf.for"]} in %root
         : (!transform.any_op) -> !transform.any_op
-    transform.loop.hoist_loop_invariant_subsets %loops : !transform.any_op
+    transform.foreach %loops : !transform.any_op {{
+    ^bb0(%loop: !transform.any_op):
+      transform.loop.hoist_loop_invariant_subsets %loop : !transform.any_op
+    }
     transform.apply_patterns to %funcs {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.lower_outerproduct
@@ -118,8 +99,8 @@ struct TileAndVectorizeContractionsPass
   LogicalResult initialize(MLIRContext *context) override {
     std::string registers =
         llvm::formatv("{0}, {1}, 1", registerRows, registerCols).str();
-    std::string source = llvm::formatv(kScheduleTemplate, cacheDepth, registers,
-                                       cacheDepth, "1, " + registers);
+    std::string source =
+        llvm::formatv(kScheduleTemplate, cacheDepth, registers);
     schedule = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(source, context));
     return success(static_cast<bool>(*schedule));

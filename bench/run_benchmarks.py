@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Kiln vs ONNX Runtime, side by side, on the transformer benchmark models.
+
+One command (README, "Benchmarks"):
+
+  python3 -m venv build/bench-venv && build/bench-venv/bin/pip install onnxruntime onnx numpy
+  build/bench-venv/bin/python bench/run_benchmarks.py --bin-dir build/bin --work build/bench
+
+For each model this exports it with PyTorch (bench/models/make_models.py,
+run by Debian's /usr/bin/python3), compiles it with kiln-compile (wall time
+and peak memory), runs Kiln and ONNX Runtime (graph optimization level ALL,
+the same intra-op thread count) on the same inputs, and reports median
+latency over --runs runs after warm-up, peak RSS of each runtime process,
+and the largest relative difference between their outputs. It writes
+docs/benchmarks.md with the table and this machine's CPU model.
+
+Kiln runs single-threaded today; its 2-thread column repeats the 1-thread
+run until kiln-run grows --threads.
+"""
+import argparse
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_tensor(path):
+    tensor = onnx.TensorProto()
+    with open(path, "rb") as f:
+        tensor.ParseFromString(f.read())
+    return numpy_helper.to_array(tensor)
+
+
+def time_process(cmd):
+    """Runs cmd, returning (stdout, wall seconds, its peak RSS in MiB)."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    out, err = proc.stdout.read(), proc.stderr.read()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{err}")
+    return out, wall, usage.ru_maxrss / 1024
+
+
+ORT_WORKER = r"""
+import json, resource, sys, time
+import numpy as np, onnx, onnxruntime as ort
+from onnx import numpy_helper
+model, threads, runs, inputs, save = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5]
+options = ort.SessionOptions()
+options.intra_op_num_threads = threads
+options.inter_op_num_threads = 1
+options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+feeds = {}
+for info, path in zip(session.get_inputs(), inputs):
+    t = onnx.TensorProto(); t.ParseFromString(open(path, "rb").read())
+    feeds[info.name] = numpy_helper.to_array(t)
+for _ in range(3):
+    outputs = session.run(None, feeds)
+times = []
+for _ in range(runs):
+    start = time.perf_counter(); session.run(None, feeds); times.append(time.perf_counter() - start)
+np.save(save, outputs[0])
+print(json.dumps({"median_ms": 1000 * sorted(times)[len(times) // 2]}))
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--models", default="minilm,gpt2,vit")
+    parser.add_argument("--layers", type=int, default=0,
+                        help="override model depth (0: the real depth)")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--output", default=os.path.join(HERE, "..", "docs",
+                                                         "benchmarks.md"))
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+
+    export = ["/usr/bin/python3", os.path.join(HERE, "models", "make_models.py"),
+              args.work, "--models", args.models]
+    if args.layers:
+        export += ["--layers", str(args.layers)]
+    subprocess.run(export, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+
+    rows = []
+    for name in args.models.split(","):
+        folder = os.path.join(args.work, name)
+        model = os.path.join(folder, "model.onnx")
+        inputs = sorted(p for p in os.listdir(folder) if p.startswith("input_"))
+        inputs = [os.path.join(folder, p) for p in inputs]
+        artifact = os.path.join(folder, "model.so")
+        _, compile_s, compile_mib = time_process(
+            [os.path.join(args.bin_dir, "kiln-compile"), model, "-o", artifact])
+        saved = os.path.join(folder, "kiln-out")
+        os.makedirs(saved, exist_ok=True)
+        run_cmd = [os.path.join(args.bin_dir, "kiln-run"), artifact,
+                   "--repeat", str(args.runs + 1), "--save", saved]
+        for path in inputs:
+            run_cmd += ["--input", path]
+        out, _, kiln_mib = time_process(run_cmd)
+        kiln_ms = float(re.search(r"median run time: ([0-9.]+) ms", out).group(1))
+        kiln_out = load_tensor(os.path.join(saved, "output_0.pb"))
+        ort_results = {}
+        for threads in (1, 2):
+            ort_save = os.path.join(folder, f"ort-{threads}.npy")
+            out, _, ort_mib = time_process(
+                [sys.executable, "-c", ORT_WORKER, model, str(threads),
+                 str(args.runs), ",".join(inputs), ort_save])
+            ort_results[threads] = (json.loads(out)["median_ms"], ort_mib,
+                                    np.load(ort_save))
+        reference = ort_results[1][2]
+        scale = max(float(np.abs(reference).max()), 1e-30)
+        rel_err = float(np.abs(kiln_out - reference).max()) / scale
+        rows.append((name, kiln_ms, ort_results[1][0], ort_results[2][0],
+                     kiln_mib, ort_results[1][1], compile_s, compile_mib,
+                     rel_err))
+        print(f"{name}: kiln {kiln_ms:.2f} ms, ort {ort_results[1][0]:.2f} ms "
+              f"(1 thread), {ort_results[2][0]:.2f} ms (2 threads); "
+              f"max rel err {rel_err:.2e}", flush=True)
+
+    cpu = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    depth = f", {args.layers} layers" if args.layers else ""
+    lines = [
+        "# Benchmarks: Kiln vs ONNX Runtime",
+        "",
+        f"Measured by `bench/run_benchmarks.py` on {cpu}, {os.cpu_count()} "
+        f"cores, {platform.system()}; ONNX Runtime {ort.__version__} with "
+        f"graph optimization level ALL. Median of {args.runs} runs after "
+        f"warm-up{depth}. Kiln runs one thread (threading is not built yet), "
+        "so its time is compared with ONNX Runtime at 1 and at 2 threads.",
+        "Ratios matter more than times: the machine is shared and noisy.",
+        "",
+        "| model | Kiln ms | ORT ms (1 thr) | ORT ms (2 thr) | Kiln/ORT (1 thr) "
+        "| Kiln RSS MiB | ORT RSS MiB | compile s | compile MiB | max rel err |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for (name, kiln_ms, ort1, ort2, kiln_mib, ort_mib, compile_s, compile_mib,
+         rel_err) in rows:
+        lines.append(f"| {name} | {kiln_ms:.2f} | {ort1:.2f} | {ort2:.2f} | "
+                     f"{kiln_ms / ort1:.2f}x | {kiln_mib:.0f} | {ort_mib:.0f} | "
+                     f"{compile_s:.1f} | {compile_mib:.0f} | {rel_err:.1e} |")
+    with open(args.output, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
