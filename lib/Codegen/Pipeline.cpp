@@ -42,6 +42,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
       "kiln-memref-copy-to-linalg,"
       "func.func(convert-linalg-to-loops),"
       "convert-vector-to-scf{full-unroll target-rank=1},"
+      "kiln-approximate-math,"
       "convert-math-to-funcs,"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"

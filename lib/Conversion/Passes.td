@@ -63,4 +63,17 @@ def TileAndVectorizeContractionsPass
   ];
 }
 
+def ApproximateMathPass : Pass<"kiln-approximate-math"> {
+  let summary = "Replace exp, erf and tanh with vectorizable polynomials";
+  let description = [{
+    libm's `expf`, `erff` and `tanhf` are calls, which keep LLVM from
+    vectorizing the loops of softmax and GELU. This pass rewrites the f32
+    `math.exp`, `math.erf` and `math.tanh` into MLIR's polynomial
+    approximations (plain arithmetic, within a few ulp of libm), which the
+    loop vectorizer turns into SIMD code.
+  }];
+  let dependentDialects = ["mlir::math::MathDialect", "mlir::arith::ArithDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 #endif // KILN_CONVERSION_PASSES
