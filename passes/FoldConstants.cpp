@@ -26,10 +26,8 @@ struct FoldConstantOperands : RewritePattern {
                                 PatternRewriter &rewriter) const override {
     if (!isConstantEvaluable(op))
       return failure();
-    auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    if (type.getNumElements() > maxElements)
-      return rewriter.notifyMatchFailure(op, "result too large to fold");
     SmallVector<DenseElementsAttr> operands;
+    int64_t operandElements = 0;
     for (Value operand : op->getOperands()) {
       auto constant = operand.getDefiningOp<ConstantOp>();
       auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
@@ -37,7 +35,13 @@ struct FoldConstantOperands : RewritePattern {
       if (!dense)
         return failure();
       operands.push_back(dense);
+      operandElements += dense.getNumElements();
     }
+    // A result no larger than its operands (a transposed weight) can't
+    // blow up; one that grows (a broadcast) is capped.
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    if (type.getNumElements() > std::max(maxElements, operandElements))
+      return rewriter.notifyMatchFailure(op, "result too large to fold");
     DenseElementsAttr folded = evaluateConstantOp(op, operands);
     if (!folded)
       return failure();

@@ -23,7 +23,8 @@ def FoldConstantsPass : Pass<"kiln-fold-constants"> {
   }];
   let options = [
     Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
-           "Largest constant (in elements) the pass will create">
+           "Largest constant (in elements) the pass creates beyond the size "
+           "of the operands it folds">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -51,7 +51,7 @@ def TileAndVectorizeContractionsPass
            "Output rows of one register block">,
     Option<"registerCols", "register-cols", "int64_t", "32",
            "Output columns of one register block (a multiple of the SIMD width)">,
-    Option<"cacheDepth", "cache-depth", "int64_t", "128",
+    Option<"cacheDepth", "cache-depth", "int64_t", "512",
            "Reduction depth of a cache block (a block of B of this many rows "
            "and register-cols columns should fit in L1)">
   ];

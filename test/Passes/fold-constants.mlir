@@ -6,8 +6,9 @@
 // CHECK-NOT: kiln.transpose
 // CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[}}1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
 // CHECK: kiln.matmul %arg0, %[[W]]
+// A transpose is no larger than its input, so it folds under any cap.
 // CAPPED-LABEL: func.func @transpose_weight
-// CAPPED: kiln.transpose
+// CAPPED-NOT: kiln.transpose
 func.func @transpose_weight(%x: tensor<4x3xf32>) -> tensor<4x2xf32> {
   %w = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
   %t = kiln.transpose %w, perm = [1, 0] : tensor<2x3xf32> -> tensor<3x2xf32>
@@ -93,4 +94,17 @@ func.func @broadcast_cast_bool() -> tensor<2x2xi1> {
   %b = kiln.broadcast %a : tensor<1x2xf32> -> tensor<2x2xf32>
   %c = kiln.cast %b : tensor<2x2xf32> -> tensor<2x2xi1>
   return %c : tensor<2x2xi1>
+}
+
+// -----
+
+// A broadcast grows its operand: beyond the cap it stays for run time.
+// CHECK-LABEL: func.func @growing_broadcast
+// CHECK-NOT: kiln.broadcast
+// CAPPED-LABEL: func.func @growing_broadcast
+// CAPPED: kiln.broadcast
+func.func @growing_broadcast() -> tensor<2x3xf32> {
+  %a = kiln.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+  %b = kiln.broadcast %a : tensor<3xf32> -> tensor<2x3xf32>
+  return %b : tensor<2x3xf32>
 }
