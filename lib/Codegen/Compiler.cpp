@@ -125,7 +125,8 @@ createTargetMachine(StringRef cpuName, Location loc) {
   return machine;
 }
 
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
+void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
+                    OptLevel level) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -136,9 +137,13 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine) {
   builder.registerFunctionAnalyses(fam);
   builder.registerLoopAnalyses(lam);
   builder.crossRegisterProxies(lam, fam, cgam, mam);
-  // O3's extra unrolling multiplied machine-code time by 15 on the bundled
-  // example and ran slower; O2 until the compiler tiles loops itself.
-  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2)
+  // LLVM's O3 multiplied machine-code time by 15 on the bundled example and
+  // ran its untiled loops slower, so Kiln's -O0..-O2 use LLVM's O2 and only
+  // -O3 asks for more.
+  builder
+      .buildPerModuleDefaultPipeline(level == OptLevel::O3
+                                         ? llvm::OptimizationLevel::O3
+                                         : llvm::OptimizationLevel::O2)
       .run(module, mam);
 }
 
@@ -200,12 +205,12 @@ LogicalResult kiln::compileModule(ModuleOp module,
   TimingScope noTiming;
   TimingScope &timing = options.timing ? *options.timing : noTiming;
   auto runPipeline = [&](StringRef name,
-                         LogicalResult (*build)(OpPassManager &)) {
+                         LogicalResult (*build)(OpPassManager &, OptLevel)) {
     PassManager pm(module.getContext());
     if (options.configurePassManager &&
         failed(options.configurePassManager(pm)))
       return failure();
-    if (failed(build(pm)))
+    if (failed(build(pm, options.optLevel)))
       return LogicalResult(emitError(loc)
                            << "internal error: invalid pipeline");
     TimingScope scope = timing.nest(name);
@@ -245,7 +250,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
   translation.stop();
   {
     TimingScope optimization = timing.nest("Optimize LLVM IR");
-    optimizeModule(*llvmModule, **machine);
+    optimizeModule(*llvmModule, **machine, options.optLevel);
   }
 
   if (options.emit == EmitKind::Llvm)

@@ -2,6 +2,8 @@
 #ifndef KILN_LIB_CODEGEN_COMPILER_H
 #define KILN_LIB_CODEGEN_COMPILER_H
 
+#include "lib/Codegen/Pipeline.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/Timing.h"
@@ -25,6 +27,7 @@ struct CompileOptions {
   std::string outputPath;
   /// LLVM CPU name to generate code for; "host" is the machine compiling.
   std::string targetCpu = "host";
+  OptLevel optLevel = OptLevel::O2;
   /// Called on the lowering pass manager before it runs (for instance to
   /// apply MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

@@ -19,21 +19,24 @@ void kiln::registerKilnPasses() {
   (void)registered;
 }
 
-LogicalResult kiln::buildGraphPipeline(OpPassManager &pm) {
+LogicalResult kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   registerKilnPasses();
-  return parsePassPipeline("kiln-fold-constants,kiln-insert-runtime-checks", pm,
-                           llvm::errs());
+  std::string pipeline = "kiln-insert-runtime-checks";
+  if (level >= OptLevel::O1)
+    pipeline = "kiln-fold-constants," + pipeline;
+  return parsePassPipeline(pipeline, pm, llvm::errs());
 }
 
-LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
+LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
+                                             OptLevel level) {
   registerKilnPasses();
+  bool optimize = level >= OptLevel::O2;
   // Written as text so --mlir-print-ir-after-all names each step as a user
   // would type it into kiln-opt.
-  static constexpr const char *kPipeline =
-      "convert-kiln-to-linalg,"
-      "canonicalize,"
-
-      "kiln-tile-and-vectorize-contractions,"
+  std::string pipeline =
+      std::string("convert-kiln-to-linalg,"
+                  "canonicalize,") +
+      (optimize ? "kiln-tile-and-vectorize-contractions," : "") +
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-results-to-out-params{hoist-static-allocs "
@@ -41,8 +44,8 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
       "buffer-deallocation-pipeline,"
       "kiln-memref-copy-to-linalg,"
       "func.func(convert-linalg-to-loops),"
-      "convert-vector-to-scf{full-unroll target-rank=1},"
-      "kiln-approximate-math,"
+      "convert-vector-to-scf{full-unroll target-rank=1}," +
+      (optimize ? "kiln-approximate-math," : "") +
       "convert-math-to-funcs,"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"
@@ -56,5 +59,5 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm) {
       "finalize-memref-to-llvm,"
       "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
       "reconcile-unrealized-casts";
-  return parsePassPipeline(kPipeline, pm, llvm::errs());
+  return parsePassPipeline(pipeline, pm, llvm::errs());
 }

@@ -10,15 +10,23 @@ namespace kiln {
 /// textual pipelines (and on kiln-opt's command line).
 void registerKilnPasses();
 
-/// Adds the graph passes on the kiln dialect: constant folding and the
-/// run-time checks that give every entry point its status result.
-llvm::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm);
+/// How much Kiln optimizes. -O0 is the reference path: the straightforward
+/// lowering with none of Kiln's own rewrites (LLVM still optimizes it), so
+/// every optimized build can be checked against it.
+enum class OptLevel { O0, O1, O2, O3 };
+
+/// Adds the graph passes on the kiln dialect: constant folding (from -O1)
+/// and the run-time checks that give every entry point its status result.
+llvm::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level);
 
 /// Adds the passes lowering a kiln-dialect module to the LLVM dialect for
 /// the CPU: linalg on tensors, bufferization with out-parameters and
 /// deallocation, loops, then LLVM. Functions take bare pointers to their
 /// (statically shaped) buffers, inputs first, then outputs, then status.
-llvm::LogicalResult buildCpuLoweringPipeline(mlir::OpPassManager &pm);
+/// From -O2, matrix products are tiled and vectorized and exp/erf/tanh
+/// approximated by polynomials.
+llvm::LogicalResult buildCpuLoweringPipeline(mlir::OpPassManager &pm,
+                                             OptLevel level);
 
 } // namespace kiln
 

@@ -40,6 +40,16 @@ llvm::cl::opt<kiln::EmitKind>
                  clEnumValN(kiln::EmitKind::Library, "lib",
                             "a shared library (default)")),
              llvm::cl::init(kiln::EmitKind::Library));
+llvm::cl::opt<kiln::OptLevel> optLevel(
+    llvm::cl::desc("Optimization level (default -O2):"),
+    llvm::cl::values(
+        clEnumValN(kiln::OptLevel::O0, "O0",
+                   "reference path: no Kiln optimizations"),
+        clEnumValN(kiln::OptLevel::O1, "O1", "constant folding"),
+        clEnumValN(kiln::OptLevel::O2, "O2",
+                   "tiled, vectorized matrix products; vectorizable math"),
+        clEnumValN(kiln::OptLevel::O3, "O3", "-O2 with LLVM's O3")),
+    llvm::cl::init(kiln::OptLevel::O2));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -152,6 +162,7 @@ int main(int argc, char **argv) {
   options.emit = emitKind;
   options.outputPath = outputPath.empty() ? defaultOutputPath() : outputPath;
   options.targetCpu = targetCpu;
+  options.optLevel = optLevel;
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };
