@@ -36,7 +36,9 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
   std::string pipeline =
       std::string("convert-kiln-to-linalg,"
                   "canonicalize,") +
-      (optimize ? "kiln-tile-and-vectorize-contractions," : "") +
+      (optimize ? "kiln-fuse-elementwise,"
+                  "kiln-tile-and-vectorize-contractions,"
+                : "") +
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-results-to-out-params{hoist-static-allocs "

@@ -63,6 +63,19 @@ def TileAndVectorizeContractionsPass
   ];
 }
 
+def FuseElementwisePass : Pass<"kiln-fuse-elementwise"> {
+  let summary = "Fuse chains of elementwise linalg ops into single loops";
+  let description = [{
+    Fuses an elementwise producer into its consumer when the consumer is
+    itself all-parallel and the producer has no other use, so a chain such
+    as GELU's div/erf/add/mul/mul becomes one loop and one buffer.
+    Producers are never fused into reductions or contractions: that would
+    recompute them once per reduction step (a layer norm per multiply-add)
+    and hide matrix products from the contraction schedule.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 def ApproximateMathPass : Pass<"kiln-approximate-math"> {
   let summary = "Replace exp, erf and tanh with vectorizable polynomials";
   let description = [{
