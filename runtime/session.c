@@ -1,6 +1,7 @@
 /*===- session.c - sessions and checked calls into generated code ---------===*/
 #include "internal.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,13 @@
 struct kiln_session {
   const kiln_artifact *artifact;
   void *state; /* state_size bytes, zeroed; NULL when the artifact has none */
+  /* The largest scratch_size of the artifact's entries, reused by every
+   * call, so generated code allocates nothing per call. */
+  void *scratch;
 };
+
+/* Generated code views the arena as buffers of any element type. */
+#define KILN_SCRATCH_ALIGNMENT 64
 
 KILN_EXPORT kiln_status kiln_session_create(const kiln_artifact *artifact,
                                             kiln_session **out) {
@@ -35,6 +42,26 @@ KILN_EXPORT kiln_status kiln_session_create(const kiln_artifact *artifact,
           (unsigned long long)artifact->desc->state_size);
     }
   }
+  uint64_t scratch_size = 0;
+  for (uint32_t e = 0; e < artifact->desc->num_entries; ++e)
+    if (artifact->desc->entries[e].scratch_size > scratch_size)
+      scratch_size = artifact->desc->entries[e].scratch_size;
+  if (scratch_size > 0) {
+    uint64_t padded = (scratch_size + KILN_SCRATCH_ALIGNMENT - 1) /
+                      KILN_SCRATCH_ALIGNMENT * KILN_SCRATCH_ALIGNMENT;
+    session->scratch =
+        padded >= scratch_size && padded <= SIZE_MAX
+            ? aligned_alloc(KILN_SCRATCH_ALIGNMENT, (size_t)padded)
+            : NULL;
+    if (!session->scratch) {
+      free(session->state);
+      free(session);
+      return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
+                       "kiln_session_create: cannot allocate %llu bytes of "
+                       "scratch memory",
+                       (unsigned long long)scratch_size);
+    }
+  }
   *out = session;
   return kiln_succeed();
 }
@@ -42,6 +69,7 @@ KILN_EXPORT kiln_status kiln_session_create(const kiln_artifact *artifact,
 KILN_EXPORT void kiln_session_destroy(kiln_session *session) {
   if (!session)
     return;
+  free(session->scratch);
   free(session->state);
   free(session);
 }
@@ -153,7 +181,8 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
     output_data[o] = kiln_tensor_data(outputs[o]);
   }
 
-  int32_t code = entry->fn(session->state, input_data, output_data);
+  int32_t code =
+      entry->fn(session->state, session->scratch, input_data, output_data);
   if (code != 0) {
     for (int32_t o = 0; o < num_outputs; ++o)
       if (created[o]) {

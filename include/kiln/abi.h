@@ -41,12 +41,14 @@ typedef struct kiln_abi_tensor {
 } kiln_abi_tensor;
 
 /* Generated code. `state` is the session's state block (state_size bytes,
- * zeroed at session creation; NULL when state_size is 0), `inputs` and
+ * zeroed at session creation; NULL when state_size is 0), `scratch` the
+ * session's scratch arena (at least the entry's scratch_size bytes, 64-byte
+ * aligned; its contents don't survive the call), `inputs` and
  * `outputs` are arrays of pointers to dense row-major buffers whose dtype and
  * shape the caller has checked. Returns 0 on success, otherwise an index + 1
  * into the entry's `errors` table. */
-typedef int32_t (*kiln_abi_entry_fn)(void *state, void *const *inputs,
-                                     void *const *outputs);
+typedef int32_t (*kiln_abi_entry_fn)(void *state, void *scratch,
+                                     void *const *inputs, void *const *outputs);
 
 typedef struct kiln_abi_entry {
   const char *name;
@@ -57,6 +59,7 @@ typedef struct kiln_abi_entry {
   kiln_abi_entry_fn fn;
   int32_t num_errors;
   const char *const *errors;
+  uint64_t scratch_size; /* bytes of scratch memory a call uses */
 } kiln_abi_entry;
 
 typedef struct kiln_abi_artifact {

@@ -23,7 +23,7 @@ public:
     tensorTy = StructType::create(ctx, {ptrTy, i32Ty, i32Ty, ptrTy},
                                   "kiln_abi_tensor");
     entryTy = StructType::create(
-        ctx, {ptrTy, i32Ty, i32Ty, ptrTy, ptrTy, ptrTy, i32Ty, ptrTy},
+        ctx, {ptrTy, i32Ty, i32Ty, ptrTy, ptrTy, ptrTy, i32Ty, ptrTy, i64Ty},
         "kiln_abi_entry");
     artifactTy = StructType::create(ctx, {i32Ty, i32Ty, ptrTy, i64Ty, ptrTy},
                                     "kiln_abi_artifact");
@@ -79,7 +79,8 @@ public:
                   ConstantInt::get(i32Ty, signature.outputs.size()),
                   tensorTable(signature.inputs), tensorTable(signature.outputs),
                   wrapper, ConstantInt::get(i32Ty, signature.errors.size()),
-                  stringTable(signature.errors)});
+                  stringTable(signature.errors),
+                  ConstantInt::get(i64Ty, signature.scratchSize)});
   }
 
   Constant *artifact(ArrayRef<Constant *> entries) {
@@ -101,15 +102,16 @@ public:
   StructType *tensorTy, *entryTy, *artifactTy;
 };
 
-/// `int32_t wrapper(void *state, void *const *inputs, void *const *outputs)`
-/// unpacking the pointer arrays into the generated function's parameters
-/// and returning the status the function writes into its last one.
+/// `int32_t wrapper(void *state, void *scratch, void *const *inputs,
+/// void *const *outputs)` unpacking the pointer arrays into the generated
+/// function's parameters (inputs, outputs, status, scratch) and returning
+/// the status the function writes.
 Function *createEntryWrapper(Module &module, Function *impl,
                              const kiln::EntrySignature &signature) {
   LLVMContext &ctx = module.getContext();
   PointerType *ptrTy = PointerType::getUnqual(ctx);
-  auto *type =
-      FunctionType::get(Type::getInt32Ty(ctx), {ptrTy, ptrTy, ptrTy}, false);
+  auto *type = FunctionType::get(Type::getInt32Ty(ctx),
+                                 {ptrTy, ptrTy, ptrTy, ptrTy}, false);
   Function *wrapper = Function::Create(type, GlobalValue::InternalLinkage,
                                        "kiln_entry." + signature.name, module);
   IRBuilder<> b(BasicBlock::Create(ctx, "entry", wrapper));
@@ -119,10 +121,11 @@ Function *createEntryWrapper(Module &module, Function *impl,
       args.push_back(
           b.CreateLoad(ptrTy, b.CreateConstInBoundsGEP1_64(ptrTy, array, i)));
   };
-  unpack(wrapper->getArg(1), signature.inputs.size());
-  unpack(wrapper->getArg(2), signature.outputs.size());
+  unpack(wrapper->getArg(2), signature.inputs.size());
+  unpack(wrapper->getArg(3), signature.outputs.size());
   Value *status = b.CreateAlloca(b.getInt32Ty(), nullptr, "status");
   args.push_back(status);
+  args.push_back(wrapper->getArg(1));
   b.CreateCall(impl, args);
   b.CreateRet(b.CreateLoad(b.getInt32Ty(), status));
   return wrapper;
@@ -136,11 +139,12 @@ std::string kiln::addArtifactGlue(Module &module,
   std::vector<Constant *> entryConstants;
   for (const EntrySignature &signature : entries) {
     Function *impl = module.getFunction(signature.name);
-    size_t numParams = signature.inputs.size() + signature.outputs.size() + 1;
+    size_t numParams = signature.inputs.size() + signature.outputs.size() + 2;
     if (!impl || impl->arg_size() != numParams ||
         !impl->getReturnType()->isVoidTy())
       return "lowered function '" + signature.name +
-             "' does not take one pointer per input and output and a status";
+             "' does not take one pointer per input and output, a status "
+             "and a scratch arena";
     impl->setName("kiln_impl." + signature.name);
     entryConstants.push_back(descriptor.entry(
         signature, createEntryWrapper(module, impl, signature)));

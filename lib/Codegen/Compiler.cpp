@@ -226,6 +226,17 @@ LogicalResult kiln::compileModule(ModuleOp module,
   if (failed(
           runPipeline("Lower to the LLVM dialect", buildCpuLoweringPipeline)))
     return failure();
+  auto scratchSizes =
+      module->getAttrOfType<DictionaryAttr>("kiln.scratch_sizes");
+  for (EntrySignature &entry : *entries) {
+    auto size = scratchSizes ? scratchSizes.getAs<IntegerAttr>(entry.name)
+                             : IntegerAttr();
+    if (!size)
+      return emitError(loc) << "internal error: no scratch size for entry '"
+                            << entry.name << "'";
+    entry.scratchSize = size.getInt();
+  }
+  module->removeAttr("kiln.scratch_sizes");
 
   llvm::LLVMContext llvmContext;
   TimingScope translation = timing.nest("Translate to LLVM IR");

@@ -43,6 +43,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-results-to-out-params{hoist-static-allocs "
       "modify-public-functions},"
+      "kiln-plan-memory,"
       "buffer-deallocation-pipeline,"
       "kiln-memref-copy-to-linalg,"
       "func.func(convert-linalg-to-loops),"

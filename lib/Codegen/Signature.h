@@ -23,6 +23,9 @@ struct EntrySignature {
   /// Messages for the non-zero codes of the function's `kiln.status`
   /// result (always its last), which is not one of `outputs`.
   std::vector<std::string> errors;
+  /// Bytes of the scratch arena the lowered function takes last; known
+  /// after lowering (kiln-plan-memory).
+  uint64_t scratchSize = 0;
 };
 
 /// Describes every public `func.func` of `module` after the graph passes

@@ -76,6 +76,24 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def PlanMemoryPass : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
+  let summary = "Place an entry point's buffers in one scratch arena";
+  let description = [{
+    Every statically shaped `memref.alloc` in the body of a public function
+    becomes a `memref.view` into a new last argument, a scratch arena of
+    bytes that the runtime's session owns and reuses across calls. Offsets
+    are computed at compile time: buffers whose lifetimes (through all
+    their views) don't overlap share memory, placed first-fit at 64-byte
+    alignment. The arena sizes are recorded in the module attribute
+    `kiln.scratch_sizes` (entry name -> bytes). Allocations inside loops,
+    of dynamic shape or of sub-byte elements stay on the heap.
+
+    Without it every call mallocs and frees its intermediates, which for
+    large ones means fresh pages from the kernel each time.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
 def ApproximateMathPass : Pass<"kiln-approximate-math"> {
   let summary = "Replace exp, erf and tanh with vectorizable polynomials";
   let description = [{

@@ -1,0 +1,35 @@
+// RUN: kiln-opt %s -kiln-plan-memory | FileCheck %s
+
+// %a and %b are live at once and get separate places; %c starts after %a's
+// last use (through a view) and takes its place. The arena is the last
+// argument, and its size is recorded for the artifact.
+// CHECK: module attributes {kiln.scratch_sizes = {main = 2048 : i64}}
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %[[ARENA:[a-z0-9]+]]: memref<2048xi8>)
+// CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<2048xi8> to memref<16x16xf32>
+// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c1024{{.*}}][] : memref<2048xi8> to memref<16x16xf32>
+// CHECK: %[[C:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<2048xi8> to memref<256xf32>
+// CHECK-NOT: memref.dealloc
+// Allocations inside loops stay on the heap.
+// CHECK: scf.for
+// CHECK: memref.alloc() : memref<4xf32>
+func.func @main(%in: memref<16x16xf32>, %out: memref<16x16xf32>, %big: memref<256xf32>) {
+  %a = memref.alloc() : memref<16x16xf32>
+  memref.copy %in, %a : memref<16x16xf32> to memref<16x16xf32>
+  %b = memref.alloc() : memref<16x16xf32>
+  %flat = memref.collapse_shape %a [[0, 1]] : memref<16x16xf32> into memref<256xf32>
+  %back = memref.expand_shape %flat [[0, 1]] output_shape [16, 16] : memref<256xf32> into memref<16x16xf32>
+  memref.copy %back, %b : memref<16x16xf32> to memref<16x16xf32>
+  memref.dealloc %a : memref<16x16xf32>
+  %c = memref.alloc() : memref<256xf32>
+  memref.copy %big, %c : memref<256xf32> to memref<256xf32>
+  memref.copy %b, %out : memref<16x16xf32> to memref<16x16xf32>
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %c1 = arith.constant 1 : index
+  scf.for %i = %c0 to %c2 step %c1 {
+    %t = memref.alloc() : memref<4xf32>
+    memref.dealloc %t : memref<4xf32>
+  }
+  return
+}
