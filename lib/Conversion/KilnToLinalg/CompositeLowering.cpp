@@ -32,7 +32,7 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
       count *= type.getDimSize(d);
     }
     auto add = [](OpBuilder &b, Location l, Value x, Value acc) -> Value {
-      return arith::AddFOp::create(b, l, x, acc);
+      return createSumStep(b, l, x, acc);
     };
     Value zero = createScalarConstant(rewriter, loc, f32, 0);
     Value sum =
@@ -47,8 +47,7 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     Value squares = createReduction(
         rewriter, loc, centered, axes, zero,
         [](OpBuilder &b, Location l, Value x, Value acc) -> Value {
-          return arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, x, x),
-                                       acc);
+          return createSumStep(b, l, arith::MulFOp::create(b, l, x, x), acc);
         });
 
     SmallVector<AffineExpr> reducedExprs;
@@ -107,8 +106,8 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
   Value patches =
       linalg::GenericOp::create(
           b, loc, patchesType, ValueRange(),
-          createEmptyTensor(b, loc, patchesType), SmallVector<AffineMap>{identity},
-          parallel,
+          createEmptyTensor(b, loc, patchesType),
+          SmallVector<AffineMap>{identity}, parallel,
           [&](OpBuilder &nb, Location l, ValueRange) {
             auto index = [&](int64_t v) {
               return arith::ConstantIndexOp::create(nb, l, v).getResult();
@@ -182,9 +181,9 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
     int64_t groups = static_cast<int64_t>(op.getGroups());
     auto inputType = cast<RankedTensorType>(input.getType());
     if (groups == 1 && inputType.getDimSize(0) == 1) {
-      rewriter.replaceOp(op, createIm2ColConv(rewriter, loc, input,
-                                              adaptor.getFilter(), op,
-                                              resultType));
+      rewriter.replaceOp(op,
+                         createIm2ColConv(rewriter, loc, input,
+                                          adaptor.getFilter(), op, resultType));
       return success();
     }
     if (groups == 1) {

@@ -125,3 +125,9 @@ Value kiln::createBroadcastCombine(
       });
   return generic.getResult(0);
 }
+
+Value kiln::createSumStep(OpBuilder &b, Location loc, Value value,
+                          Value accumulator) {
+  return arith::AddFOp::create(b, loc, value, accumulator,
+                               arith::FastMathFlags::reassoc);
+}

@@ -54,6 +54,12 @@ mlir::Value createBroadcastCombine(
                                    mlir::Value, mlir::Value)>
         combine);
 
+/// `value + accumulator` for float sum reductions, marked reassociable so
+/// LLVM may vectorize the reduction (the order of a sum is not part of
+/// ONNX's semantics).
+mlir::Value createSumStep(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, mlir::Value accumulator);
+
 void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);

@@ -202,7 +202,7 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
         rewriter, loc, exps, {axis},
         createScalarConstant(rewriter, loc, elementType, 0),
         [](OpBuilder &b, Location l, Value x, Value acc) -> Value {
-          return arith::AddFOp::create(b, l, x, acc);
+          return createSumStep(b, l, x, acc);
         });
     Value result = createBroadcastCombine(
         rewriter, loc, exps, sum, {axis},
@@ -231,7 +231,7 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
         createScalarConstant(rewriter, loc, elementType, 0),
         [&](OpBuilder &b, Location l, Value x, Value acc) -> Value {
           if (isFloat)
-            return arith::AddFOp::create(b, l, x, acc);
+            return createSumStep(b, l, x, acc);
           return arith::AddIOp::create(b, l, x, acc);
         });
     if (isMean) {
