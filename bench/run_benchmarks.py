@@ -24,6 +24,7 @@ import platform
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -43,19 +44,22 @@ def load_tensor(path):
 
 def time_process(cmd):
     """Runs cmd, returning (stdout, wall seconds, its peak RSS in MiB)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    out, err = proc.stdout.read(), proc.stderr.read()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{err}")
-    return out, wall, usage.ru_maxrss / 1024
+    # Output goes to files, not pipes, so waiting for the process with
+    # wait4 (which gives its own peak RSS) can't deadlock on a full pipe.
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - start
+        out.seek(0)
+        err.seek(0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"{' '.join(cmd)} failed:\n{err.read()}")
+        return out.read(), wall, usage.ru_maxrss / 1024
 
 
 ORT_WORKER = r"""
-import json, resource, sys, time
+import json, sys, time
 import numpy as np, onnx, onnxruntime as ort
 from onnx import numpy_helper
 model, threads, runs, inputs, save = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5]

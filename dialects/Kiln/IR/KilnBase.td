@@ -26,11 +26,8 @@ def Kiln_Dialect : Dialect {
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, traits>;
 
-// Element types Kiln computes in today.
-def Kiln_Float : TypeAlias<F32, "32-bit float">;
-def Kiln_Int : TypeAlias<I64, "64-bit signless integer">;
-def Kiln_Bool : TypeAlias<I1, "boolean">;
-// Any tensor Kiln moves around; arithmetic takes the numeric ones.
+// Element types Kiln computes in today: any tensor Kiln moves around may be
+// f32, i64 or i1; arithmetic takes the numeric ones.
 def Kiln_Tensor : StaticShapeTensorOf<[F32, I64, I1]>;
 def Kiln_NumericTensor : StaticShapeTensorOf<[F32, I64]>;
 def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
