@@ -222,28 +222,30 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  FailureOr<std::optional<SmallVector<int64_t>>> starts =
-      node.getIntsFromAttrOrInput("starts", 1);
-  FailureOr<std::optional<SmallVector<int64_t>>> ends =
-      node.getIntsFromAttrOrInput("ends", 2);
-  FailureOr<std::optional<SmallVector<int64_t>>> axesOrNone =
-      node.getIntsFromAttrOrInput("axes", 3);
-  FailureOr<std::optional<SmallVector<int64_t>>> steps =
-      node.getIntsFromAttrOrInput("steps", 4);
-  if (failed(starts) || failed(ends) || failed(axesOrNone) || failed(steps))
-    return failure();
-  if (!*starts || !*ends || (*starts)->size() != (*ends)->size())
+  // Stop at the first input that isn't a constant: one error per node.
+  SmallVector<std::optional<SmallVector<int64_t>>> params;
+  for (auto [index, name] : llvm::enumerate(
+           ArrayRef<StringRef>{"starts", "ends", "axes", "steps"})) {
+    FailureOr<std::optional<SmallVector<int64_t>>> values =
+        node.getIntsFromAttrOrInput(name, index + 1);
+    if (failed(values))
+      return failure();
+    params.push_back(std::move(*values));
+  }
+  std::optional<SmallVector<int64_t>> &starts = params[0], &ends = params[1],
+                                      &axesOrNone = params[2],
+                                      &steps = params[3];
+  if (!starts || !ends || starts->size() != ends->size())
     return node.emitError() << "starts and ends must be given, of one length";
   RankedTensorType type = node.getOperandType(0);
   int64_t rank = type.getRank();
   SmallVector<int64_t> axes;
-  if (*axesOrNone)
-    axes = **axesOrNone;
+  if (axesOrNone)
+    axes = *axesOrNone;
   else
-    for (size_t i = 0; i < (*starts)->size(); ++i)
+    for (size_t i = 0; i < starts->size(); ++i)
       axes.push_back(i);
-  if (axes.size() != (*starts)->size() ||
-      (*steps && (*steps)->size() != axes.size()))
+  if (axes.size() != starts->size() || (steps && steps->size() != axes.size()))
     return node.emitError() << "starts, ends, axes and steps differ in length";
   FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(node, axes, rank);
   if (failed(normalized))
@@ -253,7 +255,7 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
       strides(rank, 1);
   for (auto [i, axis] : llvm::enumerate(*normalized)) {
     int64_t dim = type.getDimSize(axis);
-    int64_t step = *steps ? (**steps)[i] : 1;
+    int64_t step = steps ? (*steps)[i] : 1;
     if (step <= 0)
       return node.emitError() << "step " << step
                               << " is not supported; Kiln slices with "
@@ -263,7 +265,7 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
         index = index < -dim ? 0 : index + dim;
       return std::min(index, dim);
     };
-    int64_t start = clamp((**starts)[i]), end = clamp((**ends)[i]);
+    int64_t start = clamp((*starts)[i]), end = clamp((*ends)[i]);
     int64_t size = end > start ? (end - start + step - 1) / step : 0;
     offsets[axis] = size > 0 ? start : 0;
     sizes[axis] = size;

@@ -132,6 +132,43 @@ def main():
         for name, (array, tensor_name) in tensors.items():
             with open(os.path.join(out_dir, name), "wb") as f:
                 f.write(numpy_helper.from_array(array, tensor_name).SerializeToString())
+    elif kind == "slice-split":
+        # Slice with constant bounds (negative, clamped, strided), Split,
+        # Expand and Where on a computed mask; numpy gives the expected
+        # outputs.
+        ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+        inits = [ints("starts", [1, -4]), ints("ends", [100, -1]),
+                 ints("axes", [0, 1]), ints("steps", [2, 1]),
+                 ints("split", [2, 4]), ints("shape", [3, 1, 6])]
+        nodes = [
+            helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"],
+                             ["sliced"], name="slice"),
+            helper.make_node("Split", ["x", "split"], ["left", "right"],
+                             name="split", axis=1),
+            helper.make_node("Expand", ["row", "shape"], ["expanded"],
+                             name="expand"),
+            helper.make_node("Equal", ["expanded", "expanded"], ["same"],
+                             name="equal"),
+            helper.make_node("Where", ["same", "expanded", "expanded"],
+                             ["chosen"], name="where"),
+        ]
+        save(graph_model(
+            nodes,
+            [vinfo("x", TensorProto.FLOAT, [5, 6]),
+             vinfo("row", TensorProto.FLOAT, [1, 6])],
+            [vinfo("sliced", TensorProto.FLOAT, [2, 3]),
+             vinfo("left", TensorProto.FLOAT, [5, 2]),
+             vinfo("right", TensorProto.FLOAT, [5, 4]),
+             vinfo("chosen", TensorProto.FLOAT, [3, 1, 6])], inits), out_dir)
+        x = np.arange(30, dtype=np.float32).reshape(5, 6)
+        row = np.arange(6, dtype=np.float32).reshape(1, 6) * 0.5
+        tensors = {"x.pb": (x, "x"), "row.pb": (row, "row"),
+                   "sliced.pb": (x[1:100:2, -4:-1], "sliced"),
+                   "left.pb": (x[:, :2], "left"), "right.pb": (x[:, 2:], "right"),
+                   "chosen.pb": (np.broadcast_to(row, (3, 1, 6)).copy(), "chosen")}
+        for name, (array, tensor_name) in tensors.items():
+            with open(os.path.join(out_dir, name), "wb") as f:
+                f.write(numpy_helper.from_array(array, tensor_name).SerializeToString())
     elif kind == "mlp":
         # Gemm + Relu + MatMul + Softmax with constant weights.
         rng = np.random.default_rng(0)
