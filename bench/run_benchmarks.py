@@ -3,7 +3,7 @@
 
 One command (README, "Benchmarks"):
 
-  python3 -m venv build/bench-venv && build/bench-venv/bin/pip install onnxruntime onnx numpy
+  python3 -m venv build/bench-venv && build/bench-venv/bin/pip install onnxruntime onnx numpy iree-base-compiler iree-base-runtime
   build/bench-venv/bin/python bench/run_benchmarks.py --bin-dir build/bin --work build/bench
 
 For each model this exports it with PyTorch (bench/models/make_models.py,
@@ -11,7 +11,9 @@ run by Debian's /usr/bin/python3), compiles it with kiln-compile (wall time
 and peak memory), runs Kiln and ONNX Runtime (graph optimization level ALL,
 the same intra-op thread count) on the same inputs, and reports median
 latency over --runs runs after warm-up, peak RSS of each runtime process,
-and the largest relative difference between their outputs. It writes
+and the largest relative difference between their outputs. IREE (PyPI
+iree-base-compiler and iree-base-runtime, llvm-cpu backend for the host) is a
+second peer where it is installed and compiles the model. It writes
 docs/benchmarks.md with the table and this machine's CPU model.
 
 Kiln runs single-threaded today; its 2-thread column repeats the 1-thread
@@ -42,20 +44,36 @@ def load_tensor(path):
     return numpy_helper.to_array(tensor)
 
 
+def read_peak_rss_mib(pid):
+    """VmHWM of a running process in MiB (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0
+
+
 def time_process(cmd):
     """Runs cmd, returning (stdout, wall seconds, its peak RSS in MiB)."""
-    # Output goes to files, not pipes, so waiting for the process with
-    # wait4 (which gives its own peak RSS) can't deadlock on a full pipe.
+    # The peak comes from polling VmHWM, which exec resets: getrusage's
+    # ru_maxrss would include the RSS this Python process had at fork time.
+    # Output goes to files, so a full pipe can't stall the child.
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(proc.pid, 0)
+        peak = 0.0
+        while proc.poll() is None:
+            peak = max(peak, read_peak_rss_mib(proc.pid))
+            time.sleep(0.005)
         wall = time.perf_counter() - start
         out.seek(0)
         err.seek(0)
-        if os.waitstatus_to_exitcode(status) != 0:
+        if proc.returncode != 0:
             sys.exit(f"{' '.join(cmd)} failed:\n{err.read()}")
-        return out.read(), wall, usage.ru_maxrss / 1024
+        return out.read(), wall, peak
 
 
 ORT_WORKER = r"""
@@ -80,6 +98,67 @@ for _ in range(runs):
 np.save(save, outputs[0])
 print(json.dumps({"median_ms": 1000 * sorted(times)[len(times) // 2]}))
 """
+
+
+IREE_WORKER = r"""
+import json, sys, time
+import numpy as np, onnx
+from onnx import numpy_helper
+import iree.runtime as rt
+vmfb, threads, runs, inputs, save, entry = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4].split(","), sys.argv[5], sys.argv[6]
+if threads > 1:
+    rt.flags.parse_flags(f"--task_topology_max_group_count={threads}")
+config = rt.Config("local-sync" if threads == 1 else "local-task")
+context = rt.SystemContext(config=config)
+context.add_vm_module(rt.VmModule.mmap(config.vm_instance, vmfb))
+function = context.modules.module[entry]
+feeds = []
+for path in inputs:
+    t = onnx.TensorProto(); t.ParseFromString(open(path, "rb").read())
+    feeds.append(numpy_helper.to_array(t))
+for _ in range(3):
+    output = function(*feeds)
+times = []
+for _ in range(runs):
+    start = time.perf_counter()
+    output = np.asarray(function(*feeds).to_host())
+    times.append(time.perf_counter() - start)
+np.save(save, output)
+print(json.dumps({"median_ms": 1000 * sorted(times)[len(times) // 2]}))
+"""
+
+
+def run_iree(model, folder, inputs, runs):
+    """IREE's times at 1 and 2 threads and its output, or None if IREE is not
+    installed or does not compile the model."""
+    bin_dir = os.path.dirname(sys.executable)
+    importer = os.path.join(bin_dir, "iree-import-onnx")
+    compiler = os.path.join(bin_dir, "iree-compile")
+    if not (os.path.exists(importer) and os.path.exists(compiler)):
+        return None
+    imported = os.path.join(folder, "iree.mlir")
+    vmfb = os.path.join(folder, "iree.vmfb")
+    try:
+        subprocess.run([importer, model, "-o", imported], check=True,
+                       capture_output=True, timeout=1800)
+        subprocess.run([compiler, imported, "--iree-hal-target-device=local",
+                        "--iree-hal-local-target-device-backends=llvm-cpu",
+                        "--iree-llvmcpu-target-cpu=host", "-o", vmfb],
+                       check=True, capture_output=True, timeout=1800)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        return None
+    with open(imported) as f:
+        entry = next(match.group(1) for match in
+                     (re.search(r"func\.func @([\w$.]+)", line) for line in f)
+                     if match)
+    results = {}
+    for threads in (1, 2):
+        save = os.path.join(folder, f"iree-{threads}.npy")
+        out, _, _ = time_process([sys.executable, "-c", IREE_WORKER, vmfb,
+                                  str(threads), str(runs), ",".join(inputs),
+                                  save, entry])
+        results[threads] = (json.loads(out)["median_ms"], np.load(save))
+    return results
 
 
 def main():
@@ -131,12 +210,16 @@ def main():
         reference = ort_results[1][2]
         scale = max(float(np.abs(reference).max()), 1e-30)
         rel_err = float(np.abs(kiln_out - reference).max()) / scale
+        iree = run_iree(model, folder, inputs, args.runs)
+        iree_cells = ("n/a", "n/a") if iree is None else (
+            f"{iree[1][0]:.2f}", f"{iree[2][0]:.2f}")
         rows.append((name, kiln_ms, ort_results[1][0], ort_results[2][0],
-                     kiln_mib, ort_results[1][1], compile_s, compile_mib,
-                     rel_err))
+                     iree_cells, kiln_mib, ort_results[1][1], compile_s,
+                     compile_mib, rel_err))
         print(f"{name}: kiln {kiln_ms:.2f} ms, ort {ort_results[1][0]:.2f} ms "
-              f"(1 thread), {ort_results[2][0]:.2f} ms (2 threads); "
-              f"max rel err {rel_err:.2e}", flush=True)
+              f"(1 thread), {ort_results[2][0]:.2f} ms (2 threads), iree "
+              f"{iree_cells[0]} / {iree_cells[1]} ms; max rel err {rel_err:.2e}",
+              flush=True)
 
     cpu = "unknown CPU"
     with open("/proc/cpuinfo") as f:
@@ -156,14 +239,17 @@ def main():
         "Ratios matter more than times: the machine is shared and noisy.",
         "",
         "| model | Kiln ms | ORT ms (1 thr) | ORT ms (2 thr) | Kiln/ORT (1 thr) "
-        "| Kiln RSS MiB | ORT RSS MiB | compile s | compile MiB | max rel err |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| IREE ms (1 thr) | IREE ms (2 thr) | Kiln RSS MiB | ORT RSS MiB "
+        "| Kiln compile s | Kiln compile MiB | max rel err vs ORT |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+        "| --- |",
     ]
-    for (name, kiln_ms, ort1, ort2, kiln_mib, ort_mib, compile_s, compile_mib,
-         rel_err) in rows:
+    for (name, kiln_ms, ort1, ort2, iree_cells, kiln_mib, ort_mib, compile_s,
+         compile_mib, rel_err) in rows:
         lines.append(f"| {name} | {kiln_ms:.2f} | {ort1:.2f} | {ort2:.2f} | "
-                     f"{kiln_ms / ort1:.2f}x | {kiln_mib:.0f} | {ort_mib:.0f} | "
-                     f"{compile_s:.1f} | {compile_mib:.0f} | {rel_err:.1e} |")
+                     f"{kiln_ms / ort1:.2f}x | {iree_cells[0]} | {iree_cells[1]} | "
+                     f"{kiln_mib:.0f} | {ort_mib:.0f} | {compile_s:.1f} | "
+                     f"{compile_mib:.0f} | {rel_err:.1e} |")
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {args.output}")
