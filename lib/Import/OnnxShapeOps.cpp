@@ -195,13 +195,13 @@ LogicalResult kiln::importExpand(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  std::optional<SmallVector<int64_t>> target =
-      node.graph.getConstantInts(node.node.input(1));
-  if (!target)
-    return node.emitError() << "input '" << node.node.input(1)
-                            << "' (shape) must be a constant int64 tensor; "
-                               "Kiln does not support shapes computed at run "
-                               "time yet";
+  FailureOr<std::optional<SmallVector<int64_t>>> targetOrNone =
+      node.getIntsFromAttrOrInput("shape", 1);
+  if (failed(targetOrNone))
+    return failure();
+  if (!*targetOrNone)
+    return node.emitError() << "missing the target shape";
+  const SmallVector<int64_t> *target = &**targetOrNone;
   RankedTensorType type = node.getOperandType(0);
   SmallVector<int64_t> shape;
   if (!OpTrait::util::getBroadcastedShape(type.getShape(), *target, shape))
@@ -350,11 +350,13 @@ LogicalResult kiln::importShape(NodeImporter &node) {
 
 /// A splat constant of the given (constant) shape.
 LogicalResult kiln::importConstantOfShape(NodeImporter &node) {
-  std::optional<SmallVector<int64_t>> shape =
-      node.graph.getConstantInts(node.node.input(0));
-  if (!shape)
-    return node.emitError() << "input '" << node.node.input(0)
-                            << "' (shape) must be a constant int64 tensor";
+  FailureOr<std::optional<SmallVector<int64_t>>> shapeOrNone =
+      node.getIntsFromAttrOrInput("shape", 0);
+  if (failed(shapeOrNone))
+    return failure();
+  if (!*shapeOrNone)
+    return node.emitError() << "missing the shape";
+  const SmallVector<int64_t> *shape = &**shapeOrNone;
   if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
     return node.emitError() << "the shape has a negative dimension";
   onnx::TensorProto value;
