@@ -16,8 +16,7 @@ iree-base-compiler and iree-base-runtime, llvm-cpu backend for the host) is a
 second peer where it is installed and compiles the model. It writes
 docs/benchmarks.md with the table and this machine's CPU model.
 
-Kiln runs single-threaded today; its 2-thread column repeats the 1-thread
-run until kiln-run grows --threads.
+Kiln, ONNX Runtime and IREE each run at 1 and at 2 threads.
 """
 import argparse
 import json
@@ -169,6 +168,10 @@ def main():
     parser.add_argument("--layers", type=int, default=0,
                         help="override model depth (0: the real depth)")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep models already exported to --work")
+    parser.add_argument("--no-iree", action="store_true",
+                        help="leave IREE out (its compile is slow)")
     parser.add_argument("--output", default=os.path.join(HERE, "..", "docs",
                                                          "benchmarks.md"))
     args = parser.parse_args()
@@ -178,8 +181,11 @@ def main():
               args.work, "--models", args.models]
     if args.layers:
         export += ["--layers", str(args.layers)]
-    subprocess.run(export, check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    exported = all(os.path.exists(os.path.join(args.work, m, "model.onnx"))
+                   for m in args.models.split(","))
+    if not (args.reuse and exported):
+        subprocess.run(export, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
 
     rows = []
     for name in args.models.split(","):
@@ -190,15 +196,20 @@ def main():
         artifact = os.path.join(folder, "model.so")
         _, compile_s, compile_mib = time_process(
             [os.path.join(args.bin_dir, "kiln-compile"), model, "-o", artifact])
-        saved = os.path.join(folder, "kiln-out")
-        os.makedirs(saved, exist_ok=True)
-        run_cmd = [os.path.join(args.bin_dir, "kiln-run"), artifact,
-                   "--repeat", str(args.runs + 1), "--save", saved]
-        for path in inputs:
-            run_cmd += ["--input", path]
-        out, _, kiln_mib = time_process(run_cmd)
-        kiln_ms = float(re.search(r"median run time: ([0-9.]+) ms", out).group(1))
-        kiln_out = load_tensor(os.path.join(saved, "output_0.pb"))
+        kiln_results = {}
+        for threads in (1, 2):
+            saved = os.path.join(folder, f"kiln-out-{threads}")
+            os.makedirs(saved, exist_ok=True)
+            run_cmd = [os.path.join(args.bin_dir, "kiln-run"), artifact,
+                       "--repeat", str(args.runs + 1), "--threads",
+                       str(threads), "--save", saved]
+            for path in inputs:
+                run_cmd += ["--input", path]
+            out, _, kiln_mib = time_process(run_cmd)
+            kiln_ms = float(
+                re.search(r"median run time: ([0-9.]+) ms", out).group(1))
+            kiln_results[threads] = (kiln_ms, kiln_mib, load_tensor(
+                os.path.join(saved, "output_0.pb")))
         ort_results = {}
         for threads in (1, 2):
             ort_save = os.path.join(folder, f"ort-{threads}.npy")
@@ -209,16 +220,18 @@ def main():
                                     np.load(ort_save))
         reference = ort_results[1][2]
         scale = max(float(np.abs(reference).max()), 1e-30)
-        rel_err = float(np.abs(kiln_out - reference).max()) / scale
-        iree = run_iree(model, folder, inputs, args.runs)
+        rel_err = max(float(np.abs(kiln_results[t][2] - reference).max())
+                      for t in (1, 2)) / scale
+        iree = None if args.no_iree else run_iree(model, folder, inputs,
+                                                  args.runs)
         iree_cells = ("n/a", "n/a") if iree is None else (
             f"{iree[1][0]:.2f}", f"{iree[2][0]:.2f}")
-        rows.append((name, kiln_ms, ort_results[1][0], ort_results[2][0],
-                     iree_cells, kiln_mib, ort_results[1][1], compile_s,
+        rows.append((name, kiln_results, ort_results, iree_cells, compile_s,
                      compile_mib, rel_err))
-        print(f"{name}: kiln {kiln_ms:.2f} ms, ort {ort_results[1][0]:.2f} ms "
-              f"(1 thread), {ort_results[2][0]:.2f} ms (2 threads), iree "
-              f"{iree_cells[0]} / {iree_cells[1]} ms; max rel err {rel_err:.2e}",
+        print(f"{name}: kiln {kiln_results[1][0]:.2f} / "
+              f"{kiln_results[2][0]:.2f} ms, ort {ort_results[1][0]:.2f} / "
+              f"{ort_results[2][0]:.2f} ms, iree {iree_cells[0]} / "
+              f"{iree_cells[1]} ms (1 / 2 threads); max rel err {rel_err:.2e}",
               flush=True)
 
     cpu = "unknown CPU"
@@ -234,22 +247,25 @@ def main():
         f"Measured by `bench/run_benchmarks.py` on {cpu}, {os.cpu_count()} "
         f"cores, {platform.system()}; ONNX Runtime {ort.__version__} with "
         f"graph optimization level ALL. Median of {args.runs} runs after "
-        f"warm-up{depth}. Kiln runs one thread (threading is not built yet), "
-        "so its time is compared with ONNX Runtime at 1 and at 2 threads.",
+        f"warm-up{depth}; every runtime at 1 and at 2 intra-op threads, one "
+        "process at a time. Kiln/ORT below 1 means Kiln is faster.",
         "Ratios matter more than times: the machine is shared and noisy.",
         "",
-        "| model | Kiln ms | ORT ms (1 thr) | ORT ms (2 thr) | Kiln/ORT (1 thr) "
-        "| IREE ms (1 thr) | IREE ms (2 thr) | Kiln RSS MiB | ORT RSS MiB "
-        "| Kiln compile s | Kiln compile MiB | max rel err vs ORT |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-        "| --- |",
+        "| model | threads | Kiln ms | ORT ms | Kiln/ORT | IREE ms "
+        "| Kiln RSS MiB | ORT RSS MiB | Kiln compile s | Kiln compile MiB "
+        "| max rel err vs ORT |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for (name, kiln_ms, ort1, ort2, iree_cells, kiln_mib, ort_mib, compile_s,
-         compile_mib, rel_err) in rows:
-        lines.append(f"| {name} | {kiln_ms:.2f} | {ort1:.2f} | {ort2:.2f} | "
-                     f"{kiln_ms / ort1:.2f}x | {iree_cells[0]} | {iree_cells[1]} | "
-                     f"{kiln_mib:.0f} | {ort_mib:.0f} | {compile_s:.1f} | "
-                     f"{compile_mib:.0f} | {rel_err:.1e} |")
+    for (name, kiln, ort_results, iree_cells, compile_s, compile_mib,
+         rel_err) in rows:
+        for threads in (1, 2):
+            kiln_ms, kiln_mib, _ = kiln[threads]
+            ort_ms, ort_mib, _ = ort_results[threads]
+            lines.append(
+                f"| {name} | {threads} | {kiln_ms:.2f} | {ort_ms:.2f} | "
+                f"{kiln_ms / ort_ms:.2f}x | {iree_cells[threads - 1]} | "
+                f"{kiln_mib:.0f} | {ort_mib:.0f} | {compile_s:.1f} | "
+                f"{compile_mib:.0f} | {rel_err:.1e} |")
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {args.output}")

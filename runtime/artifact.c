@@ -80,7 +80,14 @@ KILN_EXPORT kiln_status kiln_artifact_open(const char *path,
   kiln_abi_artifact_fn get_descriptor;
   *(void **)&get_descriptor = dlsym(handle, KILN_ABI_ARTIFACT_SYMBOL);
   if (!get_descriptor) {
+    /* Version 1 entries took no executor; calling one would be undefined. */
+    int older = dlsym(handle, "kiln_artifact_v1") != NULL;
     dlclose(handle);
+    if (older)
+      return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                       "%s was compiled for Kiln ABI version 1, this runtime "
+                       "supports %d: compile it again",
+                       path, KILN_ABI_VERSION);
     return kiln_fail(KILN_ERROR_INCOMPATIBLE,
                      "%s is not a Kiln artifact (no %s symbol)", path,
                      KILN_ABI_ARTIFACT_SYMBOL);

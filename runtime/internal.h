@@ -26,4 +26,15 @@ struct kiln_artifact {
 const kiln_abi_entry *kiln_artifact_get_entry(const kiln_artifact *artifact,
                                               int32_t entry);
 
+/* A session's threads: num_threads - 1 workers plus the calling thread. */
+typedef struct kiln_thread_pool kiln_thread_pool;
+kiln_status kiln_thread_pool_create(int32_t num_threads,
+                                    kiln_thread_pool **out);
+void kiln_thread_pool_destroy(kiln_thread_pool *pool);
+kiln_abi_executor *kiln_thread_pool_executor(kiln_thread_pool *pool);
+int32_t kiln_thread_pool_size(const kiln_thread_pool *pool);
+
+/* CPUs this process may run on. */
+int32_t kiln_available_cpus(void);
+
 #endif /* KILN_RUNTIME_INTERNAL_H */

@@ -16,6 +16,8 @@ struct kiln_session {
   /* The largest scratch_size of the artifact's entries, reused by every
    * call, so generated code allocates nothing per call. */
   void *scratch;
+  int32_t num_threads;    /* resolved: at least 1 */
+  kiln_thread_pool *pool; /* started by the first run */
 };
 
 /* Generated code views the arena as buffers of any element type. */
@@ -32,6 +34,7 @@ KILN_EXPORT kiln_status kiln_session_create(const kiln_artifact *artifact,
     return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
                      "kiln_session_create: out of memory");
   session->artifact = artifact;
+  session->num_threads = kiln_available_cpus();
   if (artifact->desc->state_size > 0) {
     session->state = calloc(1, artifact->desc->state_size);
     if (!session->state) {
@@ -69,9 +72,31 @@ KILN_EXPORT kiln_status kiln_session_create(const kiln_artifact *artifact,
 KILN_EXPORT void kiln_session_destroy(kiln_session *session) {
   if (!session)
     return;
+  kiln_thread_pool_destroy(session->pool);
   free(session->scratch);
   free(session->state);
   free(session);
+}
+
+KILN_EXPORT kiln_status kiln_session_set_num_threads(kiln_session *session,
+                                                     int32_t num_threads) {
+  if (!session)
+    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                     "kiln_session_set_num_threads: session is NULL");
+  if (num_threads < 0)
+    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                     "kiln_session_set_num_threads: %d threads", num_threads);
+  int32_t resolved = num_threads == 0 ? kiln_available_cpus() : num_threads;
+  if (session->pool && kiln_thread_pool_size(session->pool) != resolved) {
+    kiln_thread_pool_destroy(session->pool);
+    session->pool = NULL;
+  }
+  session->num_threads = resolved;
+  return kiln_succeed();
+}
+
+KILN_EXPORT int32_t kiln_session_num_threads(const kiln_session *session) {
+  return session ? session->num_threads : 0;
 }
 
 static void format_shape(char *buffer, size_t size, int32_t rank,
@@ -161,6 +186,13 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
                          entry->name, entry->outputs[o].name);
   }
 
+  if (!session->pool) {
+    kiln_status status =
+        kiln_thread_pool_create(session->num_threads, &session->pool);
+    if (status != KILN_OK)
+      return status;
+  }
+
   /* Allocate the missing outputs last, so a failed check allocates nothing. */
   int created[KILN_MAX_PARAMS] = {0};
   for (int32_t o = 0; o < num_outputs; ++o) {
@@ -182,7 +214,8 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
   }
 
   int32_t code =
-      entry->fn(session->state, session->scratch, input_data, output_data);
+      entry->fn(session->state, session->scratch, input_data, output_data,
+                kiln_thread_pool_executor(session->pool));
   if (code != 0) {
     for (int32_t o = 0; o < num_outputs; ++o)
       if (created[o]) {

@@ -2,7 +2,7 @@
  *
  * A Kiln artifact is a shared library exporting one C symbol,
  *
- *     const kiln_abi_artifact *kiln_artifact_v1(void);
+ *     const kiln_abi_artifact *kiln_artifact_v2(void);
  *
  * which describes every entry point of the compiled model. The compiler
  * (kiln-compile) writes these structures; the runtime (kiln/runtime.h) reads
@@ -20,8 +20,8 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 1
-#define KILN_ABI_ARTIFACT_SYMBOL "kiln_artifact_v1"
+#define KILN_ABI_VERSION 2
+#define KILN_ABI_ARTIFACT_SYMBOL "kiln_artifact_v2"
 
 /* Element types, numbered as ONNX's TensorProto.DataType. */
 typedef enum kiln_dtype {
@@ -40,15 +40,30 @@ typedef struct kiln_abi_tensor {
   const int64_t *dims;
 } kiln_abi_tensor;
 
+/* Runs `body(closure, begin, end)` over disjoint ranges that together cover
+ * [0, count), possibly on several threads at once, and returns when every
+ * range is done. */
+typedef void (*kiln_abi_parallel_body)(void *closure, int64_t begin,
+                                       int64_t end);
+
+/* Services the runtime lends generated code for the duration of a call. */
+typedef struct kiln_abi_executor kiln_abi_executor;
+struct kiln_abi_executor {
+  void (*parallel_for)(kiln_abi_executor *self, kiln_abi_parallel_body body,
+                       void *closure, int64_t count);
+};
+
 /* Generated code. `state` is the session's state block (state_size bytes,
  * zeroed at session creation; NULL when state_size is 0), `scratch` the
  * session's scratch arena (at least the entry's scratch_size bytes, 64-byte
  * aligned; its contents don't survive the call), `inputs` and
  * `outputs` are arrays of pointers to dense row-major buffers whose dtype and
- * shape the caller has checked. Returns 0 on success, otherwise an index + 1
- * into the entry's `errors` table. */
+ * shape the caller has checked, `executor` (never NULL) runs the code's
+ * parallel loops. Returns 0 on success, otherwise an index + 1 into the
+ * entry's `errors` table. */
 typedef int32_t (*kiln_abi_entry_fn)(void *state, void *scratch,
-                                     void *const *inputs, void *const *outputs);
+                                     void *const *inputs, void *const *outputs,
+                                     kiln_abi_executor *executor);
 
 typedef struct kiln_abi_entry {
   const char *name;

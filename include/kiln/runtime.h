@@ -22,7 +22,7 @@
  * by *_create / *_open and released by *_destroy / *_close (NULL is
  * accepted there). An artifact is immutable and may be shared by threads;
  * a session must be used by one thread at a time; distinct sessions may run
- * concurrently.
+ * concurrently, each with its own threads.
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RUNTIME_H
 #define KILN_RUNTIME_H
@@ -121,6 +121,14 @@ typedef struct kiln_session kiln_session;
 kiln_status kiln_session_create(const kiln_artifact *artifact,
                                 kiln_session **out);
 void kiln_session_destroy(kiln_session *session);
+
+/* Sets how many threads, the calling one included, run the session's
+ * parallel loops: 1 runs everything on the calling thread, 0 (the default)
+ * one thread per CPU the process may use. Threads start on the next run. */
+kiln_status kiln_session_set_num_threads(kiln_session *session,
+                                         int32_t num_threads);
+/* The thread count runs use (0 resolved to the CPU count). */
+int32_t kiln_session_num_threads(const kiln_session *session);
 
 /* Runs entry point `entry`. `inputs` holds num_inputs tensors in signature
  * order, each checked against the signature's dtype and shape. For each

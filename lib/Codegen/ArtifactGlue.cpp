@@ -103,15 +103,15 @@ public:
 };
 
 /// `int32_t wrapper(void *state, void *scratch, void *const *inputs,
-/// void *const *outputs)` unpacking the pointer arrays into the generated
-/// function's parameters (inputs, outputs, status, scratch) and returning
-/// the status the function writes.
+/// void *const *outputs, kiln_abi_executor *executor)` unpacking the pointer
+/// arrays into the generated function's parameters (inputs, outputs, status,
+/// scratch, executor) and returning the status the function writes.
 Function *createEntryWrapper(Module &module, Function *impl,
                              const kiln::EntrySignature &signature) {
   LLVMContext &ctx = module.getContext();
   PointerType *ptrTy = PointerType::getUnqual(ctx);
   auto *type = FunctionType::get(Type::getInt32Ty(ctx),
-                                 {ptrTy, ptrTy, ptrTy, ptrTy}, false);
+                                 {ptrTy, ptrTy, ptrTy, ptrTy, ptrTy}, false);
   Function *wrapper = Function::Create(type, GlobalValue::InternalLinkage,
                                        "kiln_entry." + signature.name, module);
   IRBuilder<> b(BasicBlock::Create(ctx, "entry", wrapper));
@@ -126,6 +126,7 @@ Function *createEntryWrapper(Module &module, Function *impl,
   Value *status = b.CreateAlloca(b.getInt32Ty(), nullptr, "status");
   args.push_back(status);
   args.push_back(wrapper->getArg(1));
+  args.push_back(wrapper->getArg(4));
   b.CreateCall(impl, args);
   b.CreateRet(b.CreateLoad(b.getInt32Ty(), status));
   return wrapper;
@@ -139,12 +140,12 @@ std::string kiln::addArtifactGlue(Module &module,
   std::vector<Constant *> entryConstants;
   for (const EntrySignature &signature : entries) {
     Function *impl = module.getFunction(signature.name);
-    size_t numParams = signature.inputs.size() + signature.outputs.size() + 2;
+    size_t numParams = signature.inputs.size() + signature.outputs.size() + 3;
     if (!impl || impl->arg_size() != numParams ||
         !impl->getReturnType()->isVoidTy())
       return "lowered function '" + signature.name +
              "' does not take one pointer per input and output, a status "
-             "and a scratch arena";
+             "a scratch arena and an executor";
     impl->setName("kiln_impl." + signature.name);
     entryConstants.push_back(descriptor.entry(
         signature, createEntryWrapper(module, impl, signature)));
@@ -158,7 +159,7 @@ std::string kiln::addArtifactGlue(Module &module,
     if (!global.isDeclaration())
       global.setLinkage(GlobalValue::InternalLinkage);
 
-  // The one exported symbol: `const kiln_abi_artifact *kiln_artifact_v1(void)`.
+  // The one exported symbol: `const kiln_abi_artifact *kiln_artifact_v2(void)`.
   LLVMContext &ctx = module.getContext();
   auto *getterType = FunctionType::get(PointerType::getUnqual(ctx), false);
   Function *getter = Function::Create(getterType, GlobalValue::ExternalLinkage,

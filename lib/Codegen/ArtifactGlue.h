@@ -12,7 +12,7 @@ namespace kiln {
 
 /// Adds to `module` (lowered with bare-pointer calling convention) what
 /// include/kiln/abi.h describes: one `kiln_abi_entry_fn` wrapper per entry,
-/// the signature tables and the exported `kiln_artifact_v1`. Everything else
+/// the signature tables and the exported `kiln_artifact_v2`. Everything else
 /// defined in the module becomes internal. Returns an empty string on
 /// success, otherwise what is wrong.
 std::string addArtifactGlue(llvm::Module &module,

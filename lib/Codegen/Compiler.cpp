@@ -4,6 +4,7 @@
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Config.h"
 #include "lib/Codegen/ArtifactGlue.h"
+#include "lib/Codegen/ParallelDispatch.h"
 #include "lib/Codegen/Pipeline.h"
 #include "lib/Codegen/Signature.h"
 
@@ -250,7 +251,9 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return failure();
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
-  std::string glueError = addArtifactGlue(*llvmModule, *entries);
+  std::string glueError = lowerParallelDispatch(*llvmModule);
+  if (glueError.empty())
+    glueError = addArtifactGlue(*llvmModule, *entries);
   if (!glueError.empty())
     return emitError(loc) << "internal error: " << glueError;
   std::string verifyMessage;

@@ -45,10 +45,14 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       "modify-public-functions},"
       "kiln-plan-memory,"
       "buffer-deallocation-pipeline,"
-      "kiln-memref-copy-to-linalg,"
-      "func.func(convert-linalg-to-loops),"
-      "convert-vector-to-scf{full-unroll target-rank=1}," +
-      (optimize ? "kiln-approximate-math," : "") +
+      "kiln-memref-copy-to-linalg," +
+      (optimize ? "func.func(convert-linalg-to-parallel-loops),"
+                : "func.func(convert-linalg-to-loops),") +
+      "convert-vector-to-scf{full-unroll target-rank=1},"
+      "scf-forall-to-parallel," +
+      (optimize ? "kiln-outline-parallel-loops,"
+                  "kiln-approximate-math,"
+                : "kiln-outline-parallel-loops{outline=false},") +
       "convert-math-to-funcs,"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"

@@ -36,7 +36,9 @@ def TileAndVectorizeContractionsPass
   let summary = "Tile matrix products for the caches and registers, then vectorize";
   let description = [{
     Tiles every `linalg.matmul` (on tensors; the kiln lowering expresses
-    batched products as loops of them) into
+    batched products as `scf.forall` loops of them) into an `scf.forall`
+    over `thread-rows` x `thread-cols` output blocks, the unit of work
+    threads share, then into
     reduction blocks of `cache-depth`, then into register blocks of
     `register-rows` x `register-cols` output elements with a reduction step
     of 1 (column blocks outside row blocks), peels the blocks that don't
@@ -53,7 +55,11 @@ def TileAndVectorizeContractionsPass
            "Output columns of one register block (a multiple of the SIMD width)">,
     Option<"cacheDepth", "cache-depth", "int64_t", "512",
            "Reduction depth of a cache block (a block of B of this many rows "
-           "and register-cols columns should fit in L1)">
+           "and register-cols columns should fit in L1)">,
+    Option<"threadRows", "thread-rows", "int64_t", "64",
+           "Output rows of the block one thread computes at a time">,
+    Option<"threadCols", "thread-cols", "int64_t", "128",
+           "Output columns of the block one thread computes at a time">
   ];
   let dependentDialects = [
     "mlir::transform::TransformDialect", "mlir::linalg::LinalgDialect",
@@ -105,6 +111,47 @@ def ApproximateMathPass : Pass<"kiln-approximate-math"> {
   }];
   let dependentDialects = ["mlir::math::MathDialect", "mlir::arith::ArithDialect",
                            "mlir::vector::VectorDialect"];
+}
+
+def OutlineParallelLoopsPass
+    : Pass<"kiln-outline-parallel-loops", "mlir::ModuleOp"> {
+  let summary = "Run large scf.parallel loops on the runtime's thread pool";
+  let description = [{
+    Gives every entry point a trailing `!llvm.ptr` argument, the runtime's
+    `kiln_abi_executor`, and moves the body of each outermost `scf.parallel`
+    whose estimated work reaches `min-work` into a function over a range of
+    iterations. The loop's leading dimensions are flattened into one
+    iteration space (until it has enough iterations to share among threads);
+    the rest stay an `scf.parallel` inside the body. The loop itself becomes
+    a call to a declaration `kiln.parallel_for.<body>(executor, count,
+    captures...)`, which code generation turns into a call of the
+    executor's `parallel_for`.
+
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c384) step (%c1, %c1) {
+      ...
+    }
+    // becomes
+    func.call @kiln.parallel_for.main_parallel_0(%executor, %c128, %buffer)
+        : (!llvm.ptr, index, memref<128x384xf32>) -> ()
+    ```
+
+    Values the body uses that have no side effects (constants, views) are
+    recomputed inside it; the others are passed, so they must be scalars or
+    statically shaped identity-layout memrefs. Loops that don't qualify, or
+    carry reductions, stay serial.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", "32768",
+           "Estimated operations (loop trip counts times the ops inside) a "
+           "loop needs to be run in parallel">,
+    Option<"outline", "outline", "bool", "true",
+           "Outline loops; false only adds the executor argument, for a "
+           "serial build">,
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::LLVM::LLVMDialect"];
 }
 
 #endif // KILN_CONVERSION_PASSES

@@ -45,13 +45,14 @@ func.func @matmul_rows(%a: tensor<8x2x3xf32>, %b: tensor<3x4xf32>) -> tensor<8x2
 
 // -----
 
-// Equal batch dimensions: a loop of linalg.matmul over the flattened batch.
+// Equal batch dimensions: a parallel loop of linalg.matmul over the
+// flattened batch.
 // CHECK-LABEL: func.func @matmul_batch
-// CHECK: scf.for %[[I:.*]] = %c0 to %c6 step %c1 iter_args(%[[OUT:.*]] = %{{.*}}) -> (tensor<6x4x4xf32>)
+// CHECK: scf.forall (%[[I:.*]]) in (6) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<6x4x4xf32>)
 // CHECK: %[[A:.*]] = tensor.extract_slice %{{.*}}[%[[I]], 0, 0] [1, 4, 8] [1, 1, 1] : tensor<6x4x8xf32> to tensor<4x8xf32>
 // CHECK: %[[B:.*]] = tensor.extract_slice %{{.*}}[%[[I]], 0, 0] [1, 8, 4] [1, 1, 1] : tensor<6x8x4xf32> to tensor<8x4xf32>
 // CHECK: %[[P:.*]] = linalg.matmul ins(%[[A]], %[[B]] : tensor<4x8xf32>, tensor<8x4xf32>)
-// CHECK: tensor.insert_slice %[[P]] into %[[OUT]][%[[I]], 0, 0] [1, 4, 4] [1, 1, 1]
+// CHECK: tensor.parallel_insert_slice %[[P]] into %[[OUT]][%[[I]], 0, 0] [1, 4, 4] [1, 1, 1]
 func.func @matmul_batch(%a: tensor<2x3x4x8xf32>, %b: tensor<2x3x8x4xf32>) -> tensor<2x3x4x4xf32> {
   %0 = kiln.matmul %a, %b : tensor<2x3x4x8xf32>, tensor<2x3x8x4xf32>
   return %0 : tensor<2x3x4x4xf32>

@@ -1,9 +1,14 @@
-// RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions | FileCheck %s
+// RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="thread-rows=16 thread-cols=64" | FileCheck %s
+// RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="thread-rows=8 thread-cols=32" | FileCheck %s --check-prefix=THREADS
 
-// Columns in blocks of 32 outside rows in blocks of 8; the 8x32
+// Threads share output blocks of thread-rows x thread-cols (one block here,
+// four with 8x32 blocks); inside one, columns in blocks of 32 outside rows in blocks of 8; the 8x32
 // accumulator stays in vector registers across the reduction loop, which
 // does one broadcast-FMA per row.
 // CHECK-LABEL: func.func @even
+// THREADS-LABEL: func.func @even
+// THREADS: scf.forall (%{{.*}}, %{{.*}}) in (2, 2)
+// THREADS: vector.fma
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32
 // CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
 // CHECK: %[[ACC:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>

@@ -134,6 +134,29 @@ TEST_F(RuntimeTest, ComputesTheMatrixProduct) {
     EXPECT_NEAR(c.f32()[i], expected[i], 1e-5f) << "element " << i;
 }
 
+TEST_F(RuntimeTest, SetsTheThreadCount) {
+  int32_t cpus = kiln_session_num_threads(session);
+  EXPECT_GE(cpus, 1) << "the default is one thread per CPU";
+  EXPECT_LE(cpus, static_cast<int32_t>(std::thread::hardware_concurrency()));
+  EXPECT_EQ(kiln_session_set_num_threads(session, -1),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_set_num_threads(nullptr, 2),
+            KILN_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(kiln_session_num_threads(session), cpus);
+
+  std::vector<float> expected = referenceMatMul(a.f32(), b.f32());
+  for (int32_t threads : {3, 1, 0}) {
+    ASSERT_EQ(kiln_session_set_num_threads(session, threads), KILN_OK);
+    EXPECT_EQ(kiln_session_num_threads(session), threads ? threads : cpus);
+    std::vector<kiln_tensor *> outputs = {nullptr};
+    ASSERT_EQ(run({a.t, b.t}, outputs), KILN_OK) << kiln_last_error();
+    Tensor c;
+    c.t = outputs[0];
+    for (int i = 0; i < 9; ++i)
+      EXPECT_NEAR(c.f32()[i], expected[i], 1e-5f) << "element " << i;
+  }
+}
+
 TEST_F(RuntimeTest, RejectsTheWrongShape) {
   Tensor wrong(KILN_DTYPE_F32, {4, 3});
   std::vector<kiln_tensor *> outputs = {nullptr};

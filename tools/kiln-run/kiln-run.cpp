@@ -1,7 +1,8 @@
 //===- kiln-run.cpp - run a compiled artifact on ONNX tensor files --------===//
 //
 //   kiln-run model.so --input a.pb [--input b.pb] [--expect y.pb ...]
-//            [--rtol R] [--atol A] [--repeat N] [--entry NAME] [--save DIR]
+//            [--rtol R] [--atol A] [--repeat N] [--threads N] [--entry NAME]
+//            [--save DIR]
 //
 // Prints each output (name, dtype, shape, leading values), compares it with
 // the expected tensors if given, reports the median run time, and with
@@ -32,6 +33,7 @@ struct Options {
   double rtol = 1e-4;
   double atol = 1e-5;
   int repeat = 10;
+  int threads = 0; // 0: one per CPU
 };
 
 int fail(const std::string &message) {
@@ -43,8 +45,9 @@ void usage() {
   std::fprintf(
       stderr,
       "usage: kiln-run model.so [--input x.pb]... [--expect y.pb]...\n"
-      "                [--rtol R] [--atol A] [--repeat N] [--entry NAME]\n"
-      "                [--save DIR]\n");
+      "                [--rtol R] [--atol A] [--repeat N] [--threads N]\n"
+      "                [--entry NAME] [--save DIR]\n"
+      "  --threads N  threads running the model (default 0: one per CPU)\n");
 }
 
 bool parseNumber(const char *text, double &value) {
@@ -59,7 +62,7 @@ std::string parseArgs(int argc, char **argv, Options &options) {
     std::string arg = argv[i];
     bool takesValue = arg == "--input" || arg == "--expect" ||
                       arg == "--rtol" || arg == "--atol" || arg == "--repeat" ||
-                      arg == "--entry" || arg == "--save";
+                      arg == "--threads" || arg == "--entry" || arg == "--save";
     if (takesValue && i + 1 >= argc)
       return arg + " needs a value";
     const char *value = takesValue ? argv[++i] : nullptr;
@@ -82,6 +85,12 @@ std::string parseArgs(int argc, char **argv, Options &options) {
         return std::string("--repeat needs a count from 1, got '") + value +
                "'";
       options.repeat = static_cast<int>(number);
+    } else if (arg == "--threads") {
+      if (!parseNumber(value, number) || number > 4096 ||
+          number != std::floor(number))
+        return std::string("--threads needs a count from 0, got '") + value +
+               "'";
+      options.threads = static_cast<int>(number);
     } else if (arg == "--help" || arg == "-h") {
       usage();
       std::exit(0);
@@ -217,6 +226,8 @@ int main(int argc, char **argv) {
     return fail(kiln_last_error());
   std::unique_ptr<kiln_session, void (*)(kiln_session *)> sessionOwner(
       session, kiln_session_destroy);
+  if (kiln_session_set_num_threads(session, options.threads) != KILN_OK)
+    return fail(kiln_last_error());
 
   std::vector<kiln_tensor *> outputs(numOutputs, nullptr);
   std::vector<TensorPtr> outputOwners;
@@ -263,9 +274,10 @@ int main(int argc, char **argv) {
     }
   }
   std::sort(millis.begin(), millis.end());
-  std::printf("median run time: %.4f ms over %d run%s\n",
+  int threads = kiln_session_num_threads(session);
+  std::printf("median run time: %.4f ms over %d run%s on %d thread%s\n",
               millis[millis.size() / 2], options.repeat,
-              options.repeat == 1 ? "" : "s");
+              options.repeat == 1 ? "" : "s", threads, threads == 1 ? "" : "s");
   if (!options.expected.empty() && exitCode == 0)
     std::printf("outputs match the expected tensors (rtol %g, atol %g)\n",
                 options.rtol, options.atol);

@@ -42,7 +42,7 @@ Value createNamedMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
   }
   if (lhsShape.size() >= 3 && lhsShape.size() == rhsShape.size() &&
       lhsShape.drop_back(2) == rhsShape.drop_back(2)) {
-    // A loop over the flattened batch of 2-D linalg.matmul, so batched
+    // A parallel loop over the flattened batch of 2-D linalg.matmul, so batched
     // products take the same tiled and vectorized path as the others.
     int64_t batch = 1;
     for (int64_t dim : lhsShape.drop_back(2))
@@ -69,31 +69,28 @@ Value createNamedMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
       return tensor::ExtractSliceOp::create(nb, loc, type, source, offsets,
                                             sizes, strides);
     };
-    Value lower = arith::ConstantIndexOp::create(b, loc, 0);
-    Value upper = arith::ConstantIndexOp::create(b, loc, batch);
-    Value step = arith::ConstantIndexOp::create(b, loc, 1);
-    auto loop = scf::ForOp::create(
-        b, loc, lower, upper, step,
-        ValueRange{createEmptyTensor(b, loc, flatResult)},
-        [&](OpBuilder &nb, Location l, Value index, ValueRange iterArgs) {
-          RankedTensorType outType = matrix(resultType.getShape());
-          Value product =
-              linalg::MatmulOp::create(
-                  nb, l, outType,
-                  ValueRange{slice(nb, flatLhs, index, matrix(lhsShape)),
-                             slice(nb, flatRhs, index, matrix(rhsShape))},
-                  createFilledTensor(nb, l, outType, zero))
-                  .getResult(0);
-          SmallVector<OpFoldResult> offsets = {index, nb.getIndexAttr(0),
-                                               nb.getIndexAttr(0)};
-          SmallVector<OpFoldResult> sizes = {
-              nb.getIndexAttr(1), nb.getIndexAttr(outType.getDimSize(0)),
-              nb.getIndexAttr(outType.getDimSize(1))};
-          SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
-          Value updated = tensor::InsertSliceOp::create(
-              nb, l, product, iterArgs[0], offsets, sizes, strides);
-          scf::YieldOp::create(nb, l, updated);
-        });
+    // Each product of the batch is independent: threads share them.
+    auto loop = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(batch)},
+        ValueRange{createEmptyTensor(b, loc, flatResult)}, std::nullopt);
+    OpBuilder nb = OpBuilder::atBlockBegin(loop.getBody());
+    Value index = loop.getInductionVar(0);
+    RankedTensorType outType = matrix(resultType.getShape());
+    Value product = linalg::MatmulOp::create(
+                        nb, loc, outType,
+                        ValueRange{slice(nb, flatLhs, index, matrix(lhsShape)),
+                                   slice(nb, flatRhs, index, matrix(rhsShape))},
+                        createFilledTensor(nb, loc, outType, zero))
+                        .getResult(0);
+    SmallVector<OpFoldResult> offsets = {index, nb.getIndexAttr(0),
+                                         nb.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {nb.getIndexAttr(1),
+                                       nb.getIndexAttr(outType.getDimSize(0)),
+                                       nb.getIndexAttr(outType.getDimSize(1))};
+    SmallVector<OpFoldResult> strides(3, nb.getIndexAttr(1));
+    nb.setInsertionPointToStart(loop.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(
+        nb, loc, product, loop.getRegionIterArgs()[0], offsets, sizes, strides);
     return reshapeTensor(b, loc, loop.getResult(0), resultType);
   }
   return {};

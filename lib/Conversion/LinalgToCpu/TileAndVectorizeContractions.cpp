@@ -21,8 +21,9 @@ using namespace mlir;
 namespace {
 
 /// {0}: the reduction depth of a cache block; {1}: the register tile sizes
-/// (M, N, K). Loops run over reduction blocks, then column blocks, then row
-/// blocks, so a block of B stays in L1 while every row block of A passes
+/// (M, N, K); {2}: the (M, N) sizes of the blocks threads share. Inside a
+/// thread's block, loops run over reduction blocks, then column blocks, then
+/// row blocks, so a block of B stays in L1 while every row block of A passes
 /// by.
 /// The register loops over rows and columns are peeled where they don't
 /// divide evenly, so every register block but the last row and column of
@@ -37,7 +38,9 @@ module attributes {{transform.with_named_sequence} {
   }
   transform.named_sequence @tile_matmul(
       %op: !transform.any_op {{transform.consumed}) {{
-    %block, %kl = transform.structured.tile_using_for %op tile_sizes [0, 0, {0}]
+    %chunk, %forall = transform.structured.tile_using_forall %op tile_sizes [{2}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %block, %kl = transform.structured.tile_using_for %chunk tile_sizes [0, 0, {0}]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %regs, %rl:3 = transform.structured.tile_using_for %block tile_sizes [{1}]
         interchange = [1, 0, 2]
@@ -99,8 +102,10 @@ struct TileAndVectorizeContractionsPass
   LogicalResult initialize(MLIRContext *context) override {
     std::string registers =
         llvm::formatv("{0}, {1}, 1", registerRows, registerCols).str();
+    std::string threadBlocks =
+        llvm::formatv("{0}, {1}", threadRows, threadCols).str();
     std::string source =
-        llvm::formatv(kScheduleTemplate, cacheDepth, registers);
+        llvm::formatv(kScheduleTemplate, cacheDepth, registers, threadBlocks);
     schedule = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(source, context));
     return success(static_cast<bool>(*schedule));

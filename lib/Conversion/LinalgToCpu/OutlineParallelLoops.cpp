@@ -1,0 +1,239 @@
+//===- OutlineParallelLoops.cpp - parallel loops on the runtime's threads -===//
+//
+// The runtime's executor takes a function over a range of iterations and a
+// closure. This pass produces the function (the loop body over a range) and a
+// call naming it; code generation packs the call's operands into the
+// closure, because only after lowering to LLVM are their types final.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Analysis/TopologicalSortUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_OUTLINEPARALLELLOOPSPASS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+/// Iterations a flattened space should have, so the executor can balance
+/// threads that finish at different times.
+constexpr int64_t kMinFlatIterations = 64;
+
+std::optional<int64_t> getTripCount(Value lower, Value upper, Value step) {
+  std::optional<int64_t> lb = getConstantIntValue(lower),
+                         ub = getConstantIntValue(upper),
+                         st = getConstantIntValue(step);
+  if (!lb || !ub || !st || *st <= 0)
+    return std::nullopt;
+  return *ub <= *lb ? 0 : llvm::divideCeil(*ub - *lb, *st);
+}
+
+/// Operations one execution of `op` runs, its loops multiplied out; a loop
+/// whose trip count isn't constant counts as one iteration.
+double estimateWork(Operation *op) {
+  double inner = 0;
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (Operation &nested : block)
+        inner += estimateWork(&nested);
+  double trips = 1;
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    trips =
+        getTripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())
+            .value_or(1);
+  } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+    for (auto [lb, ub, step] :
+         llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
+      trips *= getTripCount(lb, ub, step).value_or(1);
+  }
+  return 1 + trips * inner;
+}
+
+/// Types the bare-pointer calling convention passes to a function.
+bool isPassable(Type type) {
+  if (auto memref = dyn_cast<MemRefType>(type))
+    return memref.hasStaticShape() && memref.getLayout().isIdentity() &&
+           !memref.getMemorySpace();
+  return type.isIntOrIndexOrFloat() || isa<LLVM::LLVMPointerType>(type);
+}
+
+/// What the body needs from outside: values passed in, and side-effect free
+/// ops recreated inside (so views of any layout never cross the call).
+struct LoopInputs {
+  SetVector<Value> arguments;
+  SetVector<Operation *> recomputed;
+};
+
+FailureOr<LoopInputs> collectInputs(scf::ParallelOp loop) {
+  SetVector<Value> worklist;
+  getUsedValuesDefinedAbove(loop.getRegion(), worklist);
+  worklist.insert(loop->operand_begin(), loop->operand_end());
+  LoopInputs inputs;
+  for (size_t i = 0; i < worklist.size(); ++i) {
+    Value value = worklist[i];
+    Operation *def = value.getDefiningOp();
+    if (def && def->getNumRegions() == 0 && isMemoryEffectFree(def)) {
+      if (inputs.recomputed.insert(def))
+        worklist.insert(def->operand_begin(), def->operand_end());
+      continue;
+    }
+    if (!isPassable(value.getType()))
+      return failure();
+    inputs.arguments.insert(value);
+  }
+  inputs.recomputed = topologicalSort(inputs.recomputed);
+  return inputs;
+}
+
+/// Replaces `loop` by a call running its body on the executor, or leaves it
+/// in place when it doesn't qualify.
+void outlineLoop(scf::ParallelOp loop, Value executor, StringRef entryName,
+                 SymbolTable &symbols) {
+  if (!loop.getInitVals().empty())
+    return;
+  unsigned rank = loop.getNumLoops();
+  SmallVector<int64_t> trips;
+  for (auto [lb, ub, step] :
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
+    std::optional<int64_t> trip = getTripCount(lb, ub, step);
+    if (!trip)
+      break;
+    trips.push_back(*trip);
+  }
+  // Flatten leading dimensions until the space is wide enough, keeping the
+  // innermost one as a loop of its own unless nothing else can be shared:
+  // it is the one LLVM vectorizes.
+  unsigned flat = 0;
+  int64_t count = 1;
+  while (flat < trips.size() && (flat == 0 || count < kMinFlatIterations) &&
+         (flat + 1 < rank || count < 2)) {
+    count *= trips[flat];
+    ++flat;
+  }
+  if (flat == 0 || count < 2)
+    return;
+  FailureOr<LoopInputs> inputs = collectInputs(loop);
+  if (failed(inputs))
+    return;
+
+  MLIRContext *context = loop.getContext();
+  Location loc = loop.getLoc();
+  auto indexType = IndexType::get(context);
+  SmallVector<Type> bodyTypes = {indexType, indexType};
+  for (Value value : inputs->arguments)
+    bodyTypes.push_back(value.getType());
+  OpBuilder moduleBuilder(context);
+  auto body =
+      func::FuncOp::create(moduleBuilder, loc, (entryName + "_parallel").str(),
+                           FunctionType::get(context, bodyTypes, {}));
+  body.setPrivate();
+  symbols.insert(body);
+  SmallVector<Type> dispatchTypes = {executor.getType(), indexType};
+  llvm::append_range(dispatchTypes, llvm::drop_begin(bodyTypes, 2));
+  auto dispatch = func::FuncOp::create(
+      moduleBuilder, loc, ("kiln.parallel_for." + body.getSymName()).str(),
+      FunctionType::get(context, dispatchTypes, {}));
+  dispatch.setPrivate();
+  symbols.insert(dispatch);
+
+  Block *entry = body.addEntryBlock();
+  OpBuilder b = OpBuilder::atBlockBegin(entry);
+  IRMapping mapping;
+  for (auto [value, argument] :
+       llvm::zip(inputs->arguments, entry->getArguments().drop_front(2)))
+    mapping.map(value, argument);
+  for (Operation *op : inputs->recomputed)
+    b.clone(*op, mapping);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto flatLoop = scf::ForOp::create(b, loc, entry->getArgument(0),
+                                     entry->getArgument(1), one);
+  b.setInsertionPointToStart(flatLoop.getBody());
+  // Delinearize, innermost flattened dimension fastest.
+  Value remaining = flatLoop.getInductionVar();
+  SmallVector<Value> ivs(flat);
+  for (int dim = flat - 1; dim >= 0; --dim) {
+    Value index = remaining;
+    if (dim > 0) {
+      Value trip = arith::ConstantIndexOp::create(b, loc, trips[dim]);
+      index = arith::RemUIOp::create(b, loc, remaining, trip);
+      remaining = arith::DivUIOp::create(b, loc, remaining, trip);
+    }
+    Value scaled = arith::MulIOp::create(b, loc, index,
+                                         mapping.lookup(loop.getStep()[dim]));
+    ivs[dim] = arith::AddIOp::create(b, loc, scaled,
+                                     mapping.lookup(loop.getLowerBound()[dim]));
+  }
+  auto cloneBody = [&](OpBuilder &nb) {
+    for (Operation &op : loop.getBody()->without_terminator())
+      nb.clone(op, mapping);
+  };
+  for (unsigned dim = 0; dim < flat; ++dim)
+    mapping.map(loop.getInductionVars()[dim], ivs[dim]);
+  if (flat == rank) {
+    cloneBody(b);
+  } else {
+    auto rest = [&](OperandRange values) {
+      return llvm::map_to_vector(llvm::drop_begin(values, flat),
+                                 [&](Value v) { return mapping.lookup(v); });
+    };
+    scf::ParallelOp::create(
+        b, loc, rest(loop.getLowerBound()), rest(loop.getUpperBound()),
+        rest(loop.getStep()), [&](OpBuilder &nb, Location, ValueRange inner) {
+          for (auto [old, fresh] : llvm::zip(
+                   llvm::drop_begin(loop.getInductionVars(), flat), inner))
+            mapping.map(old, fresh);
+          cloneBody(nb);
+        });
+  }
+  b.setInsertionPointToEnd(entry);
+  func::ReturnOp::create(b, loc);
+
+  b.setInsertionPoint(loop);
+  SmallVector<Value> operands = {executor,
+                                 arith::ConstantIndexOp::create(b, loc, count)};
+  llvm::append_range(operands, inputs->arguments);
+  func::CallOp::create(b, loc, dispatch, operands);
+  loop.erase();
+}
+
+struct OutlineParallelLoopsPass
+    : kiln::impl::OutlineParallelLoopsPassBase<OutlineParallelLoopsPass> {
+  using OutlineParallelLoopsPassBase::OutlineParallelLoopsPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTable symbols(module);
+    auto executorType = LLVM::LLVMPointerType::get(&getContext());
+    SmallVector<func::FuncOp> entries;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func.isPublic() && !func.isExternal())
+        entries.push_back(func);
+    for (func::FuncOp func : entries) {
+      (void)func.insertArgument(func.getNumArguments(), executorType,
+                                DictionaryAttr::get(&getContext()),
+                                func.getLoc());
+      if (!outline)
+        continue;
+      Value executor = func.getArgument(func.getNumArguments() - 1);
+      SmallVector<scf::ParallelOp> loops;
+      func.walk([&](scf::ParallelOp loop) {
+        if (!loop->getParentOfType<scf::ParallelOp>() &&
+            estimateWork(loop) >= static_cast<double>(minWork))
+          loops.push_back(loop);
+      });
+      for (scf::ParallelOp loop : loops)
+        outlineLoop(loop, executor, func.getSymName(), symbols);
+    }
+  }
+};
+
+} // namespace
