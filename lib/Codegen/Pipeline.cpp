@@ -38,6 +38,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
                   "canonicalize,") +
       (optimize ? "kiln-fuse-elementwise,"
                   "kiln-tile-and-vectorize-contractions,"
+                  "kiln-vectorize-generics,"
                 : "") +
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
@@ -57,7 +58,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       "convert-scf-to-cf,"
       "expand-strided-metadata,"
       "lower-affine,"
-      "convert-vector-to-llvm,"
+      "convert-vector-to-llvm{reassociate-fp-reductions},"
       "convert-ub-to-llvm,"
       "convert-math-to-llvm,"
       "convert-math-to-libm,"

@@ -56,9 +56,9 @@ def TileAndVectorizeContractionsPass
     Option<"cacheDepth", "cache-depth", "int64_t", "512",
            "Reduction depth of a cache block (a block of B of this many rows "
            "and register-cols columns should fit in L1)">,
-    Option<"threadRows", "thread-rows", "int64_t", "64",
+    Option<"threadRows", "thread-rows", "int64_t", "128",
            "Output rows of the block one thread computes at a time">,
-    Option<"threadCols", "thread-cols", "int64_t", "128",
+    Option<"threadCols", "thread-cols", "int64_t", "64",
            "Output columns of the block one thread computes at a time">
   ];
   let dependentDialects = [
@@ -152,6 +152,39 @@ def OutlineParallelLoopsPass
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect",
                            "mlir::LLVM::LLVMDialect"];
+}
+
+def VectorizeGenericsPass : Pass<"kiln-vectorize-generics"> {
+  let summary = "Vectorize elementwise ops and reductions in SIMD-wide blocks";
+  let description = [{
+    Tiles each statically shaped `linalg.generic` on tensors into an
+    `scf.forall` of blocks (threads share them) that are `vector-width`
+    wide along a parallel innermost dimension and span the reduction
+    dimensions whole, then vectorizes the blocks: elementwise code becomes
+    SIMD arithmetic, reductions `vector.reduction`. Ops that read their
+    innermost dimension other than contiguously (transposes), gather, or
+    whose innermost dimension isn't a multiple of the width stay scalar.
+
+    ```mlir
+    %y = linalg.generic {... iterator_types = ["parallel", "parallel"]}
+        ins(%x : tensor<128x384xf32>) outs(%init : tensor<128x384xf32>) {...}
+    // becomes
+    %y = scf.forall (%i, %j) in (128, 24) shared_outs(%o = %init) {
+      %v = vector.transfer_read %x[%i, %j16] ... : tensor<128x384xf32>, vector<16xf32>
+      ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "Elements of the innermost dimension per block (one AVX-512 "
+           "register of f32)">,
+    Option<"maxElements", "max-elements", "int64_t", "4096",
+           "Largest block, in elements, a reduction may span">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+                           "mlir::tensor::TensorDialect", "mlir::arith::ArithDialect",
+                           "mlir::affine::AffineDialect"];
 }
 
 #endif // KILN_CONVERSION_PASSES

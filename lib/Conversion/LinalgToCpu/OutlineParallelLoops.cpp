@@ -37,9 +37,14 @@ std::optional<int64_t> getTripCount(Value lower, Value upper, Value step) {
   return *ub <= *lb ? 0 : llvm::divideCeil(*ub - *lb, *st);
 }
 
-/// Operations one execution of `op` runs, its loops multiplied out; a loop
-/// whose trip count isn't constant counts as one iteration.
+/// Scalar operations one execution of `op` runs (a vector op counts its
+/// elements), its loops multiplied out; a loop whose trip count isn't
+/// constant counts as one iteration.
 double estimateWork(Operation *op) {
+  double own = 1;
+  for (Type type : op->getResultTypes())
+    if (auto vector = dyn_cast<VectorType>(type))
+      own = std::max<double>(own, vector.getNumElements());
   double inner = 0;
   for (Region &region : op->getRegions())
     for (Block &block : region)
@@ -55,7 +60,7 @@ double estimateWork(Operation *op) {
          llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
       trips *= getTripCount(lb, ub, step).value_or(1);
   }
-  return 1 + trips * inner;
+  return own + trips * inner;
 }
 
 /// Types the bare-pointer calling convention passes to a function.

@@ -1,0 +1,127 @@
+//===- VectorizeGenerics.cpp - SIMD blocks of elementwise ops and reductions
+//===//
+//
+// LLVM's loop vectorizer gives up on most of the scalar loops linalg lowers
+// to (their buffers all live in one arena, so it can't rule out aliasing).
+// Vectorizing in MLIR doesn't depend on that analysis.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_VECTORIZEGENERICSPASS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+
+namespace {
+
+/// Whether every operand reads or writes the innermost loop dimension, if at
+/// all, as its own innermost (contiguous) dimension.
+bool isInnermostContiguous(linalg::GenericOp op) {
+  unsigned innermost = op.getNumLoops() - 1;
+  for (AffineMap map : op.getIndexingMapsArray()) {
+    if (!map.isProjectedPermutation())
+      return false;
+    for (auto [index, expr] : llvm::enumerate(map.getResults()))
+      if (cast<AffineDimExpr>(expr).getPosition() == innermost &&
+          index + 1 != map.getNumResults())
+        return false;
+  }
+  return true;
+}
+
+/// Tile sizes for one SIMD block per tile: `width` along a parallel
+/// innermost dimension, whole reduction dimensions, 1 elsewhere. Empty if
+/// `op` is not worth or not safe to vectorize this way.
+SmallVector<int64_t> getBlockSizes(linalg::GenericOp op, int64_t width,
+                                   int64_t maxElements) {
+  if (op.getNumLoops() == 0 || !op.hasPureTensorSemantics() ||
+      !isInnermostContiguous(op))
+    return {};
+  // Gathers read at computed indices; the vectorizer's general gather path
+  // is slower than the scalar loop.
+  if (!op.getBody()->getOps<tensor::ExtractOp>().empty())
+    return {};
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic))
+    return {};
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> sizes(ranges.size(), 1);
+  int64_t elements = 1;
+  for (unsigned dim = 0; dim < ranges.size(); ++dim) {
+    if (iterators[dim] == utils::IteratorType::reduction) {
+      sizes[dim] = 0;
+      elements *= ranges[dim];
+    }
+  }
+  unsigned innermost = ranges.size() - 1;
+  if (iterators[innermost] == utils::IteratorType::parallel) {
+    if (ranges[innermost] % width != 0)
+      return {};
+    sizes[innermost] = width;
+    elements *= width;
+  } else if (ranges[innermost] < width) {
+    return {};
+  }
+  if (elements > maxElements)
+    return {};
+  return sizes;
+}
+
+struct VectorizeGenericsPass
+    : kiln::impl::VectorizeGenericsPassBase<VectorizeGenericsPass> {
+  using VectorizeGenericsPassBase::VectorizeGenericsPassBase;
+
+  void runOnOperation() override {
+    SmallVector<std::pair<linalg::GenericOp, SmallVector<int64_t>>> work;
+    getOperation()->walk([&](linalg::GenericOp op) {
+      SmallVector<int64_t> sizes = getBlockSizes(op, vectorWidth, maxElements);
+      if (!sizes.empty())
+        work.push_back({op, sizes});
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto &[op, sizes] : work) {
+      rewriter.setInsertionPoint(op);
+      Operation *block = op;
+      if (llvm::any_of(sizes, [](int64_t size) { return size != 0; })) {
+        scf::SCFTilingOptions options;
+        options.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
+        // A forall, so threads share the blocks.
+        options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+        FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+            rewriter, cast<TilingInterface>(op.getOperation()), options);
+        if (failed(tiled))
+          continue;
+        rewriter.replaceOp(op, tiled->replacements);
+        block = tiled->tiledOps.back();
+      }
+      rewriter.setInsertionPoint(block);
+      FailureOr<linalg::VectorizationResult> vectorized =
+          linalg::vectorize(rewriter, block);
+      if (succeeded(vectorized))
+        rewriter.replaceOp(block, vectorized->replacements);
+    }
+
+    RewritePatternSet patterns(&getContext());
+    vector::populateVectorMultiReductionLoweringPatterns(
+        patterns, vector::VectorMultiReductionLowering::InnerReduction);
+    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+    vector::populateCastAwayVectorLeadingOneDimPatterns(patterns);
+    for (Dialect *dialect : getContext().getLoadedDialects())
+      dialect->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : getContext().getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, &getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

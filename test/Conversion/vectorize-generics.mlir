@@ -1,0 +1,72 @@
+// RUN: kiln-opt %s -kiln-vectorize-generics | FileCheck %s
+
+// Elementwise: blocks of 16 along the innermost dimension, shared by threads
+// through an scf.forall; the broadcast operand is read as a vector too.
+// CHECK-LABEL: func.func @elementwise
+// CHECK: scf.forall (%[[I:.*]], %[[J:.*]]) = (0, 0) to (4, 64) step (1, 16)
+// CHECK: %[[X:.*]] = vector.transfer_read {{.*}} : tensor<1x16xf32>, vector<16xf32>
+// CHECK: %[[Y:.*]] = vector.transfer_read {{.*}} : tensor<16xf32>, vector<16xf32>
+// CHECK: %[[S:.*]] = arith.addf %[[X]], %[[Y]] : vector<16xf32>
+// CHECK: math.exp %[[S]] : vector<16xf32>
+// CHECK: tensor.parallel_insert_slice
+
+// A reduction over the innermost dimension: one block per row, one
+// vector.reduction over the whole row, folding in the initial value.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: scf.forall (%{{.*}}) in (8)
+// CHECK: %[[ROW:.*]] = vector.transfer_read {{.*}} : tensor<1x128xf32>, vector<128xf32>
+// CHECK: vector.reduction <add>, %[[ROW]], %{{.*}} : vector<128xf32> into f32
+
+// A transpose reads its innermost dimension with a stride, and 10 is no
+// multiple of 16: both stay scalar generics.
+// CHECK-LABEL: func.func @transpose
+// CHECK-NOT: vector
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @ragged
+// CHECK-NOT: vector
+// CHECK: linalg.generic
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+func.func @elementwise(%a: tensor<4x64xf32>, %b: tensor<64xf32>) -> tensor<4x64xf32> {
+  %init = tensor.empty() : tensor<4x64xf32>
+  %0 = linalg.generic {indexing_maps = [#id, affine_map<(d0, d1) -> (d1)>, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<4x64xf32>, tensor<64xf32>) outs(%init : tensor<4x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    %e = math.exp %s : f32
+    linalg.yield %e : f32
+  } -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
+func.func @row_sum(%a: tensor<8x128xf32>) -> tensor<8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<8xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<8xf32>) -> tensor<8xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<8x128xf32>) outs(%fill : tensor<8xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+func.func @transpose(%a: tensor<32x64xf32>) -> tensor<64x32xf32> {
+  %init = tensor.empty() : tensor<64x32xf32>
+  %0 = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<32x64xf32>) outs(%init : tensor<64x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+func.func @ragged(%a: tensor<4x10xf32>) -> tensor<4x10xf32> {
+  %init = tensor.empty() : tensor<4x10xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x10xf32>) outs(%init : tensor<4x10xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %n = arith.negf %x : f32
+    linalg.yield %n : f32
+  } -> tensor<4x10xf32>
+  return %0 : tensor<4x10xf32>
+}
