@@ -59,4 +59,30 @@ def InsertRuntimeChecksPass : Pass<"kiln-insert-runtime-checks", "mlir::ModuleOp
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect"];
 }
 
+def PackWeightsPass : Pass<"kiln-pack-weights"> {
+  let summary = "Store constant matmul weights as contiguous column panels";
+  let description = [{
+    Rewrites each `kiln.matmul` whose right operand is a constant f32
+    `[K, N]` matrix, with `N` a multiple of `panel-width`, into a
+    `kiln.packed_matmul` on a new constant holding the matrix as
+    `N / panel-width` contiguous `[K, panel-width]` panels. The matmul
+    kernel then reads each block of weights as one sequential stream
+    instead of K strided rows. A weight shared by several matmuls is packed
+    once per use; the unpacked constant goes away when nothing else uses it.
+
+    ```mlir
+    %w = kiln.constant dense<...> : tensor<384x1536xf32>
+    %y = kiln.matmul %x, %w : tensor<1x128x384xf32>, tensor<384x1536xf32>
+    // becomes
+    %p = kiln.constant dense<...> : tensor<48x384x32xf32>
+    %y = kiln.packed_matmul %x, %p : tensor<1x128x384xf32>, tensor<48x384x32xf32> -> tensor<1x128x1536xf32>
+    ```
+  }];
+  let options = [
+    Option<"panelWidth", "panel-width", "int64_t", "32",
+           "Columns per panel: the matmul kernel's register block width">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_PASSES

@@ -25,6 +25,26 @@ LogicalResult LayerNormOp::verify() {
   return success();
 }
 
+LogicalResult PackedMatMulOp::verify() {
+  auto lhsType = cast<RankedTensorType>(getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(getRhs().getType());
+  auto resultType = cast<RankedTensorType>(getResult().getType());
+  if (lhsType.getRank() < 2 || rhsType.getRank() != 3)
+    return emitOpError("takes a lhs of rank 2 or more and a rank-3 rhs");
+  ArrayRef<int64_t> lhs = lhsType.getShape(), rhs = rhsType.getShape();
+  if (lhs.back() != rhs[1])
+    return emitOpError("lhs has ")
+           << lhs.back() << " columns but the panels have " << rhs[1] << " rows";
+  SmallVector<int64_t> expected(lhs.drop_back());
+  expected.push_back(rhs[0] * rhs[2]);
+  if (resultType.getShape() != ArrayRef<int64_t>(expected) ||
+      resultType.getElementType() != lhsType.getElementType() ||
+      rhsType.getElementType() != lhsType.getElementType())
+    return emitOpError("result must be ")
+           << RankedTensorType::get(expected, lhsType.getElementType());
+  return success();
+}
+
 LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,

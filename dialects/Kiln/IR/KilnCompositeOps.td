@@ -55,4 +55,25 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
+def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul", [Pure]> {
+  let summary = "matrix product with a constant right operand in column panels";
+  let description = [{
+    `lhs` (`[..., M, K]`) times a `[K, N]` matrix stored as `N / W` column
+    panels of `W` columns, each `[K, W]` and contiguous: `rhs[p, k, j]` is
+    the matrix's element `(k, p * W + j)`. The result is `[..., M, N]`. A
+    product streams through its panels in order, which is the layout
+    kiln-pack-weights gives constant weights at compile time.
+
+    ```mlir
+    %0 = kiln.packed_matmul %x, %w : tensor<1x128x384xf32>, tensor<48x384x32xf32> -> tensor<1x128x1536xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_DIALECT_KILN_COMPOSITE_OPS

@@ -266,10 +266,70 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// kiln.packed_matmul: a parallel loop over the panels, each a named
+/// linalg.matmul of all rows of the lhs with one contiguous [K, W] panel,
+/// writing its W columns of the result.
+struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PackedMatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
+    auto panelsType = cast<RankedTensorType>(adaptor.getRhs().getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    int64_t k = lhsType.getShape().back();
+    int64_t rows = lhsType.getNumElements() / std::max<int64_t>(k, 1);
+    if (k == 0)
+      return rewriter.notifyMatchFailure(op, "empty reduction");
+    int64_t panels = panelsType.getDimSize(0),
+            width = panelsType.getDimSize(2);
+    auto flatLhsType = RankedTensorType::get({rows, k}, elementType);
+    auto flatResultType =
+        RankedTensorType::get({rows, panels * width}, elementType);
+    auto panelType = RankedTensorType::get({k, width}, elementType);
+    auto blockType = RankedTensorType::get({rows, width}, elementType);
+    Value lhs = reshapeTensor(rewriter, loc, adaptor.getLhs(), flatLhsType);
+    Value zero = createScalarConstant(rewriter, loc, elementType, 0);
+
+    auto loop = scf::ForallOp::create(
+        rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(panels)},
+        ValueRange{createEmptyTensor(rewriter, loc, flatResultType)},
+        std::nullopt);
+    OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+    Value p = loop.getInductionVar(0);
+    auto index = [&](int64_t value) -> OpFoldResult {
+      return b.getIndexAttr(value);
+    };
+    Value panel = tensor::ExtractSliceOp::create(
+        b, loc, panelType, adaptor.getRhs(),
+        ArrayRef<OpFoldResult>{p, index(0), index(0)},
+        ArrayRef<OpFoldResult>{index(1), index(k), index(width)},
+        ArrayRef<OpFoldResult>{index(1), index(1), index(1)});
+    Value block =
+        linalg::MatmulOp::create(b, loc, blockType, ValueRange{lhs, panel},
+                                 createFilledTensor(b, loc, blockType, zero))
+            .getResult(0);
+    Value column = arith::MulIOp::create(
+        b, loc, p, arith::ConstantIndexOp::create(b, loc, width));
+    b.setInsertionPointToStart(loop.getTerminator().getBody());
+    tensor::ParallelInsertSliceOp::create(
+        b, loc, block, loop.getRegionIterArgs()[0],
+        ArrayRef<OpFoldResult>{index(0), column},
+        ArrayRef<OpFoldResult>{index(rows), index(width)},
+        ArrayRef<OpFoldResult>{index(1), index(1)});
+    rewriter.replaceOp(
+        op, reshapeTensor(rewriter, loc, loop.getResult(0), resultType));
+    return success();
+  }
+};
+
 } // namespace
 
 void kiln::populateStructuredLoweringPatterns(RewritePatternSet &patterns) {
   patterns
-      .add<MatMulLowering, SoftmaxLowering, ReduceLowering<ReduceSumOp, false>,
+      .add<MatMulLowering, PackedMatMulLowering, SoftmaxLowering, ReduceLowering<ReduceSumOp, false>,
            ReduceLowering<ReduceMeanOp, true>>(patterns.getContext());
 }

@@ -1,0 +1,94 @@
+//===- PackWeights.cpp - constant matmul weights in column panels ---------===//
+//
+// A row-major [K, N] weight is read by a matmul kernel one block of columns
+// at a time, so each of the block's K rows is a separate stride through
+// memory. Weights are read from DRAM on every run (a model's weights don't
+// fit in cache), and strided streams defeat the prefetchers; stored as
+// contiguous panels, a block is one sequential stream.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cstring>
+
+namespace kiln {
+#define GEN_PASS_DEF_PACKWEIGHTSPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// `weight` ([K, N], f32, not a splat) as N / width panels of [K, width].
+DenseElementsAttr packPanels(DenseElementsAttr weight, int64_t width) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
+  int64_t panels = columns / width;
+  ArrayRef<char> raw = weight.getRawData();
+  std::vector<float> packed(rows * columns);
+  const char *source = raw.data();
+  for (int64_t p = 0; p < panels; ++p)
+    for (int64_t k = 0; k < rows; ++k)
+      std::memcpy(&packed[(p * rows + k) * width],
+                  source + (k * columns + p * width) * sizeof(float),
+                  width * sizeof(float));
+  auto packedType =
+      RankedTensorType::get({panels, rows, width}, type.getElementType());
+  return DenseElementsAttr::getFromRawBuffer(
+      packedType, ArrayRef<char>(reinterpret_cast<const char *>(packed.data()),
+                                 packed.size() * sizeof(float)));
+}
+
+struct PackConstantRhs : OpRewritePattern<MatMulOp> {
+  PackConstantRhs(MLIRContext *ctx, int64_t width)
+      : OpRewritePattern(ctx), width(width) {}
+
+  LogicalResult matchAndRewrite(MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    auto weight = op.getRhs().getDefiningOp<ConstantOp>();
+    auto dense =
+        weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
+    auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+    if (!dense || dense.isSplat() || !dense.getElementType().isF32() ||
+        lhsType.getRank() < 2)
+      return failure();
+    auto type = cast<RankedTensorType>(dense.getType());
+    if (type.getRank() != 2 || type.getDimSize(1) % width != 0 ||
+        type.getDimSize(1) == 0 || type.getDimSize(0) == 0)
+      return failure();
+    rewriter.setInsertionPoint(weight);
+    auto panels =
+        ConstantOp::create(rewriter, weight.getLoc(), packPanels(dense, width));
+    rewriter.setInsertionPoint(op);
+    rewriter.replaceOpWithNewOp<PackedMatMulOp>(op, op.getType(), op.getLhs(),
+                                                panels);
+    return success();
+  }
+
+  int64_t width;
+};
+
+struct PackWeightsPass : kiln::impl::PackWeightsPassBase<PackWeightsPass> {
+  using PackWeightsPassBase::PackWeightsPassBase;
+
+  void runOnOperation() override {
+    if (panelWidth <= 0) {
+      getOperation()->emitError("kiln-pack-weights: panel-width must be "
+                                "positive");
+      return signalPassFailure();
+    }
+    RewritePatternSet patterns(&getContext());
+    patterns.add<PackConstantRhs>(&getContext(), panelWidth);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
