@@ -14,6 +14,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace kiln {
@@ -26,19 +27,22 @@ using namespace kiln;
 
 namespace {
 
-/// `weight` ([K, N], f32, not a splat) as N / width panels of [K, width].
+/// `weight` ([K, N], f32, not a splat) as ceil(N / width) panels of
+/// [K, width], the last one padded with zeros.
 DenseElementsAttr packPanels(DenseElementsAttr weight, int64_t width) {
   auto type = cast<RankedTensorType>(weight.getType());
   int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
-  int64_t panels = columns / width;
+  int64_t panels = llvm::divideCeil(columns, width);
   ArrayRef<char> raw = weight.getRawData();
-  std::vector<float> packed(rows * columns);
+  std::vector<float> packed(panels * rows * width, 0.0f);
   const char *source = raw.data();
-  for (int64_t p = 0; p < panels; ++p)
+  for (int64_t p = 0; p < panels; ++p) {
+    int64_t count = std::min(width, columns - p * width);
     for (int64_t k = 0; k < rows; ++k)
       std::memcpy(&packed[(p * rows + k) * width],
                   source + (k * columns + p * width) * sizeof(float),
-                  width * sizeof(float));
+                  count * sizeof(float));
+  }
   auto packedType =
       RankedTensorType::get({panels, rows, width}, type.getElementType());
   return DenseElementsAttr::getFromRawBuffer(
@@ -60,8 +64,8 @@ struct PackConstantRhs : OpRewritePattern<MatMulOp> {
         lhsType.getRank() < 2)
       return failure();
     auto type = cast<RankedTensorType>(dense.getType());
-    if (type.getRank() != 2 || type.getDimSize(1) % width != 0 ||
-        type.getDimSize(1) == 0 || type.getDimSize(0) == 0)
+    if (type.getRank() != 2 || type.getDimSize(1) == 0 ||
+        type.getDimSize(0) == 0)
       return failure();
     rewriter.setInsertionPoint(weight);
     auto panels =

@@ -63,9 +63,9 @@ def PackWeightsPass : Pass<"kiln-pack-weights"> {
   let summary = "Store constant matmul weights as contiguous column panels";
   let description = [{
     Rewrites each `kiln.matmul` whose right operand is a constant f32
-    `[K, N]` matrix, with `N` a multiple of `panel-width`, into a
-    `kiln.packed_matmul` on a new constant holding the matrix as
-    `N / panel-width` contiguous `[K, panel-width]` panels. The matmul
+    `[K, N]` matrix into a `kiln.packed_matmul` on a new constant holding
+    the matrix as `ceil(N / panel-width)` contiguous `[K, panel-width]`
+    panels, the last one padded with zero columns. The matmul
     kernel then reads each block of weights as one sequential stream
     instead of K strided rows. A weight shared by several matmuls is packed
     once per use; the unpacked constant goes away when nothing else uses it.

@@ -159,11 +159,12 @@ def VectorizeGenericsPass : Pass<"kiln-vectorize-generics"> {
   let description = [{
     Tiles each statically shaped `linalg.generic` on tensors into an
     `scf.forall` of blocks (threads share them) that are `vector-width`
-    wide along a parallel innermost dimension and span the reduction
-    dimensions whole, then vectorizes the blocks: elementwise code becomes
-    SIMD arithmetic, reductions `vector.reduction`. Ops that read their
-    innermost dimension other than contiguously (transposes), gather, or
-    whose innermost dimension isn't a multiple of the width stay scalar.
+    wide along a parallel innermost dimension (a whole row where the width
+    doesn't divide it) and span the reduction dimensions whole, then
+    vectorizes the blocks: elementwise code becomes SIMD arithmetic,
+    reductions `vector.reduction`. Ops that read their innermost dimension
+    other than contiguously (transposes), gather, or whose innermost
+    dimension is shorter than the width stay scalar.
 
     ```mlir
     %y = linalg.generic {... iterator_types = ["parallel", "parallel"]}

@@ -252,3 +252,24 @@ func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<6x2
   %2 = kiln.conv2d %batch, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<2x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<2x6x6x6xf32>
   return %0, %1, %2 : tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>, tensor<2x6x6x6xf32>
 }
+
+// -----
+
+// Packed weights: a parallel loop over the full panels writes two columns
+// each into the result; the padded last panel goes to a block of its own,
+// whose valid column is copied.
+// CHECK-LABEL: func.func @packed_matmul
+// CHECK: %[[LHS:.*]] = tensor.expand_shape
+// CHECK: scf.forall (%[[P:.*]]) in (2) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<4x5xf32>)
+// CHECK: %[[PANEL:.*]] = tensor.extract_slice %arg1[%[[P]], 0, 0] [1, 3, 2] [1, 1, 1] : tensor<3x3x2xf32> to tensor<3x2xf32>
+// CHECK: %[[BLOCK:.*]] = linalg.matmul ins(%[[LHS]], %[[PANEL]] : tensor<4x3xf32>, tensor<3x2xf32>)
+// CHECK: %[[COL:.*]] = arith.muli %[[P]], %{{.*}}
+// CHECK: tensor.parallel_insert_slice %[[BLOCK]] into %[[OUT]][0, %[[COL]]] [4, 2] [1, 1]
+// CHECK: %[[LAST:.*]] = tensor.extract_slice %arg1[2, 0, 0] [1, 3, 2] [1, 1, 1]
+// CHECK: %[[TAIL:.*]] = linalg.matmul ins(%[[LHS]], %[[LAST]]
+// CHECK: %[[VALID:.*]] = tensor.extract_slice %[[TAIL]][0, 0] [4, 1] [1, 1] : tensor<4x2xf32> to tensor<4x1xf32>
+// CHECK: tensor.insert_slice %[[VALID]] into %{{.*}}[0, 4] [4, 1] [1, 1] : tensor<4x1xf32> into tensor<4x5xf32>
+func.func @packed_matmul(%x: tensor<1x4x3xf32>, %w: tensor<3x3x2xf32>) -> tensor<1x4x5xf32> {
+  %0 = kiln.packed_matmul %x, %w : tensor<1x4x3xf32>, tensor<3x3x2xf32> -> tensor<1x4x5xf32>
+  return %0 : tensor<1x4x5xf32>
+}

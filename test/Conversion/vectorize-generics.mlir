@@ -17,8 +17,13 @@
 // CHECK: %[[ROW:.*]] = vector.transfer_read {{.*}} : tensor<1x128xf32>, vector<128xf32>
 // CHECK: vector.reduction <add>, %[[ROW]], %{{.*}} : vector<128xf32> into f32
 
-// A transpose reads its innermost dimension with a stride, and 10 is no
-// multiple of 16: both stay scalar generics.
+// A transpose reads its innermost dimension with a stride, and a row of 10
+// is shorter than one vector: both stay scalar generics.
+// 16 doesn't divide a row of 40: the block is the whole row.
+// CHECK-LABEL: func.func @ragged_row
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: arith.negf %{{.*}} : vector<40xf32>
+
 // CHECK-LABEL: func.func @transpose
 // CHECK-NOT: vector
 // CHECK: linalg.generic
@@ -50,6 +55,16 @@ func.func @row_sum(%a: tensor<8x128xf32>) -> tensor<8xf32> {
     linalg.yield %s : f32
   } -> tensor<8xf32>
   return %0 : tensor<8xf32>
+}
+func.func @ragged_row(%a: tensor<2x40xf32>) -> tensor<2x40xf32> {
+  %init = tensor.empty() : tensor<2x40xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<2x40xf32>) outs(%init : tensor<2x40xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %n = arith.negf %x : f32
+    linalg.yield %n : f32
+  } -> tensor<2x40xf32>
+  return %0 : tensor<2x40xf32>
 }
 func.func @transpose(%a: tensor<32x64xf32>) -> tensor<64x32xf32> {
   %init = tensor.empty() : tensor<64x32xf32>

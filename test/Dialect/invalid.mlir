@@ -189,3 +189,19 @@ func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
   %0 = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<1x3x8x8xf32>, tensor<4x2x3x3xf32> -> tensor<1x4x6x6xf32>
   return
 }
+
+// -----
+
+func.func @packed_matmul_columns(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>) {
+  // expected-error @+1 {{result has 4 columns, which 3 panels of 2 don't hold with less than a panel of padding}}
+  %0 = kiln.packed_matmul %x, %w : tensor<4x3xf32>, tensor<3x3x2xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @packed_matmul_depth(%x: tensor<4x5xf32>, %w: tensor<3x3x2xf32>) {
+  // expected-error @+1 {{lhs has 5 columns but the panels have 3 rows}}
+  %0 = kiln.packed_matmul %x, %w : tensor<4x5xf32>, tensor<3x3x2xf32> -> tensor<4x6xf32>
+  return
+}

@@ -100,3 +100,10 @@ func.func @composites(%x: tensor<1x16x64xf32>, %g: tensor<64xf32>, %img: tensor<
   %1 = kiln.conv2d %img, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x4x4xf32>
   return %0, %1 : tensor<1x16x64xf32>, tensor<1x6x4x4xf32>
 }
+
+// CHECK-LABEL: func.func @packed_matmul
+func.func @packed_matmul(%x: tensor<1x4x3xf32>, %w: tensor<3x3x2xf32>) -> tensor<1x4x5xf32> {
+  // CHECK: kiln.packed_matmul %arg0, %arg1 : tensor<1x4x3xf32>, tensor<3x3x2xf32> -> tensor<1x4x5xf32>
+  %0 = kiln.packed_matmul %x, %w : tensor<1x4x3xf32>, tensor<3x3x2xf32> -> tensor<1x4x5xf32>
+  return %0 : tensor<1x4x5xf32>
+}

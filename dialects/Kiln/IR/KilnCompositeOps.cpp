@@ -34,14 +34,19 @@ LogicalResult PackedMatMulOp::verify() {
   ArrayRef<int64_t> lhs = lhsType.getShape(), rhs = rhsType.getShape();
   if (lhs.back() != rhs[1])
     return emitOpError("lhs has ")
-           << lhs.back() << " columns but the panels have " << rhs[1] << " rows";
-  SmallVector<int64_t> expected(lhs.drop_back());
-  expected.push_back(rhs[0] * rhs[2]);
-  if (resultType.getShape() != ArrayRef<int64_t>(expected) ||
+           << lhs.back() << " columns but the panels have " << rhs[1]
+           << " rows";
+  ArrayRef<int64_t> result = resultType.getShape();
+  if (result.size() != lhs.size() || result.drop_back() != lhs.drop_back() ||
       resultType.getElementType() != lhsType.getElementType() ||
       rhsType.getElementType() != lhsType.getElementType())
-    return emitOpError("result must be ")
-           << RankedTensorType::get(expected, lhsType.getElementType());
+    return emitOpError("result must have the lhs's element type and leading "
+                       "dimensions");
+  int64_t columns = result.back();
+  if (columns > rhs[0] * rhs[2] || columns <= (rhs[0] - 1) * rhs[2])
+    return emitOpError("result has ")
+           << columns << " columns, which " << rhs[0] << " panels of " << rhs[2]
+           << " don't hold with less than a panel of padding";
   return success();
 }
 

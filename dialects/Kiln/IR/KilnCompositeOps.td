@@ -58,9 +58,10 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
 def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul", [Pure]> {
   let summary = "matrix product with a constant right operand in column panels";
   let description = [{
-    `lhs` (`[..., M, K]`) times a `[K, N]` matrix stored as `N / W` column
-    panels of `W` columns, each `[K, W]` and contiguous: `rhs[p, k, j]` is
-    the matrix's element `(k, p * W + j)`. The result is `[..., M, N]`. A
+    `lhs` (`[..., M, K]`) times a `[K, N]` matrix stored as `ceil(N / W)`
+    column panels of `W` columns, each `[K, W]` and contiguous:
+    `rhs[p, k, j]` is the matrix's element `(k, p * W + j)`; columns past
+    `N` in the last panel are padding. The result is `[..., M, N]`. A
     product streams through its panels in order, which is the layout
     kiln-pack-weights gives constant weights at compile time.
 

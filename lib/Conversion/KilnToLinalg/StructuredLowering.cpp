@@ -266,9 +266,10 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
   }
 };
 
-/// kiln.packed_matmul: a parallel loop over the panels, each a named
-/// linalg.matmul of all rows of the lhs with one contiguous [K, W] panel,
-/// writing its W columns of the result.
+/// kiln.packed_matmul: a parallel loop over the full panels, each a named
+/// linalg.matmul of all rows of the lhs with one contiguous [K, W] panel
+/// writing its W columns of the result, then the padded last panel, if any,
+/// into a block of its own whose valid columns are copied.
 struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -281,47 +282,72 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     Type elementType = resultType.getElementType();
     int64_t k = lhsType.getShape().back();
-    int64_t rows = lhsType.getNumElements() / std::max<int64_t>(k, 1);
     if (k == 0)
       return rewriter.notifyMatchFailure(op, "empty reduction");
-    int64_t panels = panelsType.getDimSize(0),
-            width = panelsType.getDimSize(2);
-    auto flatLhsType = RankedTensorType::get({rows, k}, elementType);
-    auto flatResultType =
-        RankedTensorType::get({rows, panels * width}, elementType);
+    int64_t rows = lhsType.getNumElements() / k;
+    int64_t width = panelsType.getDimSize(2);
+    int64_t columns = resultType.getShape().back();
+    int64_t fullPanels = columns / width, tail = columns % width;
+    auto flatResultType = RankedTensorType::get({rows, columns}, elementType);
     auto panelType = RankedTensorType::get({k, width}, elementType);
     auto blockType = RankedTensorType::get({rows, width}, elementType);
-    Value lhs = reshapeTensor(rewriter, loc, adaptor.getLhs(), flatLhsType);
+    Value lhs = reshapeTensor(rewriter, loc, adaptor.getLhs(),
+                              RankedTensorType::get({rows, k}, elementType));
     Value zero = createScalarConstant(rewriter, loc, elementType, 0);
 
-    auto loop = scf::ForallOp::create(
-        rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(panels)},
-        ValueRange{createEmptyTensor(rewriter, loc, flatResultType)},
-        std::nullopt);
-    OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
-    Value p = loop.getInductionVar(0);
-    auto index = [&](int64_t value) -> OpFoldResult {
-      return b.getIndexAttr(value);
+    auto multiply = [&](OpBuilder &b, OpFoldResult p) {
+      auto index = [&](int64_t value) -> OpFoldResult {
+        return b.getIndexAttr(value);
+      };
+      Value panel = tensor::ExtractSliceOp::create(
+          b, loc, panelType, adaptor.getRhs(),
+          ArrayRef<OpFoldResult>{p, index(0), index(0)},
+          ArrayRef<OpFoldResult>{index(1), index(k), index(width)},
+          ArrayRef<OpFoldResult>{index(1), index(1), index(1)});
+      return linalg::MatmulOp::create(
+                 b, loc, blockType, ValueRange{lhs, panel},
+                 createFilledTensor(b, loc, blockType, zero))
+          .getResult(0);
     };
-    Value panel = tensor::ExtractSliceOp::create(
-        b, loc, panelType, adaptor.getRhs(),
-        ArrayRef<OpFoldResult>{p, index(0), index(0)},
-        ArrayRef<OpFoldResult>{index(1), index(k), index(width)},
-        ArrayRef<OpFoldResult>{index(1), index(1), index(1)});
-    Value block =
-        linalg::MatmulOp::create(b, loc, blockType, ValueRange{lhs, panel},
-                                 createFilledTensor(b, loc, blockType, zero))
-            .getResult(0);
-    Value column = arith::MulIOp::create(
-        b, loc, p, arith::ConstantIndexOp::create(b, loc, width));
-    b.setInsertionPointToStart(loop.getTerminator().getBody());
-    tensor::ParallelInsertSliceOp::create(
-        b, loc, block, loop.getRegionIterArgs()[0],
-        ArrayRef<OpFoldResult>{index(0), column},
-        ArrayRef<OpFoldResult>{index(rows), index(width)},
-        ArrayRef<OpFoldResult>{index(1), index(1)});
-    rewriter.replaceOp(
-        op, reshapeTensor(rewriter, loc, loop.getResult(0), resultType));
+    SmallVector<OpFoldResult> unitStrides(2, rewriter.getIndexAttr(1));
+    Value result = createEmptyTensor(rewriter, loc, flatResultType);
+    if (fullPanels > 0) {
+      auto loop = scf::ForallOp::create(
+          rewriter, loc,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(fullPanels)},
+          ValueRange{result}, std::nullopt);
+      OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+      Value p = loop.getInductionVar(0);
+      Value block = multiply(b, p);
+      Value column = arith::MulIOp::create(
+          b, loc, p, arith::ConstantIndexOp::create(b, loc, width));
+      b.setInsertionPointToStart(loop.getTerminator().getBody());
+      tensor::ParallelInsertSliceOp::create(
+          b, loc, block, loop.getRegionIterArgs()[0],
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), column},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(width)},
+          unitStrides);
+      result = loop.getResult(0);
+    }
+    if (tail > 0) {
+      Value block = multiply(rewriter, rewriter.getIndexAttr(fullPanels));
+      Value valid = tensor::ExtractSliceOp::create(
+          rewriter, loc, RankedTensorType::get({rows, tail}, elementType),
+          block,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
+                                 rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
+                                 rewriter.getIndexAttr(tail)},
+          unitStrides);
+      result = tensor::InsertSliceOp::create(
+          rewriter, loc, valid, result,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
+                                 rewriter.getIndexAttr(fullPanels * width)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
+                                 rewriter.getIndexAttr(tail)},
+          unitStrides);
+    }
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, resultType));
     return success();
   }
 };
@@ -329,7 +355,7 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
 } // namespace
 
 void kiln::populateStructuredLoweringPatterns(RewritePatternSet &patterns) {
-  patterns
-      .add<MatMulLowering, PackedMatMulLowering, SoftmaxLowering, ReduceLowering<ReduceSumOp, false>,
-           ReduceLowering<ReduceMeanOp, true>>(patterns.getContext());
+  patterns.add<MatMulLowering, PackedMatMulLowering, SoftmaxLowering,
+               ReduceLowering<ReduceSumOp, false>,
+               ReduceLowering<ReduceMeanOp, true>>(patterns.getContext());
 }

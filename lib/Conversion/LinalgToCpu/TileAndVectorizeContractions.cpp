@@ -21,13 +21,13 @@ using namespace mlir;
 namespace {
 
 /// {0}: the reduction depth of a cache block; {1}: the register tile sizes
-/// (M, N, K); {2}: the (M, N) sizes of the blocks threads share. Inside a
-/// thread's block, loops run over reduction blocks, then column blocks, then
-/// row blocks, so a block of B stays in L1 while every row block of A passes
-/// by.
-/// The register loops over rows and columns are peeled where they don't
-/// divide evenly, so every register block but the last row and column of
-/// blocks has a static shape and vectorizes without masks.
+/// (M, N, K); {2}: the (M, N) sizes of the blocks threads share, for
+/// products not already in a parallel loop. Inside a thread's block, loops run
+/// over reduction blocks, then column blocks, then row blocks, so a block of B
+/// stays in L1 while every row block of A passes by. The register loops over
+/// rows and columns are peeled where they don't divide evenly, so every
+/// register block but the last row and column of blocks has a static shape and
+/// vectorizes without masks.
 constexpr const char *kScheduleTemplate = R"mlir(
 module attributes {{transform.with_named_sequence} {
   transform.named_sequence @peel(%loop: !transform.any_op {{transform.readonly}) {{
@@ -36,11 +36,9 @@ module attributes {{transform.with_named_sequence} {
         : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
     transform.yield
   }
-  transform.named_sequence @tile_matmul(
+  transform.named_sequence @tile_registers(
       %op: !transform.any_op {{transform.consumed}) {{
-    %chunk, %forall = transform.structured.tile_using_forall %op tile_sizes [{2}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %block, %kl = transform.structured.tile_using_for %chunk tile_sizes [0, 0, {0}]
+    %block, %kl = transform.structured.tile_using_for %op tile_sizes [0, 0, {0}]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %regs, %rl:3 = transform.structured.tile_using_for %block tile_sizes [{1}]
         interchange = [1, 0, 2]
@@ -50,13 +48,30 @@ module attributes {{transform.with_named_sequence} {
     transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
     transform.yield
   }
+  transform.named_sequence @tile_shared_matmul(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %chunk, %forall = transform.structured.tile_using_forall %op tile_sizes [{2}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @tile_registers failures(propagate) (%chunk)
+        : (!transform.any_op) -> ()
+    transform.yield
+  }
   transform.named_sequence @__transform_main(
       %root: !transform.any_op {{transform.readonly}) {{
-    %mms = transform.structured.match ops{{["linalg.matmul"]} in %root
+    %shared = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.thread_blocks} in %root
         : (!transform.any_op) -> !transform.any_op
-    transform.foreach %mms : !transform.any_op {{
+    %nested = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.in_parallel_loop} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %shared : !transform.any_op {{
     ^bb0(%mm: !transform.any_op):
-      transform.include @tile_matmul failures(propagate) (%mm)
+      transform.include @tile_shared_matmul failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
+    transform.foreach %nested : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_registers failures(propagate) (%mm)
           : (!transform.any_op) -> ()
     }
     %funcs = transform.structured.match ops{{["func.func"]} in %root
@@ -93,6 +108,11 @@ module attributes {{transform.with_named_sequence} {
 }
 )mlir";
 
+/// Markers the schedule matches, so each product is tiled once, by the
+/// sequence it was marked for.
+constexpr StringLiteral kSharedMarker = "kiln.thread_blocks";
+constexpr StringLiteral kNestedMarker = "kiln.in_parallel_loop";
+
 struct TileAndVectorizeContractionsPass
     : kiln::impl::TileAndVectorizeContractionsPassBase<
           TileAndVectorizeContractionsPass> {
@@ -112,6 +132,13 @@ struct TileAndVectorizeContractionsPass
   }
 
   void runOnOperation() override {
+    // A product inside a parallel loop (one of a batch) already has threads
+    // enough; blocks for threads inside it would only leave ragged edges.
+    getOperation()->walk([](linalg::MatmulOp op) {
+      bool nested = op->getParentOfType<scf::ForallOp>() != nullptr;
+      op->setAttr(nested ? kNestedMarker : kSharedMarker,
+                  UnitAttr::get(op.getContext()));
+    });
     ModuleOp script = schedule->get();
     Operation *entry = transform::detail::findTransformEntryPoint(
         getOperation(), script, "__transform_main");
@@ -119,6 +146,10 @@ struct TileAndVectorizeContractionsPass
         failed(transform::applyTransformNamedSequence(
             getOperation(), entry, script, transform::TransformOptions())))
       signalPassFailure();
+    getOperation()->walk([](linalg::MatmulOp op) {
+      op->removeAttr(kNestedMarker);
+      op->removeAttr(kSharedMarker);
+    });
   }
 
   /// Parsed once per pass pipeline and shared by the pass's clones.

@@ -38,8 +38,9 @@ bool isInnermostContiguous(linalg::GenericOp op) {
   return true;
 }
 
-/// Tile sizes for one SIMD block per tile: `width` along a parallel
-/// innermost dimension, whole reduction dimensions, 1 elsewhere. Empty if
+/// Tile sizes for one SIMD block per tile: `width` (or the whole row, if
+/// `width` doesn't divide it) along a parallel innermost dimension, whole
+/// reduction dimensions, 1 elsewhere. Empty if
 /// `op` is not worth or not safe to vectorize this way.
 SmallVector<int64_t> getBlockSizes(linalg::GenericOp op, int64_t width,
                                    int64_t maxElements) {
@@ -64,10 +65,13 @@ SmallVector<int64_t> getBlockSizes(linalg::GenericOp op, int64_t width,
   }
   unsigned innermost = ranges.size() - 1;
   if (iterators[innermost] == utils::IteratorType::parallel) {
-    if (ranges[innermost] % width != 0)
+    // A ragged row is one vector of its length: LLVM splits it into full
+    // registers and a short tail, which beats masking every block.
+    int64_t size = ranges[innermost] % width == 0 ? width : ranges[innermost];
+    if (size < width)
       return {};
-    sizes[innermost] = width;
-    elements *= width;
+    sizes[innermost] = size;
+    elements *= size;
   } else if (ranges[innermost] < width) {
     return {};
   }
