@@ -128,6 +128,51 @@ print(json.dumps({"median_ms": 1000 * sorted(times)[len(times) // 2]}))
 """
 
 
+def contraction_gflop(model):
+    """GFLOP (2 per multiply-add) of the model's MatMul, Gemm and Conv nodes,
+    from ONNX shape inference: work no fp32 kernel can skip."""
+    graph = onnx.shape_inference.infer_shapes(
+        onnx.load(model, load_external_data=False), data_prop=True).graph
+    shapes = {}
+    for info in list(graph.input) + list(graph.value_info) + list(graph.output):
+        dims = info.type.tensor_type.shape.dim
+        shapes[info.name] = [d.dim_value for d in dims]
+    for init in graph.initializer:
+        shapes[init.name] = list(init.dims)
+    flop = 0
+    for node in graph.node:
+        out = shapes.get(node.output[0])
+        if not out or not all(out):
+            continue
+        if node.op_type in ("MatMul", "Gemm"):
+            a = shapes.get(node.input[0], [])
+            trans_a = any(attr.name == "transA" and attr.i for attr in node.attribute)
+            k = a[-2] if trans_a and len(a) >= 2 else (a[-1] if a else 0)
+            flop += 2 * int(np.prod(out)) * k
+        elif node.op_type == "Conv":
+            w = shapes.get(node.input[1], [])
+            if len(w) >= 3:
+                flop += 2 * int(np.prod(out)) * int(np.prod(w[1:]))
+    return flop / 1e9
+
+
+def measure_fma_peak():
+    """One core's fp32 FMA throughput in GFLOP/s (bench/fma_peak.c)."""
+    compiler = next((c for c in ("clang-22", "clang", "cc")
+                     if subprocess.run(["sh", "-c", f"command -v {c}"],
+                                       capture_output=True).returncode == 0),
+                    None)
+    if compiler is None:
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = os.path.join(tmp, "fma_peak")
+        subprocess.run([compiler, "-O2", "-march=native", "-ffp-contract=fast",
+                        os.path.join(HERE, "fma_peak.c"), "-o", binary],
+                       check=True)
+        out, _, _ = time_process([binary])
+    return float(out.strip())
+
+
 def run_iree(model, folder, inputs, runs):
     """IREE's times at 1 and 2 threads and its output, or None if IREE is not
     installed or does not compile the model."""
@@ -188,6 +233,7 @@ def main():
         subprocess.run(export, check=True, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
 
+    peak = measure_fma_peak()
     rows = []
     for name in args.models.split(","):
         folder = os.path.join(args.work, name)
@@ -228,7 +274,7 @@ def main():
         iree_cells = ("n/a", "n/a") if iree is None else (
             f"{iree[1][0]:.2f}", f"{iree[2][0]:.2f}")
         rows.append((name, kiln_results, ort_results, iree_cells, compile_s,
-                     compile_mib, rel_err))
+                     compile_mib, rel_err, contraction_gflop(model)))
         print(f"{name}: kiln {kiln_results[1][0]:.2f} / "
               f"{kiln_results[2][0]:.2f} ms, ort {ort_results[1][0]:.2f} / "
               f"{ort_results[2][0]:.2f} ms, iree {iree_cells[0]} / "
@@ -252,21 +298,29 @@ def main():
         "process at a time. Kiln/ORT below 1 means Kiln is faster.",
         "Ratios matter more than times: the machine is shared and noisy.",
         "",
+        "The floor is the model's MatMul/Gemm/Conv work (from ONNX shape "
+        "inference) at this machine's fp32 FMA peak on every thread, "
+        + (f"{peak:.1f} GFLOP/s per core (bench/fma_peak.c, same run)"
+           if peak else "not measured (no C compiler)")
+        + ": no fp32 runtime can be faster than it.",
+        "",
         "| model | threads | Kiln ms | ORT ms | Kiln/ORT | IREE ms "
-        "| Kiln RSS MiB | ORT RSS MiB | Kiln compile s | Kiln compile MiB "
-        "| max rel err vs ORT |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| floor ms | Kiln RSS MiB | ORT RSS MiB | Kiln compile s "
+        "| Kiln compile MiB | max rel err vs ORT |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+        "| --- |",
     ]
     for (name, kiln, ort_results, iree_cells, compile_s, compile_mib,
-         rel_err) in rows:
+         rel_err, gflop) in rows:
         for threads in (1, 2):
             kiln_ms, kiln_mib, _ = kiln[threads]
             ort_ms, ort_mib, _ = ort_results[threads]
+            floor = f"{gflop / (peak * threads) * 1e3:.1f}" if peak else "n/a"
             lines.append(
                 f"| {name} | {threads} | {kiln_ms:.2f} | {ort_ms:.2f} | "
                 f"{kiln_ms / ort_ms:.2f}x | {iree_cells[threads - 1]} | "
-                f"{kiln_mib:.0f} | {ort_mib:.0f} | {compile_s:.1f} | "
-                f"{compile_mib:.0f} | {rel_err:.1e} |")
+                f"{floor} | {kiln_mib:.0f} | {ort_mib:.0f} | "
+                f"{compile_s:.1f} | {compile_mib:.0f} | {rel_err:.1e} |")
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"wrote {args.output}")
