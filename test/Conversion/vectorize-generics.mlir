@@ -17,14 +17,29 @@
 // CHECK: %[[ROW:.*]] = vector.transfer_read {{.*}} : tensor<1x128xf32>, vector<128xf32>
 // CHECK: vector.reduction <add>, %[[ROW]], %{{.*}} : vector<128xf32> into f32
 
-// A transpose reads its innermost dimension with a stride, and a row of 10
-// is shorter than one vector: both stay scalar generics.
 // 16 doesn't divide a row of 40: the block is the whole row.
 // CHECK-LABEL: func.func @ragged_row
 // CHECK: scf.forall (%{{.*}}) in (2)
 // CHECK: arith.negf %{{.*}} : vector<40xf32>
 
+// A transpose reads its innermost dimension with a stride: 16x16 blocks,
+// each one register transpose.
 // CHECK-LABEL: func.func @transpose
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 32) step (16, 16)
+// CHECK: %[[BLOCK:.*]] = vector.transfer_read {{.*}} : tensor<16x16xf32>, vector<16x16xf32>
+// CHECK: vector.transpose %[[BLOCK]], [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+
+// An attention mask broadcast over heads and rows (zeros in its map) is
+// read as a vector like the scores.
+// CHECK-LABEL: func.func @mask
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (4, 8, 32) step (1, 1, 16)
+// CHECK: vector.transfer_read {{.*}} : tensor<1x1x1x16xf32>, vector<16xf32>
+// CHECK: vector.transfer_read {{.*}} : tensor<1x1x1x16xf32>, vector<16xf32>
+// CHECK: arith.addf {{.*}} : vector<16xf32>
+
+// Booleans are a byte each in memory but packed bits in LLVM's vectors, and
+// a row of 10 is shorter than one vector: both stay scalar generics.
+// CHECK-LABEL: func.func @bool_select
 // CHECK-NOT: vector
 // CHECK: linalg.generic
 // CHECK-LABEL: func.func @ragged
@@ -74,6 +89,29 @@ func.func @transpose(%a: tensor<32x64xf32>) -> tensor<64x32xf32> {
     linalg.yield %x : f32
   } -> tensor<64x32xf32>
   return %0 : tensor<64x32xf32>
+}
+func.func @mask(%s: tensor<1x4x8x32xf32>, %m: tensor<1x1x1x32xf32>) -> tensor<1x4x8x32xf32> {
+  %init = tensor.empty() : tensor<1x4x8x32xf32>
+  %c = arith.constant 8.0 : f32
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s, %m : tensor<1x4x8x32xf32>, tensor<1x1x1x32xf32>) outs(%init : tensor<1x4x8x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %d = arith.divf %x, %c : f32
+    %a = arith.addf %d, %y : f32
+    linalg.yield %a : f32
+  } -> tensor<1x4x8x32xf32>
+  return %0 : tensor<1x4x8x32xf32>
+}
+func.func @bool_select(%c: tensor<4x32xi1>, %a: tensor<4x32xf32>) -> tensor<4x32xf32> {
+  %init = tensor.empty() : tensor<4x32xf32>
+  %inf = arith.constant 0xFF800000 : f32
+  %0 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %a : tensor<4x32xi1>, tensor<4x32xf32>) outs(%init : tensor<4x32xf32>) {
+  ^bb0(%x: i1, %y: f32, %o: f32):
+    %r = arith.select %x, %inf, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
 }
 func.func @ragged(%a: tensor<4x10xf32>) -> tensor<4x10xf32> {
   %init = tensor.empty() : tensor<4x10xf32>

@@ -23,34 +23,58 @@ using namespace mlir;
 
 namespace {
 
-/// Whether every operand reads or writes the innermost loop dimension, if at
-/// all, as its own innermost (contiguous) dimension.
-bool isInnermostContiguous(linalg::GenericOp op) {
+/// The loop dimension that operands which read or write the innermost loop
+/// dimension with a stride (transposes) have as their own innermost one:
+/// std::nullopt if there are none, failure if they disagree or an operand
+/// isn't a projected permutation.
+FailureOr<std::optional<unsigned>> getTransposedDim(linalg::GenericOp op) {
   unsigned innermost = op.getNumLoops() - 1;
-  for (AffineMap map : op.getIndexingMapsArray()) {
-    if (!map.isProjectedPermutation())
-      return false;
+  std::optional<unsigned> transposed;
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    // Zeros are allowed for broadcast size-1 dimensions (an attention
+    // mask's); reading element 0 of a longer one is a slice, not a block.
+    if (!map.isProjectedPermutation(/*allowZeroInResults=*/true))
+      return failure();
+    auto type = cast<RankedTensorType>(operand.get().getType());
     for (auto [index, expr] : llvm::enumerate(map.getResults()))
-      if (cast<AffineDimExpr>(expr).getPosition() == innermost &&
-          index + 1 != map.getNumResults())
-        return false;
+      if (isa<AffineConstantExpr>(expr) && type.getDimSize(index) != 1)
+        return failure();
+    for (auto [index, expr] : llvm::enumerate(map.getResults())) {
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      if (!dim || dim.getPosition() != innermost ||
+          index + 1 == map.getNumResults())
+        continue;
+      auto last = dyn_cast<AffineDimExpr>(map.getResults().back());
+      if (!last || (transposed && *transposed != last.getPosition()))
+        return failure();
+      transposed = last.getPosition();
+    }
   }
-  return true;
+  return transposed;
 }
 
 /// Tile sizes for one SIMD block per tile: `width` (or the whole row, if
 /// `width` doesn't divide it) along a parallel innermost dimension, whole
-/// reduction dimensions, 1 elsewhere. Empty if
-/// `op` is not worth or not safe to vectorize this way.
+/// reduction dimensions, 1 elsewhere. A transpose gets `width` x `width`
+/// blocks, which vectorize to register transposes. Empty if `op` is not
+/// worth or not safe to vectorize this way.
 SmallVector<int64_t> getBlockSizes(linalg::GenericOp op, int64_t width,
                                    int64_t maxElements) {
-  if (op.getNumLoops() == 0 || !op.hasPureTensorSemantics() ||
-      !isInnermostContiguous(op))
+  if (op.getNumLoops() == 0 || !op.hasPureTensorSemantics())
+    return {};
+  FailureOr<std::optional<unsigned>> transposed = getTransposedDim(op);
+  if (failed(transposed))
     return {};
   // Gathers read at computed indices; the vectorizer's general gather path
   // is slower than the scalar loop.
   if (!op.getBody()->getOps<tensor::ExtractOp>().empty())
     return {};
+  // Buffers of i1 hold a byte per element, but LLVM loads and stores
+  // vectors of i1 as packed bits.
+  for (Value operand : op->getOperands())
+    if (getElementTypeOrSelf(operand.getType()).isInteger(1))
+      return {};
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (llvm::any_of(ranges, ShapedType::isDynamic))
     return {};
@@ -64,6 +88,14 @@ SmallVector<int64_t> getBlockSizes(linalg::GenericOp op, int64_t width,
     }
   }
   unsigned innermost = ranges.size() - 1;
+  if (*transposed) {
+    unsigned other = **transposed;
+    if (op.getNumReductionLoops() != 0 || ranges[innermost] % width != 0 ||
+        ranges[other] % width != 0)
+      return {};
+    sizes[innermost] = sizes[other] = width;
+    return sizes;
+  }
   if (iterators[innermost] == utils::IteratorType::parallel) {
     // A ragged row is one vector of its length: LLVM splits it into full
     // registers and a short tail, which beats masking every block.
