@@ -85,4 +85,25 @@ def PackWeightsPass : Pass<"kiln-pack-weights"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseMatMulBiasPass : Pass<"kiln-fuse-matmul-bias"> {
+  let summary = "Fold a constant bias row into the packed product it follows";
+  let description = [{
+    Rewrites `kiln.add` of a `kiln.packed_matmul` (used only there) and a
+    constant f32 row of the product's column count (`[N]`, `[1, N]`, ...)
+    into the packed product with a `bias` operand, stored in the product's
+    panels and padded with zeros. The kernel starts its accumulators from
+    the bias, so the separate pass over the result disappears. The sum
+    must have the product's type.
+
+    ```mlir
+    %y = kiln.packed_matmul %x, %w : tensor<128x384xf32>, tensor<12x384x32xf32> -> tensor<128x384xf32>
+    %z = kiln.add %y, %b : tensor<128x384xf32>, tensor<384xf32>
+    // becomes
+    %p = kiln.constant dense<...> : tensor<12x32xf32>
+    %z = kiln.packed_matmul %x, %w bias %p : tensor<128x384xf32>, tensor<12x384x32xf32>, tensor<12x32xf32> -> tensor<128x384xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_PASSES

@@ -273,3 +273,17 @@ func.func @packed_matmul(%x: tensor<1x4x3xf32>, %w: tensor<3x3x2xf32>) -> tensor
   %0 = kiln.packed_matmul %x, %w : tensor<1x4x3xf32>, tensor<3x3x2xf32> -> tensor<1x4x5xf32>
   return %0 : tensor<1x4x5xf32>
 }
+
+// -----
+
+// A bias: each panel's block starts from its row of the bias, broadcast
+// over the rows, instead of zeros.
+// CHECK-LABEL: func.func @packed_matmul_bias
+// CHECK: scf.forall (%[[P:.*]]) in (2)
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %arg2[%[[P]], 0] [1, 2] [1, 1] : tensor<2x2xf32> to tensor<2xf32>
+// CHECK: %[[INIT:.*]] = linalg.generic {{.*}} ins(%[[ROW]] : tensor<2xf32>)
+// CHECK: linalg.matmul ins({{.*}}) outs(%[[INIT]] : tensor<4x2xf32>)
+func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>, %b: tensor<2x2xf32>) -> tensor<4x4xf32> {
+  %0 = kiln.packed_matmul %x, %w bias %b : tensor<4x3xf32>, tensor<2x3x2xf32>, tensor<2x2xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}

@@ -205,3 +205,11 @@ func.func @packed_matmul_depth(%x: tensor<4x5xf32>, %w: tensor<3x3x2xf32>) {
   %0 = kiln.packed_matmul %x, %w : tensor<4x5xf32>, tensor<3x3x2xf32> -> tensor<4x6xf32>
   return
 }
+
+// -----
+
+func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %b: tensor<5xf32>) {
+  // expected-error @+1 {{bias must be 'tensor<3x2xf32>', the panels of the result's columns}}
+  %0 = kiln.packed_matmul %x, %w bias %b : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<5xf32> -> tensor<4x5xf32>
+  return
+}

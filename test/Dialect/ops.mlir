@@ -107,3 +107,10 @@ func.func @packed_matmul(%x: tensor<1x4x3xf32>, %w: tensor<3x3x2xf32>) -> tensor
   %0 = kiln.packed_matmul %x, %w : tensor<1x4x3xf32>, tensor<3x3x2xf32> -> tensor<1x4x5xf32>
   return %0 : tensor<1x4x5xf32>
 }
+
+// CHECK-LABEL: func.func @packed_matmul_bias
+func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %b: tensor<3x2xf32>) -> tensor<4x5xf32> {
+  // CHECK: kiln.packed_matmul %arg0, %arg1 bias %arg2 : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
+  %0 = kiln.packed_matmul %x, %w bias %b : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}

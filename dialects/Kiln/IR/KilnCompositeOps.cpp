@@ -47,6 +47,15 @@ LogicalResult PackedMatMulOp::verify() {
     return emitOpError("result has ")
            << columns << " columns, which " << rhs[0] << " panels of " << rhs[2]
            << " don't hold with less than a panel of padding";
+  if (Value bias = getBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    if (biasType.getShape() != ArrayRef<int64_t>{rhs[0], rhs[2]} ||
+        biasType.getElementType() != lhsType.getElementType())
+      return emitOpError("bias must be ")
+             << RankedTensorType::get({rhs[0], rhs[2]},
+                                      lhsType.getElementType())
+             << ", the panels of the result's columns";
+  }
   return success();
 }
 

@@ -65,14 +65,21 @@ def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul", [Pure]> {
     product streams through its panels in order, which is the layout
     kiln-pack-weights gives constant weights at compile time.
 
+    An optional `bias`, in the same panels (`[N / W, W]`, padded), is added
+    to every row: the kernel starts its accumulators from it, so the
+    product needs no pass of its own over the result.
+
     ```mlir
     %0 = kiln.packed_matmul %x, %w : tensor<1x128x384xf32>, tensor<48x384x32xf32> -> tensor<1x128x1536xf32>
+    %1 = kiln.packed_matmul %x, %w bias %b : tensor<1x128x384xf32>, tensor<48x384x32xf32>, tensor<48x32xf32> -> tensor<1x128x1536xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs);
+  let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs,
+                       Optional<Kiln_FloatTensor>:$bias);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+    $lhs `,` $rhs (`bias` $bias^)? attr-dict `:` type($lhs) `,` type($rhs)
+    (`,` type($bias)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -269,7 +269,8 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
 /// kiln.packed_matmul: a parallel loop over the full panels, each a named
 /// linalg.matmul of all rows of the lhs with one contiguous [K, W] panel
 /// writing its W columns of the result, then the padded last panel, if any,
-/// into a block of its own whose valid columns are copied.
+/// into a block of its own whose valid columns are copied. A bias is where
+/// each block's accumulation starts.
 struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -304,9 +305,32 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
           ArrayRef<OpFoldResult>{p, index(0), index(0)},
           ArrayRef<OpFoldResult>{index(1), index(k), index(width)},
           ArrayRef<OpFoldResult>{index(1), index(1), index(1)});
-      return linalg::MatmulOp::create(
-                 b, loc, blockType, ValueRange{lhs, panel},
-                 createFilledTensor(b, loc, blockType, zero))
+      Value init;
+      if (Value bias = adaptor.getBias()) {
+        // Accumulators start from the panel's bias, broadcast over rows.
+        Value panelBias = tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get({width}, elementType), bias,
+            ArrayRef<OpFoldResult>{p, index(0)},
+            ArrayRef<OpFoldResult>{index(1), index(width)},
+            ArrayRef<OpFoldResult>{index(1), index(1)});
+        MLIRContext *ctx = b.getContext();
+        AffineMap rowMap = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
+        init = linalg::GenericOp::create(
+                   b, loc, blockType, ValueRange{panelBias},
+                   ValueRange{createEmptyTensor(b, loc, blockType)},
+                   ArrayRef<AffineMap>{
+                       rowMap, AffineMap::getMultiDimIdentityMap(2, ctx)},
+                   SmallVector<utils::IteratorType>(
+                       2, utils::IteratorType::parallel),
+                   [](OpBuilder &nb, Location l, ValueRange args) {
+                     linalg::YieldOp::create(nb, l, args[0]);
+                   })
+                   .getResult(0);
+      } else {
+        init = createFilledTensor(b, loc, blockType, zero);
+      }
+      return linalg::MatmulOp::create(b, loc, blockType, ValueRange{lhs, panel},
+                                      init)
           .getResult(0);
     };
     SmallVector<OpFoldResult> unitStrides(2, rewriter.getIndexAttr(1));
