@@ -106,4 +106,31 @@ def FuseMatMulBiasPass : Pass<"kiln-fuse-matmul-bias"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseLayerNormPass : Pass<"kiln-fuse-layer-norm"> {
+  let summary = "Recognize decomposed layer norms as kiln.layer_norm";
+  let description = [{
+    Exporters targeting opsets before 17 (PyTorch, TensorFlow's converters)
+    write LayerNorm as `ReduceMean`, `Sub`, `Pow` (or `Mul` of the
+    difference by itself), `ReduceMean`, `Add` of epsilon, `Sqrt`, `Div`,
+    then `Mul` by gamma and `Add` of beta. This pass rewrites that chain,
+    over trailing axes with kept dimensions, into one `kiln.layer_norm`
+    (gamma 1 and beta 0 where they are missing).
+
+    ```mlir
+    %m = kiln.reduce_mean %x axes = [2] keep_dims : tensor<1x128x384xf32> -> tensor<1x128x1xf32>
+    %d = kiln.sub %x, %m : tensor<1x128x384xf32>, tensor<1x128x1xf32>
+    %p = kiln.pow %d, %two : tensor<1x128x384xf32>, tensor<f32>
+    %v = kiln.reduce_mean %p axes = [2] keep_dims : tensor<1x128x384xf32> -> tensor<1x128x1xf32>
+    %e = kiln.add %v, %eps : tensor<1x128x1xf32>, tensor<f32>
+    %s = kiln.sqrt %e : tensor<1x128x1xf32>
+    %n = kiln.div %d, %s : tensor<1x128x384xf32>, tensor<1x128x1xf32>
+    %g = kiln.mul %n, %gamma : tensor<1x128x384xf32>, tensor<384xf32>
+    %y = kiln.add %g, %beta : tensor<1x128x384xf32>, tensor<384xf32>
+    // becomes
+    %y = kiln.layer_norm %x, %gamma, %beta axis = 2 epsilon = 9.99999996E-13 : tensor<1x128x384xf32>, tensor<384xf32>, tensor<384xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_PASSES

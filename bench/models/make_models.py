@@ -2,7 +2,8 @@
 """Exports Kiln's transformer benchmark models with PyTorch.
 
 Three models, written as their reference implementations spell them, so the
-ONNX files carry real exporter spellings (opset 17, static shapes):
+ONNX files carry real exporter spellings (opset 17 unless --opset, static
+shapes):
 
   minilm  BERT-style encoder with all-MiniLM-L6-v2's shape: 6 layers, width
           384, 12 heads, FFN 1536, sequence 128 (random weights).
@@ -196,18 +197,24 @@ def main():
     parser.add_argument("--layers", type=int, default=0,
                         help="override each model's depth (0: full depth)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--opset", type=int, default=17,
+                        help="ONNX opset; below 17 LayerNorm is exported as "
+                             "its decomposition (folders get an -opsetN "
+                             "suffix)")
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     for name in args.models.split(","):
         generator = torch.Generator().manual_seed(args.seed)
         model, inputs, output_names = build(name, args.layers, generator)
         model.eval()
-        folder = os.path.join(args.out, name)
+        suffix = "" if args.opset == 17 else f"-opset{args.opset}"
+        folder = os.path.join(args.out, name + suffix)
         os.makedirs(folder, exist_ok=True)
         with torch.no_grad():
             torch.onnx.export(model, tuple(inputs.values()),
                               os.path.join(folder, "model.onnx"),
-                              opset_version=17, do_constant_folding=True,
+                              opset_version=args.opset,
+                              do_constant_folding=True,
                               input_names=list(inputs),
                               output_names=output_names)
             expected = model(*inputs.values())

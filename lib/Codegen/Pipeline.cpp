@@ -23,7 +23,8 @@ LogicalResult kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   registerKilnPasses();
   std::string pipeline = "kiln-insert-runtime-checks";
   if (level >= OptLevel::O2)
-    pipeline = "kiln-pack-weights,kiln-fuse-matmul-bias," + pipeline;
+    pipeline = "kiln-fuse-layer-norm,kiln-pack-weights,kiln-fuse-matmul-bias," +
+               pipeline;
   if (level >= OptLevel::O1)
     pipeline = "kiln-fold-constants," + pipeline;
   return parsePassPipeline(pipeline, pm, llvm::errs());
