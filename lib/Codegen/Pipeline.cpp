@@ -43,6 +43,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
                   "kiln-tile-and-vectorize-contractions,"
                   "kiln-vectorize-generics,"
                 : "") +
+      "eliminate-empty-tensors,"
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
       "buffer-results-to-out-params{hoist-static-allocs "

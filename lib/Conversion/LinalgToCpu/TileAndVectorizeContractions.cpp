@@ -79,7 +79,12 @@ module attributes {{transform.with_named_sequence} {
     transform.apply_patterns to %funcs {{
       transform.apply_patterns.canonicalization
     } : !transform.any_op
-    %blocks = transform.structured.match ops{{["linalg.matmul"]} in %root
+    %static_blocks = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.in_parallel_loop} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %static_blocks : !transform.any_op
+    %blocks = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.thread_blocks} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %blocks vector_sizes [{1}] : !transform.any_op
     transform.apply_patterns to %funcs {{
