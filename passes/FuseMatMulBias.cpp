@@ -55,8 +55,9 @@ struct FuseBiasAdd : OpRewritePattern<AddOp> {
       auto matmul = product.getDefiningOp<PackedMatMulOp>();
       // The sum must have the product's shape: a bias that broadcasts the
       // product to more rows isn't a per-row bias.
-      if (!matmul || matmul.getBias() || !matmul->hasOneUse() ||
-          add.getType() != matmul.getType())
+      // An activation comes after the bias; a bias can't join it later.
+      if (!matmul || matmul.getBias() || matmul.getActivation() ||
+          !matmul->hasOneUse() || add.getType() != matmul.getType())
         continue;
       auto panelsType = cast<RankedTensorType>(matmul.getRhs().getType());
       DenseElementsAttr bias =
@@ -67,7 +68,8 @@ struct FuseBiasAdd : OpRewritePattern<AddOp> {
       rewriter.setInsertionPoint(matmul);
       Value packed = ConstantOp::create(rewriter, other.getLoc(), bias);
       rewriter.replaceOpWithNewOp<PackedMatMulOp>(
-          add, add.getType(), matmul.getLhs(), matmul.getRhs(), packed);
+          add, add.getType(), matmul.getLhs(), matmul.getRhs(), packed,
+          matmul.getActivationAttr());
       rewriter.eraseOp(matmul);
       return success();
     }

@@ -72,7 +72,7 @@ struct PackConstantRhs : OpRewritePattern<MatMulOp> {
         ConstantOp::create(rewriter, weight.getLoc(), packPanels(dense, width));
     rewriter.setInsertionPoint(op);
     rewriter.replaceOpWithNewOp<PackedMatMulOp>(op, op.getType(), op.getLhs(),
-                                                panels, Value());
+                                                panels, Value(), StringAttr());
     return success();
   }
 

@@ -133,4 +133,30 @@ def FuseLayerNormPass : Pass<"kiln-fuse-layer-norm"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseMatMulActivationPass : Pass<"kiln-fuse-matmul-activation"> {
+  let summary = "Fuse GELU (erf and tanh forms) into the packed product it follows";
+  let description = [{
+    Recognizes GELU of a `kiln.packed_matmul` result as exporters spell it,
+    the factors of each product and the operands of each sum in any order:
+    `x * (1 + erf(x / sqrt(2))) * 0.5` (PyTorch's nn.GELU), and
+    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))` with the cube
+    as `x * (x * x)` or `Pow(x, 3)` (GPT-2's, and nn.GELU's tanh
+    approximation). When the expression is the product's only user, it
+    becomes the product's `activation`, applied to each block of the result
+    in cache. Runs after kiln-fuse-matmul-bias, since the bias comes first.
+
+    ```mlir
+    %x = kiln.packed_matmul %a, %w bias %b : ... -> tensor<128x1536xf32>
+    %s = kiln.div %x, %sqrt2 : tensor<128x1536xf32>, tensor<f32>
+    %e = kiln.erf %s : tensor<128x1536xf32>
+    %p = kiln.add %e, %one : tensor<128x1536xf32>, tensor<f32>
+    %m = kiln.mul %x, %p : tensor<128x1536xf32>, tensor<128x1536xf32>
+    %y = kiln.mul %m, %half : tensor<128x1536xf32>, tensor<f32>
+    // becomes
+    %y = kiln.packed_matmul %a, %w bias %b activation "gelu_erf" : ... -> tensor<128x1536xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_PASSES

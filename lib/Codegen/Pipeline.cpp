@@ -23,7 +23,8 @@ LogicalResult kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   registerKilnPasses();
   std::string pipeline = "kiln-insert-runtime-checks";
   if (level >= OptLevel::O2)
-    pipeline = "kiln-fuse-layer-norm,kiln-pack-weights,kiln-fuse-matmul-bias," +
+    pipeline = "kiln-fuse-layer-norm,kiln-pack-weights,kiln-fuse-matmul-bias,"
+               "kiln-fuse-matmul-activation," +
                pipeline;
   if (level >= OptLevel::O1)
     pipeline = "kiln-fold-constants," + pipeline;

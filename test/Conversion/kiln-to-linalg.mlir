@@ -287,3 +287,18 @@ func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>, %b: te
   %0 = kiln.packed_matmul %x, %w bias %b : tensor<4x3xf32>, tensor<2x3x2xf32>, tensor<2x2xf32> -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
+
+// -----
+
+// An activation runs on each panel's block after its product, in place,
+// before the block is written into the result.
+// CHECK-LABEL: func.func @packed_matmul_gelu
+// CHECK: scf.forall
+// CHECK: %[[BLOCK:.*]] = linalg.matmul
+// CHECK: %[[ACT:.*]] = linalg.generic {{.*}} outs(%[[BLOCK]] : tensor<4x2xf32>)
+// CHECK: math.tanh
+// CHECK: tensor.parallel_insert_slice %[[ACT]]
+func.func @packed_matmul_gelu(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>) -> tensor<4x4xf32> {
+  %0 = kiln.packed_matmul %x, %w activation "gelu_tanh" : tensor<4x3xf32>, tensor<2x3x2xf32> -> tensor<4x4xf32>
+  return %0 : tensor<4x4xf32>
+}

@@ -213,3 +213,11 @@ func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %b: te
   %0 = kiln.packed_matmul %x, %w bias %b : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<5xf32> -> tensor<4x5xf32>
   return
 }
+
+// -----
+
+func.func @packed_matmul_activation(%x: tensor<4x3xf32>, %w: tensor<1x3x2xf32>) {
+  // expected-error @+1 {{unknown activation 'relu6' (gelu_erf and gelu_tanh are known)}}
+  %0 = kiln.packed_matmul %x, %w activation "relu6" : tensor<4x3xf32>, tensor<1x3x2xf32> -> tensor<4x2xf32>
+  return
+}

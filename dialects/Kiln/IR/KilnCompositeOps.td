@@ -67,19 +67,23 @@ def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul", [Pure]> {
 
     An optional `bias`, in the same panels (`[N / W, W]`, padded), is added
     to every row: the kernel starts its accumulators from it, so the
-    product needs no pass of its own over the result.
+    product needs no pass of its own over the result. An optional
+    `activation` is applied to each block of the result while it is still
+    in cache: `gelu_erf` is `0.5 * x * (1 + erf(x / sqrt(2)))`, `gelu_tanh`
+    `0.5 * x * (1 + tanh(0.7978846 * (x + 0.044715 * x^3)))`.
 
     ```mlir
     %0 = kiln.packed_matmul %x, %w : tensor<1x128x384xf32>, tensor<48x384x32xf32> -> tensor<1x128x1536xf32>
-    %1 = kiln.packed_matmul %x, %w bias %b : tensor<1x128x384xf32>, tensor<48x384x32xf32>, tensor<48x32xf32> -> tensor<1x128x1536xf32>
+    %1 = kiln.packed_matmul %x, %w bias %b activation "gelu_erf" : tensor<1x128x384xf32>, tensor<48x384x32xf32>, tensor<48x32xf32> -> tensor<1x128x1536xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs,
-                       Optional<Kiln_FloatTensor>:$bias);
+                       Optional<Kiln_FloatTensor>:$bias,
+                       OptionalAttr<StrAttr>:$activation);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`bias` $bias^)? attr-dict `:` type($lhs) `,` type($rhs)
-    (`,` type($bias)^)? `->` type($result)
+    $lhs `,` $rhs (`bias` $bias^)? (`activation` $activation^)? attr-dict
+    `:` type($lhs) `,` type($rhs) (`,` type($bias)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

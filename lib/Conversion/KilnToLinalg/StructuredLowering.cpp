@@ -266,6 +266,52 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
   }
 };
 
+/// `activation` (gelu_erf or gelu_tanh) of each element of `block`, with
+/// the operations in the order PyTorch exports them, so the result rounds
+/// as the unfused graph does.
+Value applyActivation(OpBuilder &b, Location loc, Value block,
+                      StringRef activation) {
+  auto type = cast<RankedTensorType>(block.getType());
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), ctx);
+  // In place (the block is the generic's init), so the block stays in the
+  // result's buffer instead of a temporary per panel.
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{}, ValueRange{block},
+             ArrayRef<AffineMap>{identity},
+             SmallVector<utils::IteratorType>(type.getRank(),
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value x = args[0];
+               auto constant = [&](float value) -> Value {
+                 return arith::ConstantOp::create(nb, l,
+                                                  nb.getF32FloatAttr(value));
+               };
+               Value inner;
+               if (activation == "gelu_erf") {
+                 Value scaled =
+                     arith::DivFOp::create(nb, l, x, constant(1.41421354f));
+                 inner = math::ErfOp::create(nb, l, scaled);
+               } else {
+                 Value cube = arith::MulFOp::create(
+                     nb, l, x, arith::MulFOp::create(nb, l, x, x));
+                 Value shifted = arith::AddFOp::create(
+                     nb, l, x,
+                     arith::MulFOp::create(nb, l, constant(0.044715f), cube));
+                 inner = math::TanhOp::create(
+                     nb, l,
+                     arith::MulFOp::create(nb, l, constant(0.797884583f),
+                                           shifted));
+               }
+               Value onePlus = arith::AddFOp::create(nb, l, inner, constant(1));
+               Value product = arith::MulFOp::create(nb, l, x, onePlus);
+               Value result =
+                   arith::MulFOp::create(nb, l, product, constant(0.5f));
+               linalg::YieldOp::create(nb, l, result);
+             })
+      .getResult(0);
+}
+
 /// kiln.packed_matmul: a parallel loop over the full panels, each a named
 /// linalg.matmul of all rows of the lhs with one contiguous [K, W] panel
 /// writing its W columns of the result, then the padded last panel, if any,
@@ -329,9 +375,12 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
       } else {
         init = createFilledTensor(b, loc, blockType, zero);
       }
-      return linalg::MatmulOp::create(b, loc, blockType, ValueRange{lhs, panel},
-                                      init)
-          .getResult(0);
+      Value block = linalg::MatmulOp::create(b, loc, blockType,
+                                             ValueRange{lhs, panel}, init)
+                        .getResult(0);
+      if (std::optional<StringRef> activation = op.getActivation())
+        block = applyActivation(b, loc, block, *activation);
+      return block;
     };
     SmallVector<OpFoldResult> unitStrides(2, rewriter.getIndexAttr(1));
     Value result = createEmptyTensor(rewriter, loc, flatResultType);

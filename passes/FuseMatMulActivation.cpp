@@ -1,0 +1,214 @@
+//===- FuseMatMulActivation.cpp - GELU as a packed product's epilogue -----===//
+//
+// Exporters spell GELU as five (erf form) or eleven (tanh form) elementwise
+// ops on the product of a linear layer. Fused into the product, GELU runs on
+// each block of the result while the block is in cache, and the result is
+// written once.
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace kiln {
+#define GEN_PASS_DEF_FUSEMATMULACTIVATIONPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Whether `value` is a splat f32 constant within 1e-6 (relative) of
+/// `expected`.
+bool isConstant(Value value, double expected) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto dense =
+      constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
+    return false;
+  double actual = dense.getSplatValue<float>();
+  return std::abs(actual - expected) <= 1e-6 * std::abs(expected);
+}
+
+/// Matches one GELU expression of `x`, recording the ops it consists of.
+class GeluMatcher {
+public:
+  explicit GeluMatcher(Value x) : x(x) {}
+
+  /// The kind of GELU `root` computes of x ("gelu_erf", "gelu_tanh"), if
+  /// any.
+  std::optional<StringRef> match(Operation *root) {
+    SmallVector<Value> factors;
+    collectFactors(root, factors);
+    if (factors.size() != 3)
+      return std::nullopt;
+    Value half, input, onePlus;
+    for (Value factor : factors) {
+      if (!half && isConstant(factor, 0.5))
+        half = factor;
+      else if (!input && factor == x)
+        input = factor;
+      else
+        onePlus = factor;
+    }
+    auto add = onePlus ? onePlus.getDefiningOp<AddOp>() : AddOp();
+    if (!half || !input || !add)
+      return std::nullopt;
+    ops.insert(add);
+    Value inner = otherOperand(add, [](Value v) { return isConstant(v, 1); });
+    if (auto erf = inner ? inner.getDefiningOp<ErfOp>() : ErfOp()) {
+      ops.insert(erf);
+      if (isScaledInput(erf.getInput()))
+        return StringRef("gelu_erf");
+    }
+    if (auto tanh = inner ? inner.getDefiningOp<TanhOp>() : TanhOp()) {
+      ops.insert(tanh);
+      if (isTanhArgument(tanh.getInput()))
+        return StringRef("gelu_tanh");
+    }
+    return std::nullopt;
+  }
+
+  /// Whether x is used only inside the matched expression.
+  bool coversUsesOfInput() const {
+    return llvm::all_of(x.getUsers(),
+                        [&](Operation *user) { return ops.contains(user); });
+  }
+
+private:
+  /// The leaves of the tree of single-use multiplications under `op`.
+  void collectFactors(Operation *op, SmallVectorImpl<Value> &factors) {
+    ops.insert(op);
+    for (Value operand : op->getOperands()) {
+      auto mul = operand.getDefiningOp<MulOp>();
+      if (mul && mul->hasOneUse() && operand != x)
+        collectFactors(mul, factors);
+      else
+        factors.push_back(operand);
+    }
+  }
+
+  /// The operand of binary `op` that is not the one `isKnown` accepts.
+  template <typename OpTy, typename Pred>
+  static Value otherOperand(OpTy op, Pred isKnown) {
+    if (isKnown(op.getLhs()))
+      return op.getRhs();
+    if (isKnown(op.getRhs()))
+      return op.getLhs();
+    return {};
+  }
+
+  /// x / sqrt(2) or x * (1 / sqrt(2)).
+  bool isScaledInput(Value value) {
+    if (auto div = value.getDefiningOp<DivOp>()) {
+      ops.insert(div);
+      return div.getLhs() == x && isConstant(div.getRhs(), std::sqrt(2.0));
+    }
+    if (auto mul = value.getDefiningOp<MulOp>()) {
+      ops.insert(mul);
+      return otherOperand(mul, [](Value v) {
+               return isConstant(v, 1 / std::sqrt(2.0));
+             }) == x;
+    }
+    return false;
+  }
+
+  /// sqrt(2 / pi) * (x + 0.044715 * x^3), factors in either order.
+  bool isTanhArgument(Value value) {
+    auto scale = value.getDefiningOp<MulOp>();
+    if (!scale)
+      return false;
+    ops.insert(scale);
+    Value sum = otherOperand(
+        scale, [](Value v) { return isConstant(v, std::sqrt(2 / M_PI)); });
+    auto add = sum ? sum.getDefiningOp<AddOp>() : AddOp();
+    if (!add)
+      return false;
+    ops.insert(add);
+    Value term = otherOperand(add, [&](Value v) { return v == x; });
+    auto cubic = term ? term.getDefiningOp<MulOp>() : MulOp();
+    if (!cubic)
+      return false;
+    ops.insert(cubic);
+    Value cube =
+        otherOperand(cubic, [](Value v) { return isConstant(v, 0.044715); });
+    return cube && isCube(cube);
+  }
+
+  /// x * (x * x), (x * x) * x or x ^ 3.
+  bool isCube(Value value) {
+    if (auto pow = value.getDefiningOp<PowOp>()) {
+      ops.insert(pow);
+      return pow.getLhs() == x && isConstant(pow.getRhs(), 3);
+    }
+    auto mul = value.getDefiningOp<MulOp>();
+    if (!mul)
+      return false;
+    ops.insert(mul);
+    Value square = otherOperand(mul, [&](Value v) { return v == x; });
+    auto inner = square ? square.getDefiningOp<MulOp>() : MulOp();
+    if (!inner || inner.getLhs() != x || inner.getRhs() != x)
+      return false;
+    ops.insert(inner);
+    return true;
+  }
+
+  Value x;
+  llvm::SmallPtrSet<Operation *, 16> ops;
+};
+
+struct FuseGelu : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MulOp root,
+                                PatternRewriter &rewriter) const override {
+    // The root is the outermost multiplication: one whose user isn't a
+    // single-use multiplication continuing the product.
+    if (root->hasOneUse() && isa<MulOp>(*root->getUsers().begin()))
+      return failure();
+    for (Value operand : root->getOperands()) {
+      // x is a packed product somewhere in the tree; find it by walking
+      // down single-use multiplications.
+      Value candidate = operand;
+      while (auto mul = candidate.getDefiningOp<MulOp>()) {
+        if (!mul->hasOneUse())
+          break;
+        candidate = mul.getLhs().getDefiningOp<PackedMatMulOp>() ? mul.getLhs()
+                                                                 : mul.getRhs();
+      }
+      auto matmul = candidate.getDefiningOp<PackedMatMulOp>();
+      if (!matmul || matmul.getActivation() ||
+          root.getType() != matmul.getType())
+        continue;
+      GeluMatcher matcher(matmul.getResult());
+      std::optional<StringRef> kind = matcher.match(root);
+      if (!kind || !matcher.coversUsesOfInput())
+        continue;
+      rewriter.setInsertionPoint(root);
+      rewriter.replaceOpWithNewOp<PackedMatMulOp>(
+          root, root.getType(), matmul.getLhs(), matmul.getRhs(),
+          matmul.getBias(), rewriter.getStringAttr(*kind));
+      return success();
+    }
+    return failure();
+  }
+};
+
+struct FuseMatMulActivationPass
+    : kiln::impl::FuseMatMulActivationPassBase<FuseMatMulActivationPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseGelu>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
