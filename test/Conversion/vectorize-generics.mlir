@@ -123,3 +123,14 @@ func.func @ragged(%a: tensor<4x10xf32>) -> tensor<4x10xf32> {
   } -> tensor<4x10xf32>
   return %0 : tensor<4x10xf32>
 }
+
+// Named transposes (kiln.transpose's lowering) are generalized first and
+// take the same 16x16 register-transpose path.
+// CHECK-LABEL: func.func @named_transpose
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (64, 32) step (16, 16)
+// CHECK: vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+func.func @named_transpose(%a: tensor<32x64xf32>) -> tensor<64x32xf32> {
+  %init = tensor.empty() : tensor<64x32xf32>
+  %0 = linalg.transpose ins(%a : tensor<32x64xf32>) outs(%init : tensor<64x32xf32>) permutation = [1, 0]
+  return %0 : tensor<64x32xf32>
+}

@@ -117,13 +117,24 @@ struct VectorizeGenericsPass
   using VectorizeGenericsPassBase::VectorizeGenericsPassBase;
 
   void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    // Transposes and broadcasts are generics with particular maps.
+    SmallVector<linalg::LinalgOp> named;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<linalg::TransposeOp, linalg::BroadcastOp>(op))
+        named.push_back(cast<linalg::LinalgOp>(op));
+    });
+    for (linalg::LinalgOp op : named) {
+      rewriter.setInsertionPoint(op);
+      (void)linalg::generalizeNamedOp(rewriter, op);
+    }
+
     SmallVector<std::pair<linalg::GenericOp, SmallVector<int64_t>>> work;
     getOperation()->walk([&](linalg::GenericOp op) {
       SmallVector<int64_t> sizes = getBlockSizes(op, vectorWidth, maxElements);
       if (!sizes.empty())
         work.push_back({op, sizes});
     });
-    IRRewriter rewriter(&getContext());
     for (auto &[op, sizes] : work) {
       rewriter.setInsertionPoint(op);
       Operation *block = op;
