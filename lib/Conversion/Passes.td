@@ -142,7 +142,7 @@ def OutlineParallelLoopsPass
     carry reductions, stay serial.
   }];
   let options = [
-    Option<"minWork", "min-work", "int64_t", "32768",
+    Option<"minWork", "min-work", "int64_t", "8192",
            "Estimated operations (loop trip counts times the ops inside) a "
            "loop needs to be run in parallel">,
     Option<"outline", "outline", "bool", "true",
