@@ -148,17 +148,41 @@ func.func @reduce_mean_keep_dims(%a: tensor<2x3xf32>) -> tensor<2x1xf32> {
 
 // -----
 
-// Softmax subtracts the row maximum before exponentiating.
+// Softmax over the last axis works row by row: max, exp of the difference
+// written to the row of the result, sum, then the division in place.
 // CHECK-LABEL: func.func @softmax
-// CHECK: arith.constant 0xFF800000 : f32
+// CHECK-DAG: %[[LOWEST:.*]] = arith.constant dense<0xFF800000> : tensor<1xf32>
+// CHECK-DAG: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : tensor<1xf32>
+// CHECK: scf.forall (%[[R:.*]]) in (2) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<2x5xf32>)
+// CHECK: %[[ROW:.*]] = tensor.extract_slice %arg0[%[[R]], 0] [1, 5] [1, 1]
+// CHECK: %[[DST:.*]] = tensor.extract_slice %[[OUT]][%[[R]], 0] [1, 5] [1, 1]
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[ROW]] : tensor<1x5xf32>) outs(%[[LOWEST]] : tensor<1xf32>)
 // CHECK: arith.maximumf
+// CHECK: %[[EXP:.*]] = linalg.generic {{.*}} ins(%[[ROW]], %[[MAX]] : tensor<1x5xf32>, tensor<1xf32>) outs(%[[DST]] : tensor<1x5xf32>)
 // CHECK: arith.subf
 // CHECK: math.exp
-// Sums may be reassociated, so LLVM can vectorize them.
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[EXP]] : tensor<1x5xf32>) outs(%[[ZERO]] : tensor<1xf32>)
+// Sums may be reassociated, so they vectorize.
 // CHECK: arith.addf {{.*}} fastmath<reassoc>
+// CHECK: %[[Y:.*]] = linalg.generic {{.*}} ins(%[[SUM]] : tensor<1xf32>) outs(%[[EXP]] : tensor<1x5xf32>)
 // CHECK: arith.divf
+// CHECK: tensor.parallel_insert_slice %[[Y]] into %[[OUT]][%[[R]], 0] [1, 5] [1, 1]
 func.func @softmax(%a: tensor<2x5xf32>) -> tensor<2x5xf32> {
   %0 = kiln.softmax %a, axis = 1 : tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
+
+// -----
+
+// Over another axis, softmax is four whole-tensor generics.
+// CHECK-LABEL: func.func @softmax_axis0
+// CHECK-NOT: scf.forall
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.addf {{.*}} fastmath<reassoc>
+// CHECK: arith.divf
+func.func @softmax_axis0(%a: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %0 = kiln.softmax %a, axis = 0 : tensor<2x5xf32>
   return %0 : tensor<2x5xf32>
 }
 

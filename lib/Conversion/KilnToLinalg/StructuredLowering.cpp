@@ -173,6 +173,87 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
 };
 
 /// softmax(x) = exp(x - max(x)) / sum(exp(x - max(x))) along the axis.
+/// Softmax over the last axis, one row at a time: the row's four passes
+/// (max, exp, sum, divide) run while it is in L1 instead of sweeping the
+/// whole tensor four times. The max and sum start from constants: once
+/// vectorized they are registers, and nothing is allocated per row.
+Value createRowSoftmax(OpBuilder &b, Location loc, Value input,
+                       RankedTensorType type) {
+  Type elementType = type.getElementType();
+  int64_t columns = type.getShape().back();
+  int64_t rows = type.getNumElements() / columns;
+  MLIRContext *ctx = b.getContext();
+  auto flatType = RankedTensorType::get({rows, columns}, elementType);
+  auto rowType = RankedTensorType::get({1, columns}, elementType);
+  auto entryType = RankedTensorType::get({1}, elementType);
+  Value flat = reshapeTensor(b, loc, input, flatType);
+  auto splat = [&](double value) -> Value {
+    return arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(entryType, b.getFloatAttr(elementType, value)));
+  };
+  Value lowest = splat(-std::numeric_limits<double>::infinity());
+  Value zero = splat(0);
+  auto loop = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(rows)},
+      ValueRange{createEmptyTensor(b, loc, flatType)}, std::nullopt);
+  OpBuilder nb = OpBuilder::atBlockBegin(loop.getBody());
+  Value r = loop.getInductionVar(0);
+  ValueRange shared = loop.getRegionIterArgs();
+  OpFoldResult first = nb.getIndexAttr(0), one = nb.getIndexAttr(1);
+  SmallVector<OpFoldResult> rowOffsets = {r, first};
+  SmallVector<OpFoldResult> rowSizes = {one, nb.getIndexAttr(columns)};
+  SmallVector<OpFoldResult> unit2(2, one);
+  Value row = tensor::ExtractSliceOp::create(nb, loc, rowType, flat, rowOffsets,
+                                             rowSizes, unit2);
+  Value destination = tensor::ExtractSliceOp::create(
+      nb, loc, rowType, shared[0], rowOffsets, rowSizes, unit2);
+
+  AffineMap all = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap perRow = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+  using Combine = function_ref<Value(OpBuilder &, Location, Value, Value)>;
+  // outs[0] = combine(ins...) over the row, with the maps given.
+  auto generic = [&](Type resultType, ValueRange ins, Value out,
+                     ArrayRef<AffineMap> maps, bool reduces,
+                     Combine combine) -> Value {
+    SmallVector<utils::IteratorType> iterators = {
+        utils::IteratorType::parallel, reduces ? utils::IteratorType::reduction
+                                               : utils::IteratorType::parallel};
+    return linalg::GenericOp::create(
+               nb, loc, resultType, ins, ValueRange{out}, maps, iterators,
+               [&](OpBuilder &gb, Location l, ValueRange args) {
+                 Value result = combine(gb, l, args[0], args[1]);
+                 linalg::YieldOp::create(gb, l, result);
+               })
+        .getResult(0);
+  };
+  Value max =
+      generic(entryType, row, lowest, {all, perRow}, true,
+              [](OpBuilder &gb, Location l, Value x, Value acc) -> Value {
+                return arith::MaximumFOp::create(gb, l, x, acc);
+              });
+  Value exps = generic(
+      rowType, ValueRange{row, max}, destination, {all, perRow, all}, false,
+      [](OpBuilder &gb, Location l, Value x, Value m) -> Value {
+        return math::ExpOp::create(gb, l, arith::SubFOp::create(gb, l, x, m));
+      });
+  Value sum = generic(entryType, exps, zero, {all, perRow}, true,
+                      [](OpBuilder &gb, Location l, Value e, Value acc) {
+                        return createSumStep(gb, l, e, acc);
+                      });
+  // In place on the exponentials, which are already the row's destination.
+  Value normalized =
+      generic(rowType, sum, exps, {perRow, all}, false,
+              [](OpBuilder &gb, Location l, Value s, Value e) -> Value {
+                return arith::DivFOp::create(gb, l, e, s);
+              });
+
+  nb.setInsertionPointToStart(loop.getTerminator().getBody());
+  tensor::ParallelInsertSliceOp::create(nb, loc, normalized, shared[0],
+                                        rowOffsets, rowSizes, unit2);
+  return reshapeTensor(b, loc, loop.getResult(0), type);
+}
+
 struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -183,6 +264,11 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
     Value input = adaptor.getInput();
     Type elementType = op.getType().getElementType();
     int64_t axis = static_cast<int64_t>(op.getAxis());
+    auto type = cast<RankedTensorType>(op.getType());
+    if (axis == type.getRank() - 1 && type.getShape().back() > 0) {
+      rewriter.replaceOp(op, createRowSoftmax(rewriter, loc, input, type));
+      return success();
+    }
     Value lowest = createScalarConstant(
         rewriter, loc, elementType, -std::numeric_limits<double>::infinity());
     Value max = createReduction(
