@@ -1,6 +1,8 @@
 //===- FoldConstants.cpp - evaluate kiln ops on constants at compile time -===//
 #include "passes/Passes.h"
 
+#include "passes/ConstantMatch.h"
+
 #include "dialects/Kiln/IR/ConstantEvaluation.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
@@ -29,9 +31,7 @@ struct FoldConstantOperands : RewritePattern {
     SmallVector<DenseElementsAttr> operands;
     int64_t operandElements = 0;
     for (Value operand : op->getOperands()) {
-      auto constant = operand.getDefiningOp<ConstantOp>();
-      auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
-                            : DenseElementsAttr();
+      DenseElementsAttr dense = getConstantElements(operand);
       if (!dense)
         return failure();
       operands.push_back(dense);

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "passes/ConstantMatch.h"
+
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Traits.h"
@@ -32,16 +34,6 @@ struct Normalization {
   int64_t axis;
   float epsilon;
 };
-
-/// The f32 value of a splat constant.
-std::optional<float> getSplatValue(Value value) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  auto dense =
-      constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
-  if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
-    return std::nullopt;
-  return dense.getSplatValue<float>();
-}
 
 /// `mean` = reduce_mean(`input`) with kept dims over trailing axes; returns
 /// the first of them.
@@ -75,7 +67,7 @@ std::optional<Normalization> matchNormalization(Value value) {
   for (auto [variance, epsilon] :
        {std::pair(shifted.getLhs(), shifted.getRhs()),
         std::pair(shifted.getRhs(), shifted.getLhs())}) {
-    std::optional<float> eps = getSplatValue(epsilon);
+    std::optional<float> eps = getSplatF32(epsilon);
     auto mean = variance.getDefiningOp<ReduceMeanOp>();
     if (!eps || !mean || getTrailingMean(variance, {}) != axis)
       continue;
@@ -83,7 +75,7 @@ std::optional<Normalization> matchNormalization(Value value) {
     bool squaresCentered = false;
     if (auto pow = square.getDefiningOp<PowOp>())
       squaresCentered = pow.getLhs() == centered.getResult() &&
-                        getSplatValue(pow.getRhs()) == 2.0f;
+                        getSplatF32(pow.getRhs()) == 2.0f;
     else if (auto mul = square.getDefiningOp<MulOp>())
       squaresCentered = mul.getLhs() == centered.getResult() &&
                         mul.getRhs() == centered.getResult();

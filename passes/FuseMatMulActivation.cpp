@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "passes/ConstantMatch.h"
+
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -28,13 +30,8 @@ namespace {
 /// Whether `value` is a splat f32 constant within 1e-6 (relative) of
 /// `expected`.
 bool isConstant(Value value, double expected) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  auto dense =
-      constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
-  if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
-    return false;
-  double actual = dense.getSplatValue<float>();
-  return std::abs(actual - expected) <= 1e-6 * std::abs(expected);
+  std::optional<float> actual = getSplatF32(value);
+  return actual && std::abs(*actual - expected) <= 1e-6 * std::abs(expected);
 }
 
 /// Matches one GELU expression of `x`, recording the ops it consists of.

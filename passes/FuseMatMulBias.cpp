@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "passes/ConstantMatch.h"
+
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -28,9 +30,7 @@ namespace {
 /// panels padded with zeros; null if `value` isn't such a constant.
 DenseElementsAttr packBias(Value value, int64_t columns, int64_t panels,
                            int64_t width) {
-  auto constant = value.getDefiningOp<ConstantOp>();
-  auto dense =
-      constant ? dyn_cast<DenseElementsAttr>(constant.getValue()) : nullptr;
+  DenseElementsAttr dense = getConstantElements(value);
   if (!dense || !dense.getElementType().isF32())
     return nullptr;
   auto type = cast<RankedTensorType>(dense.getType());

@@ -9,6 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "passes/ConstantMatch.h"
+
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -57,8 +59,7 @@ struct PackConstantRhs : OpRewritePattern<MatMulOp> {
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
     auto weight = op.getRhs().getDefiningOp<ConstantOp>();
-    auto dense =
-        weight ? dyn_cast<DenseElementsAttr>(weight.getValue()) : nullptr;
+    DenseElementsAttr dense = getConstantElements(op.getRhs());
     auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
     if (!dense || dense.isSplat() || !dense.getElementType().isF32() ||
         lhsType.getRank() < 2)
