@@ -181,7 +181,8 @@ struct FuseGelu : OpRewritePattern<MulOp> {
                                                                  : mul.getRhs();
       }
       auto matmul = candidate.getDefiningOp<PackedMatMulOp>();
-      if (!matmul || matmul.getActivation() ||
+      // The residual is added after the activation.
+      if (!matmul || matmul.getActivation() || matmul.getResidual() ||
           root.getType() != matmul.getType())
         continue;
       GeluMatcher matcher(matmul.getResult());
@@ -191,7 +192,7 @@ struct FuseGelu : OpRewritePattern<MulOp> {
       rewriter.setInsertionPoint(root);
       rewriter.replaceOpWithNewOp<PackedMatMulOp>(
           root, root.getType(), matmul.getLhs(), matmul.getRhs(),
-          matmul.getBias(), rewriter.getStringAttr(*kind));
+          matmul.getBias(), Value(), rewriter.getStringAttr(*kind));
       return success();
     }
     return failure();

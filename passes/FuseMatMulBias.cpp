@@ -55,9 +55,11 @@ struct FuseBiasAdd : OpRewritePattern<AddOp> {
       auto matmul = product.getDefiningOp<PackedMatMulOp>();
       // The sum must have the product's shape: a bias that broadcasts the
       // product to more rows isn't a per-row bias.
-      // An activation comes after the bias; a bias can't join it later.
+      // An activation or residual comes after the bias; a bias can't join
+      // them later.
       if (!matmul || matmul.getBias() || matmul.getActivation() ||
-          !matmul->hasOneUse() || add.getType() != matmul.getType())
+          matmul.getResidual() || !matmul->hasOneUse() ||
+          add.getType() != matmul.getType())
         continue;
       auto panelsType = cast<RankedTensorType>(matmul.getRhs().getType());
       DenseElementsAttr bias =
@@ -68,7 +70,7 @@ struct FuseBiasAdd : OpRewritePattern<AddOp> {
       rewriter.setInsertionPoint(matmul);
       Value packed = ConstantOp::create(rewriter, other.getLoc(), bias);
       rewriter.replaceOpWithNewOp<PackedMatMulOp>(
-          add, add.getType(), matmul.getLhs(), matmul.getRhs(), packed,
+          add, add.getType(), matmul.getLhs(), matmul.getRhs(), packed, Value(),
           matmul.getActivationAttr());
       rewriter.eraseOp(matmul);
       return success();

@@ -72,8 +72,8 @@ struct PackConstantRhs : OpRewritePattern<MatMulOp> {
     auto panels =
         ConstantOp::create(rewriter, weight.getLoc(), packPanels(dense, width));
     rewriter.setInsertionPoint(op);
-    rewriter.replaceOpWithNewOp<PackedMatMulOp>(op, op.getType(), op.getLhs(),
-                                                panels, Value(), StringAttr());
+    rewriter.replaceOpWithNewOp<PackedMatMulOp>(
+        op, op.getType(), op.getLhs(), panels, Value(), Value(), StringAttr());
     return success();
   }
 

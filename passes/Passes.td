@@ -106,6 +106,53 @@ def FuseMatMulBiasPass : Pass<"kiln-fuse-matmul-bias"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseAttentionPass : Pass<"kiln-fuse-attention"> {
+  let summary = "Recognize scaled dot-product attention as kiln.attention";
+  let description = [{
+    Rewrites `MatMul(Softmax(mask(scale(MatMul(Q, K^T)))), V)`, the softmax
+    over the last axis and every op in between used once, into one
+    `kiln.attention`. Recognized spellings:
+    - the scale as `Mul` or `Div` of the scores by a scalar constant, or
+      `Mul` of Q and/or K^T by one (PyTorch's scaled_dot_product_attention
+      export multiplies both by the square root of the scale); the factors
+      multiply into the op's `scale`;
+    - the mask as `Add` of an f32 tensor broadcasting to the scores, or
+      `Where(mask, fill, scores)` / `Where(keep, scores, fill)` with a
+      scalar fill (an inverted condition becomes `Equal(keep, false)`);
+    - no scale or no mask.
+    Products whose operands broadcast batch dimensions are left alone.
+
+    ```mlir
+    %s = kiln.matmul %q, %kt : tensor<1x12x128x32xf32>, tensor<1x12x32x128xf32>
+    %d = kiln.div %s, %c : tensor<1x12x128x128xf32>, tensor<f32>
+    %a = kiln.add %d, %mask : tensor<1x12x128x128xf32>, tensor<1x1x1x128xf32>
+    %p = kiln.softmax %a, axis = 3 : tensor<1x12x128x128xf32>
+    %o = kiln.matmul %p, %v : tensor<1x12x128x128xf32>, tensor<1x12x128x32xf32>
+    // becomes (with %c = 5.65685415)
+    %o = kiln.attention %q, %kt, %v mask %mask scale = 0.176776692 : tensor<1x12x128x32xf32>, tensor<1x12x32x128xf32>, tensor<1x12x128x32xf32>, tensor<1x1x1x128xf32> -> tensor<1x12x128x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
+def FuseMatMulResidualPass : Pass<"kiln-fuse-matmul-residual"> {
+  let summary = "Fuse a skip connection's add into the packed product it follows";
+  let description = [{
+    Rewrites `add(packed_matmul(...), r)` (either operand order), where `r`
+    has the product's shape and the product has no other use, into the
+    product with `residual r`: each block of the result gets `r` added after
+    its bias and activation, while it is in cache.
+
+    ```mlir
+    %y = kiln.packed_matmul %h, %w bias %b : tensor<1x128x1536xf32>, tensor<12x1536x32xf32>, tensor<12x32xf32> -> tensor<1x128x384xf32>
+    %z = kiln.add %x, %y : tensor<1x128x384xf32>, tensor<1x128x384xf32>
+    // becomes
+    %z = kiln.packed_matmul %h, %w bias %b residual %x : tensor<1x128x1536xf32>, tensor<12x1536x32xf32>, tensor<12x32xf32> -> tensor<1x128x384xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FuseLayerNormPass : Pass<"kiln-fuse-layer-norm"> {
   let summary = "Recognize decomposed layer norms as kiln.layer_norm";
   let description = [{

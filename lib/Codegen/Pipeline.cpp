@@ -23,8 +23,8 @@ LogicalResult kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   registerKilnPasses();
   std::string pipeline = "kiln-insert-runtime-checks";
   if (level >= OptLevel::O2)
-    pipeline = "kiln-fuse-layer-norm,kiln-pack-weights,kiln-fuse-matmul-bias,"
-               "kiln-fuse-matmul-activation," +
+    pipeline = "kiln-fuse-layer-norm,kiln-fuse-attention,kiln-pack-weights,kiln-fuse-matmul-bias,"
+               "kiln-fuse-matmul-activation,kiln-fuse-matmul-residual," +
                pipeline;
   if (level >= OptLevel::O1)
     pipeline = "kiln-fold-constants," + pipeline;
@@ -47,6 +47,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       "eliminate-empty-tensors,"
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
+      "kiln-promote-loop-buffers,"
       "buffer-results-to-out-params{hoist-static-allocs "
       "modify-public-functions},"
       "kiln-plan-memory,"

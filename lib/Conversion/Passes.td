@@ -12,7 +12,18 @@ def ConvertKilnToLinalgPass : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
     indexing maps), reshapes become `tensor.collapse_shape` /
     `tensor.expand_shape`, concatenation becomes `tensor.insert_slice`.
     A kiln op left over is an error naming the op.
+
+    `kiln.attention` becomes a parallel loop over blocks of query rows, each
+    going through the keys in blocks with a running maximum and sum per row.
   }];
+  let options = [
+    Option<"attentionQueryRows", "attention-query-rows", "int64_t", "16",
+           "Query rows of one attention block (a multiple of the matmul "
+           "register rows)">,
+    Option<"attentionKeyColumns", "attention-key-columns", "int64_t", "256",
+           "Keys one attention block scores at a time (its scores, this "
+           "many per query row, should stay in L1)">,
+  ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
     "mlir::math::MathDialect", "mlir::scf::SCFDialect",
@@ -80,6 +91,44 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise"> {
     and hide matrix products from the contraction schedule.
   }];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+def PromoteLoopBuffersPass : Pass<"kiln-promote-loop-buffers"> {
+  let summary = "Put the scratch buffers of parallel loop iterations on the stack";
+  let description = [{
+    Bufferization allocates the temporaries of a parallel loop's body (an
+    attention block's scores, running maxima and sums) with `memref.alloc`
+    inside the body: a malloc and free per iteration, on every thread. This
+    pass turns each statically shaped one of at most `max-bytes` bytes that
+    stays within one iteration (no view of it is yielded or returned) into a
+    `memref.alloca` at the start of the `scf.forall` body, and wraps the
+    body in `memref.alloca_scope` so the stack is released after each
+    iteration. Nested sequential loops reuse the same stack buffer in each of
+    their iterations, which is correct because nothing carries it across.
+
+    ```mlir
+    scf.forall (%i) in (8) {
+      scf.for %j = %c0 to %c4 step %c1 {
+        %s = memref.alloc() : memref<16x64xf32>
+        ...
+      }
+    }
+    // becomes
+    scf.forall (%i) in (8) {
+      memref.alloca_scope {
+        %s = memref.alloca() {alignment = 64 : i64} : memref<16x64xf32>
+        scf.for %j = %c0 to %c4 step %c1 {
+          ...
+        }
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", "65536",
+           "Largest buffer, in bytes, put on a thread's stack">,
+  ];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
 }
 
 def PlanMemoryPass : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {

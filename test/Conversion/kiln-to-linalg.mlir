@@ -285,9 +285,9 @@ func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<6x2
 // CHECK-LABEL: func.func @packed_matmul
 // CHECK: %[[LHS:.*]] = tensor.expand_shape
 // CHECK: scf.forall (%[[P:.*]]) in (2) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<4x5xf32>)
+// CHECK: %[[COL:.*]] = arith.muli %[[P]], %{{.*}}
 // CHECK: %[[PANEL:.*]] = tensor.extract_slice %arg1[%[[P]], 0, 0] [1, 3, 2] [1, 1, 1] : tensor<3x3x2xf32> to tensor<3x2xf32>
 // CHECK: %[[BLOCK:.*]] = linalg.matmul ins(%[[LHS]], %[[PANEL]] : tensor<4x3xf32>, tensor<3x2xf32>)
-// CHECK: %[[COL:.*]] = arith.muli %[[P]], %{{.*}}
 // CHECK: tensor.parallel_insert_slice %[[BLOCK]] into %[[OUT]][0, %[[COL]]] [4, 2] [1, 1]
 // CHECK: %[[LAST:.*]] = tensor.extract_slice %arg1[2, 0, 0] [1, 3, 2] [1, 1, 1]
 // CHECK: %[[TAIL:.*]] = linalg.matmul ins(%[[LHS]], %[[LAST]]
@@ -325,4 +325,26 @@ func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>, %b: te
 func.func @packed_matmul_gelu(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>) -> tensor<4x4xf32> {
   %0 = kiln.packed_matmul %x, %w activation "gelu_tanh" : tensor<4x3xf32>, tensor<2x3x2xf32> -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// A residual is added to each block last, in place, from the block's
+// columns of the residual; the padded last panel adds it to its valid
+// columns only.
+// CHECK-LABEL: func.func @packed_matmul_residual
+// CHECK: scf.forall (%[[P:.*]]) in (2)
+// CHECK: %[[COL:.*]] = arith.muli %[[P]]
+// CHECK: %[[BLOCK:.*]] = linalg.matmul
+// CHECK: %[[PART:.*]] = tensor.extract_slice %arg2[0, %[[COL]]] [4, 2] [1, 1] : tensor<4x5xf32> to tensor<4x2xf32>
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[PART]] : tensor<4x2xf32>) outs(%[[BLOCK]] : tensor<4x2xf32>)
+// CHECK: arith.addf
+// CHECK: tensor.parallel_insert_slice %[[SUM]]
+// CHECK: %[[VALID:.*]] = tensor.extract_slice %{{.*}}[0, 0] [4, 1] [1, 1] : tensor<4x2xf32> to tensor<4x1xf32>
+// CHECK: %[[LASTPART:.*]] = tensor.extract_slice %arg2[0, 4] [4, 1] [1, 1] : tensor<4x5xf32> to tensor<4x1xf32>
+// CHECK: %[[LASTSUM:.*]] = linalg.generic {{.*}} ins(%[[LASTPART]] : tensor<4x1xf32>) outs(%[[VALID]] : tensor<4x1xf32>)
+// CHECK: tensor.insert_slice %[[LASTSUM]] into %{{.*}}[0, 4] [4, 1] [1, 1]
+func.func @packed_matmul_residual(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %r: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  %0 = kiln.packed_matmul %x, %w residual %r : tensor<4x3xf32>, tensor<3x3x2xf32> -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
 }

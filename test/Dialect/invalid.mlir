@@ -221,3 +221,43 @@ func.func @packed_matmul_activation(%x: tensor<4x3xf32>, %w: tensor<1x3x2xf32>) 
   %0 = kiln.packed_matmul %x, %w activation "relu6" : tensor<4x3xf32>, tensor<1x3x2xf32> -> tensor<4x2xf32>
   return
 }
+
+// -----
+
+func.func @attention_depth(%q: tensor<4x8xf32>, %kt: tensor<7x4xf32>, %v: tensor<4x3xf32>) {
+  // expected-error @+1 {{query rows have 8 elements but key_t has 7 rows}}
+  %0 = kiln.attention %q, %kt, %v scale = 1.0 : tensor<4x8xf32>, tensor<7x4xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @attention_batch(%q: tensor<2x4x8xf32>, %kt: tensor<3x8x4xf32>, %v: tensor<2x4x3xf32>) {
+  // expected-error @+1 {{query, key_t, value and result must have the same batch dimensions}}
+  %0 = kiln.attention %q, %kt, %v scale = 1.0 : tensor<2x4x8xf32>, tensor<3x8x4xf32>, tensor<2x4x3xf32> -> tensor<2x4x3xf32>
+  return
+}
+
+// -----
+
+func.func @attention_mask_shape(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>, %m: tensor<5xf32>) {
+  // expected-error @+1 {{mask 'tensor<5xf32>' does not broadcast to the scores' shape}}
+  %0 = kiln.attention %q, %kt, %v mask %m scale = 1.0 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<5xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @attention_bool_mask_fill(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>, %m: tensor<4x4xi1>) {
+  // expected-error @+1 {{an i1 mask takes a mask_fill and an f32 mask none}}
+  %0 = kiln.attention %q, %kt, %v mask %m scale = 1.0 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x4xi1> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @packed_matmul_residual(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %r: tensor<1x5xf32>) {
+  // expected-error @+1 {{failed to verify that the residual has the result's type}}
+  %0 = "kiln.packed_matmul"(%x, %w, %r) <{operandSegmentSizes = array<i32: 1, 1, 0, 1>}> : (tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<1x5xf32>) -> tensor<4x5xf32>
+  return
+}

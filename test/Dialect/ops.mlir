@@ -114,3 +114,24 @@ func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %b: te
   %0 = kiln.packed_matmul %x, %w bias %b : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
+
+// CHECK-LABEL: func.func @attention
+func.func @attention(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x3xf32>, %m: tensor<1x6xf32>) -> tensor<2x4x3xf32> {
+  // CHECK: kiln.attention %arg0, %arg1, %arg2 mask %arg3 scale = 5.000000e-01 : tensor<2x4x8xf32>, tensor<2x8x6xf32>, tensor<2x6x3xf32>, tensor<1x6xf32> -> tensor<2x4x3xf32>
+  %0 = kiln.attention %q, %kt, %v mask %m scale = 0.5 : tensor<2x4x8xf32>, tensor<2x8x6xf32>, tensor<2x6x3xf32>, tensor<1x6xf32> -> tensor<2x4x3xf32>
+  return %0 : tensor<2x4x3xf32>
+}
+
+// CHECK-LABEL: func.func @attention_bool_mask
+func.func @attention_bool_mask(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>, %m: tensor<4x4xi1>) -> tensor<4x3xf32> {
+  // CHECK: kiln.attention %arg0, %arg1, %arg2 mask %arg3 scale = 1.000000e+00 mask_fill = 0xFF800000 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x4xi1> -> tensor<4x3xf32>
+  %0 = kiln.attention %q, %kt, %v mask %m scale = 1.0 mask_fill = 0xFF800000 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x4xi1> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// CHECK-LABEL: func.func @packed_matmul_residual
+func.func @packed_matmul_residual(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %b: tensor<3x2xf32>, %r: tensor<4x5xf32>) -> tensor<4x5xf32> {
+  // CHECK: kiln.packed_matmul %arg0, %arg1 bias %arg2 activation "gelu_erf" residual %arg3 : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
+  %0 = kiln.packed_matmul %x, %w bias %b activation "gelu_erf" residual %r : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
+  return %0 : tensor<4x5xf32>
+}

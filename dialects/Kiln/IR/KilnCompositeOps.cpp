@@ -101,3 +101,48 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
   return success();
 }
+
+LogicalResult AttentionOp::verify() {
+  ArrayRef<int64_t> query = getQuery().getType().getShape();
+  ArrayRef<int64_t> keyT = getKeyT().getType().getShape();
+  ArrayRef<int64_t> value = getValue().getType().getShape();
+  ArrayRef<int64_t> result = getResult().getType().getShape();
+  size_t rank = query.size();
+  if (rank < 2 || keyT.size() != rank || value.size() != rank ||
+      result.size() != rank)
+    return emitOpError("query, key_t, value and result must have one rank, "
+                       "at least 2");
+  ArrayRef<int64_t> batch = query.drop_back(2);
+  if (keyT.drop_back(2) != batch || value.drop_back(2) != batch ||
+      result.drop_back(2) != batch)
+    return emitOpError("query, key_t, value and result must have the same "
+                       "batch dimensions");
+  int64_t queries = query[rank - 2], depth = query[rank - 1];
+  int64_t keys = keyT[rank - 1];
+  if (keyT[rank - 2] != depth)
+    return emitOpError("query rows have ")
+           << depth << " elements but key_t has " << keyT[rank - 2] << " rows";
+  if (value[rank - 2] != keys)
+    return emitOpError("key_t has ")
+           << keys << " keys but value has " << value[rank - 2] << " rows";
+  if (result[rank - 2] != queries || result[rank - 1] != value[rank - 1])
+    return emitOpError("result must be [..., ")
+           << queries << ", " << value[rank - 1] << "]";
+  if (Value mask = getMask()) {
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    SmallVector<int64_t> scores(batch);
+    scores.append({queries, keys});
+    SmallVector<int64_t> broadcast;
+    if (!OpTrait::util::getBroadcastedShape(scores, maskType.getShape(),
+                                            broadcast) ||
+        ArrayRef<int64_t>(broadcast) != ArrayRef<int64_t>(scores))
+      return emitOpError("mask ")
+             << maskType << " does not broadcast to the scores' shape";
+    bool boolean = maskType.getElementType().isInteger(1);
+    if (boolean != getMaskFill().has_value())
+      return emitOpError("an i1 mask takes a mask_fill and an f32 mask none");
+  } else if (getMaskFill()) {
+    return emitOpError("mask_fill without a mask");
+  }
+  return success();
+}

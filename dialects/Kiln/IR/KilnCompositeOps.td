@@ -55,7 +55,10 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul", [Pure]> {
+def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul",
+    [Pure, AttrSizedOperandSegments,
+     OptionalTypesMatchWith<"the residual has the result's type", "result",
+                            "residual", "$_self">]> {
   let summary = "matrix product with a constant right operand in column panels";
   let description = [{
     `lhs` (`[..., M, K]`) times a `[K, N]` matrix stored as `ceil(N / W)`
@@ -70,20 +73,60 @@ def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul", [Pure]> {
     product needs no pass of its own over the result. An optional
     `activation` is applied to each block of the result while it is still
     in cache: `gelu_erf` is `0.5 * x * (1 + erf(x / sqrt(2)))`, `gelu_tanh`
-    `0.5 * x * (1 + tanh(0.7978846 * (x + 0.044715 * x^3)))`.
+    `0.5 * x * (1 + tanh(0.7978846 * (x + 0.044715 * x^3)))`. An optional
+    `residual`, of the result's type, is added last (a transformer's skip
+    connection), also while the block is in cache.
 
     ```mlir
     %0 = kiln.packed_matmul %x, %w : tensor<1x128x384xf32>, tensor<48x384x32xf32> -> tensor<1x128x1536xf32>
     %1 = kiln.packed_matmul %x, %w bias %b activation "gelu_erf" : tensor<1x128x384xf32>, tensor<48x384x32xf32>, tensor<48x32xf32> -> tensor<1x128x1536xf32>
+    %2 = kiln.packed_matmul %h, %w2 bias %b2 residual %x : tensor<1x128x1536xf32>, tensor<12x1536x32xf32>, tensor<12x32xf32> -> tensor<1x128x384xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs,
                        Optional<Kiln_FloatTensor>:$bias,
+                       Optional<Kiln_FloatTensor>:$residual,
                        OptionalAttr<StrAttr>:$activation);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`bias` $bias^)? (`activation` $activation^)? attr-dict
-    `:` type($lhs) `,` type($rhs) (`,` type($bias)^)? `->` type($result)
+    $lhs `,` $rhs (`bias` $bias^)? (`activation` $activation^)?
+    (`residual` $residual^)? attr-dict `:` type($lhs) `,` type($rhs)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
+  let summary = "scaled dot-product attention";
+  let description = [{
+    `softmax(scale * query x key_t + mask) x value`, the softmax over the
+    last axis. `query` is `[..., Sq, D]`, `key_t` the keys already
+    transposed, `[..., D, Sk]`, `value` `[..., Sk, Dv]`; the leading batch
+    dimensions (batch, heads) are equal and the result is `[..., Sq, Dv]`.
+
+    The optional `mask` broadcasts (ONNX rules) to the scores'
+    `[..., Sq, Sk]`. An f32 mask is added to the scaled scores; an i1 mask
+    with `mask_fill` replaces the scores where it is true by that value (the
+    `Where(mask, fill, scores)` spelling of causal and padding masks).
+
+    Scores are never materialized: the lowering computes a block of query
+    rows against a block of keys at a time and keeps a running maximum and
+    sum per row (online softmax).
+
+    ```mlir
+    %0 = kiln.attention %q, %kt, %v scale = 0.176776692 : tensor<1x12x128x32xf32>, tensor<1x12x32x128xf32>, tensor<1x12x128x32xf32> -> tensor<1x12x128x32xf32>
+    %1 = kiln.attention %q, %kt, %v mask %m scale = 1.250000e-01 mask_fill = 0xFF800000 : tensor<1x12x128x64xf32>, tensor<1x12x64x128xf32>, tensor<1x12x128x64xf32>, tensor<1x1x128x128xi1> -> tensor<1x12x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key_t,
+                       Kiln_FloatTensor:$value,
+                       Optional<StaticShapeTensorOf<[F32, I1]>>:$mask,
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$mask_fill);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key_t `,` $value (`mask` $mask^)? `scale` `=` $scale
+    (`mask_fill` `=` $mask_fill^)? attr-dict `:` type($query) `,`
+    type($key_t) `,` type($value) (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

@@ -17,6 +17,8 @@ namespace {
 
 struct ConvertKilnToLinalgPass
     : kiln::impl::ConvertKilnToLinalgPassBase<ConvertKilnToLinalgPass> {
+  using ConvertKilnToLinalgPassBase::ConvertKilnToLinalgPassBase;
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
@@ -30,6 +32,9 @@ struct ConvertKilnToLinalgPass
     kiln::populateCompositeLoweringPatterns(patterns);
     kiln::populateElementwiseLoweringPatterns(patterns);
     kiln::populateStructuredLoweringPatterns(patterns);
+    kiln::populatePackedMatMulLoweringPatterns(patterns);
+    kiln::populateAttentionLoweringPatterns(patterns, attentionQueryRows,
+                                            attentionKeyColumns);
     kiln::populateDataMovementLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))

@@ -63,6 +63,10 @@ mlir::Value createSumStep(mlir::OpBuilder &b, mlir::Location loc,
 void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populatePackedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// kiln.attention in blocks of `queryRows` query rows by `keyColumns` keys.
+void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns,
+                                       int64_t queryRows, int64_t keyColumns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln

@@ -1,0 +1,410 @@
+//===- AttentionLowering.cpp - kiln.attention as an online-softmax kernel -===//
+//
+// Each iteration of a parallel loop takes a block of query rows of one head
+// through the keys a block at a time (flash attention's schedule): the block
+// of scores, its running row maxima and sums and the output rows stay in
+// L1, and the full scores tensor is never built. Every step is a linalg op on
+// static shapes, updating the carried state in place, so the matmul and
+// vector schedules apply and bufferization needs no copies.
+//
+//===----------------------------------------------------------------------===//
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+using utils::IteratorType;
+
+/// The operands of one attention, each with its batch dimensions flattened
+/// to one: q `[B, Sq, D]`, kt `[B, D, Sk]`, v `[B, Sk, Dv]`, mask
+/// `[1 or B, 1 or Sq, 1 or Sk]` (f32, or i8 for a boolean mask).
+struct Operands {
+  Value q, kt, v, mask;
+  int64_t queries, depth, keys, valueDepth;
+  float scale;
+  std::optional<float> fill;
+};
+
+class AttentionKernel {
+public:
+  AttentionKernel(const Operands &operands, Location loc, int64_t keyColumns)
+      : ops(operands), loc(loc), keyColumns(keyColumns) {}
+
+  /// Output rows `[q0, q0 + rows)` of batch entry `bh`, `[rows, Dv]`.
+  Value emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0, int64_t rows);
+
+private:
+  struct State {
+    Value max, sum, output; // [rows], [rows], [rows, Dv]
+  };
+
+  State emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0, Value query,
+                     OpFoldResult k0, int64_t columns, State state);
+  Value slice2d(OpBuilder &b, Value source, ArrayRef<OpFoldResult> offsets,
+                int64_t rows, int64_t columns);
+  Value generic(OpBuilder &b, Type result, ValueRange ins, ValueRange outs,
+                ArrayRef<AffineMap> maps, bool reduces,
+                function_ref<void(OpBuilder &, Location, ValueRange)> body);
+  Value splat(OpBuilder &b, ArrayRef<int64_t> shape, double value);
+
+  const Operands &ops;
+  Location loc;
+  int64_t keyColumns;
+};
+
+Value AttentionKernel::slice2d(OpBuilder &b, Value source,
+                               ArrayRef<OpFoldResult> offsets, int64_t rows,
+                               int64_t columns) {
+  auto sourceType = cast<RankedTensorType>(source.getType());
+  auto type =
+      RankedTensorType::get({rows, columns}, sourceType.getElementType());
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1), b.getIndexAttr(rows),
+                                     b.getIndexAttr(columns)};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, type, source, offsets, sizes,
+                                        strides);
+}
+
+Value AttentionKernel::generic(
+    OpBuilder &b, Type result, ValueRange ins, ValueRange outs,
+    ArrayRef<AffineMap> maps, bool reduces,
+    function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  unsigned loops = maps.back().getNumDims();
+  SmallVector<IteratorType> iterators(loops, IteratorType::parallel);
+  if (reduces)
+    iterators.back() = IteratorType::reduction;
+  return linalg::GenericOp::create(b, loc, TypeRange{result}, ins, outs, maps,
+                                   iterators, body)
+      .getResult(0);
+}
+
+Value AttentionKernel::splat(OpBuilder &b, ArrayRef<int64_t> shape,
+                             double value) {
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  return createFilledTensor(
+      b, loc, type, createScalarConstant(b, loc, b.getF32Type(), value));
+}
+
+/// `x == -inf ? 0 : x`: the row maximum to subtract while a row has seen
+/// only masked keys, so exp gives 0 instead of exp(-inf - -inf) = NaN.
+static Value finiteOrZero(OpBuilder &b, Location loc, Value x) {
+  Value lowest = arith::ConstantOp::create(
+      b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+  Value isLowest =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, lowest);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  return arith::SelectOp::create(b, loc, isLowest, zero, x);
+}
+
+AttentionKernel::State
+AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
+                              Value query, OpFoldResult k0, int64_t columns,
+                              State state) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rows = cast<RankedTensorType>(query.getType()).getDimSize(0);
+  OpFoldResult zeroIndex = b.getIndexAttr(0);
+  Value keys = slice2d(b, ops.kt, {bh, zeroIndex, k0}, ops.depth, columns);
+  Value values =
+      slice2d(b, ops.v, {bh, k0, zeroIndex}, columns, ops.valueDepth);
+  auto scoresType = RankedTensorType::get({rows, columns}, b.getF32Type());
+  Value scores =
+      linalg::MatmulOp::create(b, loc, scoresType, ValueRange{query, keys},
+                               splat(b, {rows, columns}, 0))
+          .getResult(0);
+
+  AffineMap all = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap perRow = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+  AffineMap vector = AffineMap::getMultiDimIdentityMap(1, ctx);
+  auto f32 = [&](OpBuilder &nb, double value) -> Value {
+    return arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(value));
+  };
+
+  // Scale and mask, in place.
+  float scale = ops.scale;
+  std::optional<float> fill = ops.fill;
+  auto scaled = [&](OpBuilder &nb, Value s) -> Value {
+    return scale == 1 ? s : arith::MulFOp::create(nb, loc, s, f32(nb, scale));
+  };
+  if (ops.mask) {
+    auto maskType = cast<RankedTensorType>(ops.mask.getType());
+    bool perBatch = maskType.getDimSize(0) != 1;
+    bool perQuery = maskType.getDimSize(1) != 1;
+    bool perKey = maskType.getDimSize(2) != 1;
+    Value block = slice2d(b, ops.mask,
+                          {perBatch ? OpFoldResult(bh) : zeroIndex,
+                           perQuery ? q0 : zeroIndex, perKey ? k0 : zeroIndex},
+                          perQuery ? rows : 1, perKey ? columns : 1);
+    AffineMap maskMap = AffineMap::get(
+        2, 0,
+        {perQuery ? getAffineDimExpr(0, ctx) : getAffineConstantExpr(0, ctx),
+         perKey ? getAffineDimExpr(1, ctx) : getAffineConstantExpr(0, ctx)},
+        ctx);
+    scores = generic(b, scoresType, block, scores, {maskMap, all}, false,
+                     [&](OpBuilder &nb, Location l, ValueRange args) {
+                       Value s = scaled(nb, args[1]);
+                       Value result;
+                       if (fill) {
+                         Value zero = arith::ConstantOp::create(
+                             nb, l, nb.getIntegerAttr(args[0].getType(), 0));
+                         Value masked = arith::CmpIOp::create(
+                             nb, l, arith::CmpIPredicate::ne, args[0], zero);
+                         result = arith::SelectOp::create(nb, l, masked,
+                                                          f32(nb, *fill), s);
+                       } else {
+                         result = arith::AddFOp::create(nb, l, s, args[0]);
+                       }
+                       linalg::YieldOp::create(nb, l, result);
+                     });
+  } else if (scale != 1) {
+    scores = generic(b, scoresType, ValueRange{}, scores, {all}, false,
+                     [&](OpBuilder &nb, Location l, ValueRange args) {
+                       linalg::YieldOp::create(nb, l, scaled(nb, args[0]));
+                     });
+  }
+
+  auto rowType = RankedTensorType::get({rows}, b.getF32Type());
+  Value blockMax = generic(
+      b, rowType, scores,
+      splat(b, {rows}, -std::numeric_limits<double>::infinity()), {all, perRow},
+      true, [](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, l,
+            arith::MaximumFOp::create(nb, l, args[0], args[1]).getResult());
+      });
+  // One op updates the running maximum in place and turns the block's
+  // maximum into the factor that rescales what was accumulated so far.
+  auto update = linalg::GenericOp::create(
+      b, loc, TypeRange{rowType, rowType}, ValueRange{},
+      ValueRange{state.max, blockMax}, ArrayRef<AffineMap>{vector, vector},
+      ArrayRef<IteratorType>{IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value max = arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        Value shift =
+            arith::SubFOp::create(nb, l, args[0], finiteOrZero(nb, l, max));
+        linalg::YieldOp::create(
+            nb, l, ValueRange{max, math::ExpOp::create(nb, l, shift)});
+      });
+  Value max = update.getResult(0), factor = update.getResult(1);
+  Value probabilities =
+      generic(b, scoresType, max, scores, {perRow, all}, false,
+              [&](OpBuilder &nb, Location l, ValueRange args) {
+                Value shifted = arith::SubFOp::create(
+                    nb, l, args[1], finiteOrZero(nb, l, args[0]));
+                linalg::YieldOp::create(
+                    nb, l, math::ExpOp::create(nb, l, shifted).getResult());
+              });
+  auto rescale = [&](Value accumulated, AffineMap map, AffineMap factorMap) {
+    return generic(
+        b, accumulated.getType(), factor, accumulated, {factorMap, map}, false,
+        [](OpBuilder &nb, Location l, ValueRange args) {
+          linalg::YieldOp::create(
+              nb, l,
+              arith::MulFOp::create(nb, l, args[1], args[0]).getResult());
+        });
+  };
+  Value sum = rescale(state.sum, vector, vector);
+  sum = generic(b, rowType, probabilities, sum, {all, perRow}, true,
+                [](OpBuilder &nb, Location l, ValueRange args) {
+                  linalg::YieldOp::create(
+                      nb, l, createSumStep(nb, l, args[0], args[1]));
+                });
+  Value output = rescale(state.output, all, perRow);
+  output = linalg::MatmulOp::create(b, loc, output.getType(),
+                                    ValueRange{probabilities, values}, output)
+               .getResult(0);
+  return {max, sum, output};
+}
+
+Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
+                                      int64_t rows) {
+  MLIRContext *ctx = b.getContext();
+  Value query = slice2d(b, ops.q, {bh, q0, b.getIndexAttr(0)}, rows, ops.depth);
+  State state = {splat(b, {rows}, -std::numeric_limits<double>::infinity()),
+                 splat(b, {rows}, 0), splat(b, {rows, ops.valueDepth}, 0)};
+  int64_t columns = std::min(keyColumns, ops.keys);
+  int64_t fullBlocks = ops.keys / columns, tail = ops.keys % columns;
+  if (fullBlocks == 1) {
+    state = emitKeyBlock(b, bh, q0, query, b.getIndexAttr(0), columns, state);
+  } else if (fullBlocks > 1) {
+    Value lower = arith::ConstantIndexOp::create(b, loc, 0);
+    Value upper = arith::ConstantIndexOp::create(b, loc, fullBlocks * columns);
+    Value step = arith::ConstantIndexOp::create(b, loc, columns);
+    auto loop = scf::ForOp::create(
+        b, loc, lower, upper, step,
+        ValueRange{state.max, state.sum, state.output},
+        [&](OpBuilder &nb, Location l, Value k0, ValueRange carried) {
+          State next = emitKeyBlock(nb, bh, q0, query, k0, columns,
+                                    {carried[0], carried[1], carried[2]});
+          scf::YieldOp::create(nb, l,
+                               ValueRange{next.max, next.sum, next.output});
+        });
+    state = {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
+  }
+  if (tail > 0)
+    state = emitKeyBlock(b, bh, q0, query, b.getIndexAttr(fullBlocks * columns),
+                         tail, state);
+  // Normalize by the row sums, in place.
+  AffineMap all = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap perRow = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
+  return generic(
+      b, state.output.getType(), state.sum, state.output, {perRow, all}, false,
+      [](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, l, arith::DivFOp::create(nb, l, args[1], args[0]).getResult());
+      });
+}
+
+struct AttentionLowering : OpConversionPattern<AttentionOp> {
+  AttentionLowering(MLIRContext *ctx, int64_t queryRows, int64_t keyColumns)
+      : OpConversionPattern(ctx), queryRows(queryRows), keyColumns(keyColumns) {
+  }
+
+  LogicalResult
+  matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    ArrayRef<int64_t> query = op.getQuery().getType().getShape();
+    ArrayRef<int64_t> value = op.getValue().getType().getShape();
+    ArrayRef<int64_t> batchShape = query.drop_back(2);
+    int64_t batch = 1;
+    for (int64_t dim : batchShape)
+      batch *= dim;
+    Operands ops;
+    ops.queries = query[query.size() - 2];
+    ops.depth = query.back();
+    ops.keys = value[value.size() - 2];
+    ops.valueDepth = value.back();
+    ops.scale = op.getScale().convertToFloat();
+    if (std::optional<APFloat> fill = op.getMaskFill())
+      ops.fill = fill->convertToFloat();
+    if (batch == 0 || ops.queries == 0 || ops.valueDepth == 0 || ops.keys == 0)
+      return rewriter.notifyMatchFailure(op, "empty attention");
+    Type f32 = rewriter.getF32Type();
+    auto flat = [&](Value v, int64_t rows, int64_t columns) {
+      return reshapeTensor(rewriter, loc, v,
+                           RankedTensorType::get({batch, rows, columns}, f32));
+    };
+    ops.q = flat(adaptor.getQuery(), ops.queries, ops.depth);
+    ops.kt = flat(adaptor.getKeyT(), ops.depth, ops.keys);
+    ops.v = flat(adaptor.getValue(), ops.keys, ops.valueDepth);
+    if (Value mask = adaptor.getMask())
+      ops.mask = flattenMask(rewriter, loc, mask, batchShape, ops);
+
+    int64_t rows = std::min(queryRows, ops.queries);
+    int64_t fullBlocks = ops.queries / rows, tail = ops.queries % rows;
+    AttentionKernel kernel(ops, loc, keyColumns);
+    auto flatResultType =
+        RankedTensorType::get({batch, ops.queries, ops.valueDepth}, f32);
+    Value result = createEmptyTensor(rewriter, loc, flatResultType);
+    // One parallel loop over (batch entry, block of rows), then one over
+    // the batch for the rows left over.
+    auto parallelBlocks =
+        [&](int64_t count, int64_t blockRows,
+            function_ref<std::pair<Value, OpFoldResult>(OpBuilder &, Value)>
+                position) {
+          auto loop = scf::ForallOp::create(
+              rewriter, loc,
+              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(count)},
+              ValueRange{result}, std::nullopt);
+          OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+          auto [bh, q0] = position(b, loop.getInductionVar(0));
+          Value block = kernel.emitQueryBlock(b, bh, q0, blockRows);
+          b.setInsertionPointToStart(loop.getTerminator().getBody());
+          tensor::ParallelInsertSliceOp::create(
+              b, loc, block, loop.getRegionIterArgs()[0],
+              ArrayRef<OpFoldResult>{bh, q0, b.getIndexAttr(0)},
+              ArrayRef<OpFoldResult>{b.getIndexAttr(1),
+                                     b.getIndexAttr(blockRows),
+                                     b.getIndexAttr(ops.valueDepth)},
+              SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+          result = loop.getResult(0);
+        };
+    if (fullBlocks > 0)
+      parallelBlocks(batch * fullBlocks, rows, [&](OpBuilder &b, Value i) {
+        Value blocks = arith::ConstantIndexOp::create(b, loc, fullBlocks);
+        Value bh = arith::DivUIOp::create(b, loc, i, blocks);
+        Value block = arith::RemUIOp::create(b, loc, i, blocks);
+        Value q0 = arith::MulIOp::create(
+            b, loc, block, arith::ConstantIndexOp::create(b, loc, rows));
+        return std::pair<Value, OpFoldResult>(bh, q0);
+      });
+    if (tail > 0)
+      parallelBlocks(batch, tail, [&](OpBuilder &b, Value i) {
+        return std::pair<Value, OpFoldResult>(
+            i, b.getIndexAttr(fullBlocks * rows));
+      });
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, resultType));
+    return success();
+  }
+
+  /// The mask as `[1 or B, 1 or Sq, 1 or Sk]`; a boolean mask as i8, which
+  /// loads as bytes in vectors (vectors of i1 are bit-packed).
+  static Value flattenMask(OpBuilder &b, Location loc, Value mask,
+                           ArrayRef<int64_t> batchShape, const Operands &ops) {
+    auto type = cast<RankedTensorType>(mask.getType());
+    Type elementType = type.getElementType();
+    size_t rank = batchShape.size() + 2;
+    SmallVector<int64_t> shape(rank - type.getRank(), 1);
+    llvm::append_range(shape, type.getShape());
+    ArrayRef<int64_t> maskBatch = ArrayRef<int64_t>(shape).drop_back(2);
+    int64_t maskEntries = 1;
+    for (int64_t dim : maskBatch)
+      maskEntries *= dim;
+    int64_t batch = 1;
+    for (int64_t dim : batchShape)
+      batch *= dim;
+    Type resultElement = elementType.isInteger(1) ? b.getI8Type() : elementType;
+    bool expand = maskEntries != 1 && maskBatch != batchShape;
+    SmallVector<int64_t> resultShape(expand ? batchShape : maskBatch);
+    resultShape.append({shape[rank - 2], shape[rank - 1]});
+    Value expanded =
+        reshapeTensor(b, loc, mask, RankedTensorType::get(shape, elementType));
+    if (expand || resultElement != elementType) {
+      // Batch dimensions the mask broadcasts over only some of (a per-batch
+      // padding mask with several heads) are written out.
+      MLIRContext *ctx = b.getContext();
+      auto resultType = RankedTensorType::get(resultShape, resultElement);
+      AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+      expanded =
+          linalg::GenericOp::create(
+              b, loc, resultType, expanded,
+              createEmptyTensor(b, loc, resultType),
+              ArrayRef<AffineMap>{
+                  getBroadcastMap(ctx, shape, resultShape, rank), identity},
+              SmallVector<IteratorType>(rank, IteratorType::parallel),
+              [&](OpBuilder &nb, Location l, ValueRange args) {
+                Value x = args[0];
+                if (resultElement != elementType)
+                  x = arith::ExtUIOp::create(nb, l, resultElement, x);
+                linalg::YieldOp::create(nb, l, x);
+              })
+              .getResult(0);
+    }
+    int64_t entries = expand ? batch : maskEntries;
+    return reshapeTensor(
+        b, loc, expanded,
+        RankedTensorType::get({entries, shape[rank - 2], shape[rank - 1]},
+                              resultElement));
+  }
+
+  int64_t queryRows, keyColumns;
+};
+
+} // namespace
+
+void kiln::populateAttentionLoweringPatterns(RewritePatternSet &patterns,
+                                             int64_t queryRows,
+                                             int64_t keyColumns) {
+  patterns.add<AttentionLowering>(patterns.getContext(), queryRows, keyColumns);
+}

@@ -1,0 +1,209 @@
+//===- PackedMatMulLowering.cpp - packed products and their epilogues -----===//
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// `activation` (gelu_erf or gelu_tanh) of each element of `block`, with
+/// the operations in the order PyTorch exports them, so the result rounds
+/// as the unfused graph does.
+Value applyActivation(OpBuilder &b, Location loc, Value block,
+                      StringRef activation) {
+  auto type = cast<RankedTensorType>(block.getType());
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), ctx);
+  // In place (the block is the generic's init), so the block stays in the
+  // result's buffer instead of a temporary per panel.
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{}, ValueRange{block},
+             ArrayRef<AffineMap>{identity},
+             SmallVector<utils::IteratorType>(type.getRank(),
+                                              utils::IteratorType::parallel),
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value x = args[0];
+               auto constant = [&](float value) -> Value {
+                 return arith::ConstantOp::create(nb, l,
+                                                  nb.getF32FloatAttr(value));
+               };
+               Value inner;
+               if (activation == "gelu_erf") {
+                 Value scaled =
+                     arith::DivFOp::create(nb, l, x, constant(1.41421354f));
+                 inner = math::ErfOp::create(nb, l, scaled);
+               } else {
+                 Value cube = arith::MulFOp::create(
+                     nb, l, x, arith::MulFOp::create(nb, l, x, x));
+                 Value shifted = arith::AddFOp::create(
+                     nb, l, x,
+                     arith::MulFOp::create(nb, l, constant(0.044715f), cube));
+                 inner = math::TanhOp::create(
+                     nb, l,
+                     arith::MulFOp::create(nb, l, constant(0.797884583f),
+                                           shifted));
+               }
+               Value onePlus = arith::AddFOp::create(nb, l, inner, constant(1));
+               Value product = arith::MulFOp::create(nb, l, x, onePlus);
+               Value result =
+                   arith::MulFOp::create(nb, l, product, constant(0.5f));
+               linalg::YieldOp::create(nb, l, result);
+             })
+      .getResult(0);
+}
+
+/// kiln.packed_matmul: a parallel loop over the full panels, each a named
+/// linalg.matmul of all rows of the lhs with one contiguous [K, W] panel
+/// writing its W columns of the result, then the padded last panel, if any,
+/// into a block of its own whose valid columns are copied. A bias is where
+/// each block's accumulation starts; the activation, then the residual,
+/// update the block in place.
+struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PackedMatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
+    auto panelsType = cast<RankedTensorType>(adaptor.getRhs().getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Type elementType = resultType.getElementType();
+    int64_t k = lhsType.getShape().back();
+    if (k == 0)
+      return rewriter.notifyMatchFailure(op, "empty reduction");
+    int64_t rows = lhsType.getNumElements() / k;
+    int64_t width = panelsType.getDimSize(2);
+    int64_t columns = resultType.getShape().back();
+    int64_t fullPanels = columns / width, tail = columns % width;
+    auto flatResultType = RankedTensorType::get({rows, columns}, elementType);
+    auto panelType = RankedTensorType::get({k, width}, elementType);
+    auto blockType = RankedTensorType::get({rows, width}, elementType);
+    Value lhs = reshapeTensor(rewriter, loc, adaptor.getLhs(),
+                              RankedTensorType::get({rows, k}, elementType));
+    Value zero = createScalarConstant(rewriter, loc, elementType, 0);
+
+    auto multiply = [&](OpBuilder &b, OpFoldResult p) {
+      auto index = [&](int64_t value) -> OpFoldResult {
+        return b.getIndexAttr(value);
+      };
+      Value panel = tensor::ExtractSliceOp::create(
+          b, loc, panelType, adaptor.getRhs(),
+          ArrayRef<OpFoldResult>{p, index(0), index(0)},
+          ArrayRef<OpFoldResult>{index(1), index(k), index(width)},
+          ArrayRef<OpFoldResult>{index(1), index(1), index(1)});
+      Value init;
+      if (Value bias = adaptor.getBias()) {
+        // Accumulators start from the panel's bias, broadcast over rows.
+        Value panelBias = tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get({width}, elementType), bias,
+            ArrayRef<OpFoldResult>{p, index(0)},
+            ArrayRef<OpFoldResult>{index(1), index(width)},
+            ArrayRef<OpFoldResult>{index(1), index(1)});
+        MLIRContext *ctx = b.getContext();
+        AffineMap rowMap = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
+        init = linalg::GenericOp::create(
+                   b, loc, blockType, ValueRange{panelBias},
+                   ValueRange{createEmptyTensor(b, loc, blockType)},
+                   ArrayRef<AffineMap>{
+                       rowMap, AffineMap::getMultiDimIdentityMap(2, ctx)},
+                   SmallVector<utils::IteratorType>(
+                       2, utils::IteratorType::parallel),
+                   [](OpBuilder &nb, Location l, ValueRange args) {
+                     linalg::YieldOp::create(nb, l, args[0]);
+                   })
+                   .getResult(0);
+      } else {
+        init = createFilledTensor(b, loc, blockType, zero);
+      }
+      Value block = linalg::MatmulOp::create(b, loc, blockType,
+                                             ValueRange{lhs, panel}, init)
+                        .getResult(0);
+      if (std::optional<StringRef> activation = op.getActivation())
+        block = applyActivation(b, loc, block, *activation);
+      return block;
+    };
+    SmallVector<OpFoldResult> unitStrides(2, rewriter.getIndexAttr(1));
+    Value residual;
+    if (adaptor.getResidual())
+      residual =
+          reshapeTensor(rewriter, loc, adaptor.getResidual(), flatResultType);
+    // The residual's columns [column, column + count) added to `block` in
+    // place, last in the epilogue.
+    auto addResidual = [&](OpBuilder &b, Value block, OpFoldResult column,
+                           int64_t count) -> Value {
+      if (!residual)
+        return block;
+      auto type = RankedTensorType::get({rows, count}, elementType);
+      Value part = tensor::ExtractSliceOp::create(
+          b, loc, type, residual,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), column},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(count)},
+          unitStrides);
+      AffineMap identity = AffineMap::getMultiDimIdentityMap(2, getContext());
+      return linalg::GenericOp::create(
+                 b, loc, type, ValueRange{part}, ValueRange{block},
+                 ArrayRef<AffineMap>{identity, identity},
+                 SmallVector<utils::IteratorType>(
+                     2, utils::IteratorType::parallel),
+                 [](OpBuilder &nb, Location l, ValueRange args) {
+                   Value sum = arith::AddFOp::create(nb, l, args[1], args[0]);
+                   linalg::YieldOp::create(nb, l, sum);
+                 })
+          .getResult(0);
+    };
+    Value result = createEmptyTensor(rewriter, loc, flatResultType);
+    if (fullPanels > 0) {
+      auto loop = scf::ForallOp::create(
+          rewriter, loc,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(fullPanels)},
+          ValueRange{result}, std::nullopt);
+      OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
+      Value p = loop.getInductionVar(0);
+      Value column = arith::MulIOp::create(
+          b, loc, p, arith::ConstantIndexOp::create(b, loc, width));
+      Value block = addResidual(b, multiply(b, p), column, width);
+      b.setInsertionPointToStart(loop.getTerminator().getBody());
+      tensor::ParallelInsertSliceOp::create(
+          b, loc, block, loop.getRegionIterArgs()[0],
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), column},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(width)},
+          unitStrides);
+      result = loop.getResult(0);
+    }
+    if (tail > 0) {
+      Value block = multiply(rewriter, rewriter.getIndexAttr(fullPanels));
+      Value valid = tensor::ExtractSliceOp::create(
+          rewriter, loc, RankedTensorType::get({rows, tail}, elementType),
+          block,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
+                                 rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
+                                 rewriter.getIndexAttr(tail)},
+          unitStrides);
+      valid = addResidual(rewriter, valid,
+                          rewriter.getIndexAttr(fullPanels * width), tail);
+      result = tensor::InsertSliceOp::create(
+          rewriter, loc, valid, result,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
+                                 rewriter.getIndexAttr(fullPanels * width)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
+                                 rewriter.getIndexAttr(tail)},
+          unitStrides);
+    }
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, resultType));
+    return success();
+  }
+};
+
+} // namespace
+
+void kiln::populatePackedMatMulLoweringPatterns(RewritePatternSet &patterns) {
+  patterns.add<PackedMatMulLowering>(patterns.getContext());
+}

@@ -1,0 +1,63 @@
+// RUN: kiln-opt %s -convert-kiln-to-linalg="attention-query-rows=8 attention-key-columns=8" -canonicalize | FileCheck %s
+
+// 3 heads x 21 query rows in blocks of 8: a parallel loop over the 3 x 2
+// full blocks and one over the 3 heads for the last 5 rows. 21 keys in
+// blocks of 8: a loop over the two full blocks carrying the row maxima, the
+// row sums and the output rows, then the 5 keys left.
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[MASK:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%arg3 : tensor<1x1x21x21xi1>) outs({{.*}} : tensor<1x1x21x21xi8>)
+// CHECK: arith.extui
+// CHECK: scf.forall (%[[I:[a-zA-Z0-9_]+]]) in (6)
+// CHECK:   %[[Q:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}} [1, 8, 16] [1, 1, 1] : tensor<3x21x16xf32> to tensor<8x16xf32>
+// CHECK:   %[[RESULT:[a-zA-Z0-9_]+]]:3 = scf.for %[[K0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[MAX:[a-zA-Z0-9_]+]] = %{{.*}}, %[[SUM:[a-zA-Z0-9_]+]] = %{{.*}}, %[[OUT:[a-zA-Z0-9_]+]] = %{{.*}}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>)
+// CHECK:     %[[KT:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}}[%{{.*}}, 0, %[[K0]]] [1, 16, 8] [1, 1, 1] : tensor<3x16x21xf32> to tensor<16x8xf32>
+// CHECK:     %[[S:[a-zA-Z0-9_]+]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<8x16xf32>, tensor<16x8xf32>)
+// Scale, then the fill where the mask is set.
+// CHECK:     linalg.generic {{.*}} outs(%[[S]] : tensor<8x8xf32>)
+// CHECK:       arith.mulf
+// CHECK:       arith.cmpi ne
+// CHECK:       arith.select
+// The block's row maxima, then the running maxima updated in place and
+// the factor for what was accumulated before.
+// CHECK:     %[[BLOCKMAX:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<8xf32>)
+// CHECK:       arith.maximumf
+// CHECK:     %[[UPDATE:[a-zA-Z0-9_]+]]:2 = linalg.generic {{.*}} outs(%[[MAX]], %[[BLOCKMAX]] : tensor<8xf32>, tensor<8xf32>)
+// CHECK:       math.exp
+// CHECK:     %[[P:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[UPDATE]]#0 : tensor<8xf32>)
+// CHECK:       math.exp
+// CHECK:     linalg.generic {{.*}} ins(%[[UPDATE]]#1 : tensor<8xf32>) outs(%[[SUM]] : tensor<8xf32>)
+// CHECK:     %[[NEWSUM:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[P]] : tensor<8x8xf32>)
+// CHECK:     %[[SCALED:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[UPDATE]]#1 : tensor<8xf32>) outs(%[[OUT]] : tensor<8x8xf32>)
+// CHECK:     %[[NEWOUT:[a-zA-Z0-9_]+]] = linalg.matmul ins(%[[P]], %{{.*}} : tensor<8x8xf32>, tensor<8x8xf32>) outs(%[[SCALED]] : tensor<8x8xf32>)
+// CHECK:     scf.yield %[[UPDATE]]#0, %[[NEWSUM]], %[[NEWOUT]]
+// The last 5 keys, static.
+// CHECK:   tensor.extract_slice {{.*}}[%{{.*}}, 0, 16] [1, 16, 5] [1, 1, 1] : tensor<3x16x21xf32> to tensor<16x5xf32>
+// CHECK:   linalg.matmul {{.*}} : tensor<8x16xf32>, tensor<16x5xf32>
+// CHECK:   linalg.matmul {{.*}} : tensor<8x5xf32>, tensor<5x8xf32>
+// Normalized by the row sums.
+// CHECK:   %[[NORM:[a-zA-Z0-9_]+]] = linalg.generic
+// CHECK:     arith.divf
+// CHECK:   tensor.parallel_insert_slice %[[NORM]] into {{.*}} [1, 8, 8] [1, 1, 1]
+// The last 5 query rows of each head.
+// CHECK: scf.forall (%{{.*}}) in (3)
+// CHECK:   tensor.extract_slice {{.*}}[%{{.*}}, 16, 0] [1, 5, 16] [1, 1, 1] : tensor<3x21x16xf32> to tensor<5x16xf32>
+// CHECK:   tensor.parallel_insert_slice {{.*}} [1, 5, 8] [1, 1, 1]
+func.func @attention(%q: tensor<1x3x21x16xf32>, %kt: tensor<1x3x16x21xf32>, %v: tensor<1x3x21x8xf32>, %m: tensor<1x1x21x21xi1>) -> tensor<1x3x21x8xf32> {
+  %0 = kiln.attention %q, %kt, %v mask %m scale = 0.25 mask_fill = 0xFF800000 : tensor<1x3x21x16xf32>, tensor<1x3x16x21xf32>, tensor<1x3x21x8xf32>, tensor<1x1x21x21xi1> -> tensor<1x3x21x8xf32>
+  return %0 : tensor<1x3x21x8xf32>
+}
+
+// A per-batch padding mask over 2 heads is written out per head; an f32
+// mask is added after the scale.
+// CHECK-LABEL: func.func @padding_mask
+// CHECK: %[[FULL:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%arg3 : tensor<2x1x1x8xf32>) outs(%{{.*}} : tensor<2x2x1x8xf32>)
+// CHECK: tensor.collapse_shape %[[FULL]] {{.*}} into tensor<4x1x8xf32>
+// CHECK: scf.forall (%{{.*}}) in (4)
+// CHECK-NOT: scf.for
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x8xf32>)
+// CHECK:   arith.mulf
+// CHECK:   arith.addf
+func.func @padding_mask(%q: tensor<2x2x8x4xf32>, %kt: tensor<2x2x4x8xf32>, %v: tensor<2x2x8x4xf32>, %m: tensor<2x1x1x8xf32>) -> tensor<2x2x8x4xf32> {
+  %0 = kiln.attention %q, %kt, %v mask %m scale = 0.5 : tensor<2x2x8x4xf32>, tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>, tensor<2x1x1x8xf32> -> tensor<2x2x8x4xf32>
+  return %0 : tensor<2x2x8x4xf32>
+}

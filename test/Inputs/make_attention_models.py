@@ -1,0 +1,146 @@
+#!/usr/bin/python3
+"""Writes ONNX attention subgraphs in exporters' spellings, with inputs and
+expected outputs computed by numpy in float64.
+
+usage: make_attention_models.py CASE OUTPUT_DIR
+
+Writes OUTPUT_DIR/model.onnx, input_N.pb and output_0.pb. Every case is
+MatMul(Q, K^T), a scale, a mask, Softmax over the last axis and MatMul with
+V, sized so the kernel meets ragged query blocks, several key blocks and,
+in `padded`, rows whose first key blocks are all masked.
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def softmax(x):
+    shifted = x - x.max(axis=-1, keepdims=True)
+    e = np.exp(shifted)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def scalar(name, value):
+    return numpy_helper.from_array(np.array(value, dtype=np.float32), name)
+
+
+def make_case(case, rng):
+    """Returns (nodes, inputs {name: array}, initializers, reference)."""
+    if case == "bert":
+        # Eager BERT: scores / sqrt(d) + (1 - attention_mask) * -10000.
+        b, h, s, d = 2, 3, 37, 16
+        q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float32)
+                   for _ in range(3))
+        mask = np.zeros((b, 1, 1, s), np.float32)
+        mask[1, ..., 30:] = -10000.0
+        kt = k.transpose(0, 1, 3, 2).copy()
+        nodes = [
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Div", ["s", "sqrt_d"], ["sd"]),
+            helper.make_node("Add", ["sd", "mask"], ["sm"]),
+            helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["out"]),
+        ]
+        inputs = {"q": q, "kt": kt, "v": v, "mask": mask}
+        init = [scalar("sqrt_d", np.sqrt(d))]
+        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d) + mask) @ v
+        return nodes, inputs, init, ref
+    if case == "causal":
+        # GPT-2: scores * 1/sqrt(d), Where(future, -inf, scores), with more
+        # keys than one block holds.
+        h, s, d = 2, 300, 64
+        q, k, v = (rng.standard_normal((1, h, s, d)).astype(np.float32)
+                   for _ in range(3))
+        kt = k.transpose(0, 1, 3, 2).copy()
+        future = np.triu(np.ones((s, s), bool), 1)[None, None]
+        nodes = [
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Mul", ["s", "inv_sqrt_d"], ["ss"]),
+            helper.make_node("Where", ["future", "neg_inf", "ss"], ["sm"]),
+            helper.make_node("Softmax", ["sm"], ["p"], axis=3),
+            helper.make_node("MatMul", ["p", "v"], ["out"]),
+        ]
+        inputs = {"q": q, "kt": kt, "v": v}
+        init = [scalar("inv_sqrt_d", 1 / np.sqrt(d)),
+                scalar("neg_inf", -np.inf),
+                numpy_helper.from_array(future, "future")]
+        scores = q.astype(np.float64) @ kt / np.sqrt(d)
+        ref = softmax(np.where(future, -np.inf, scores)) @ v
+        return nodes, inputs, init, ref
+    if case == "padded":
+        # Left padding given at run time as a boolean keep-mask:
+        # Where(keep, scores, -inf). Batch entry 0 masks its first 520 keys,
+        # so every row sees two all-masked blocks of keys before any other.
+        b, h, s, d = 2, 2, 600, 32
+        q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float32)
+                   for _ in range(3))
+        kt = k.transpose(0, 1, 3, 2).copy()
+        keep = np.ones((b, 1, 1, s), bool)
+        keep[0, ..., :520] = False
+        nodes = [
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Mul", ["s", "scale"], ["ss"]),
+            helper.make_node("Where", ["keep", "ss", "neg_inf"], ["sm"]),
+            helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["out"]),
+        ]
+        inputs = {"q": q, "kt": kt, "v": v, "keep": keep}
+        init = [scalar("scale", 1 / np.sqrt(d)), scalar("neg_inf", -np.inf)]
+        scores = q.astype(np.float64) @ kt / np.sqrt(d)
+        ref = softmax(np.where(keep, scores, -np.inf)) @ v
+        return nodes, inputs, init, ref
+    if case == "sdpa":
+        # torch.onnx's scaled_dot_product_attention: Q and K^T each times
+        # sqrt(scale), then an additive float mask.
+        h, s, d = 4, 50, 24
+        q, k, v = (rng.standard_normal((1, h, s, d)).astype(np.float32)
+                   for _ in range(3))
+        kt = k.transpose(0, 1, 3, 2).copy()
+        mask = (rng.standard_normal((s, s)) * 2).astype(np.float32)
+        root = np.float32(np.sqrt(1 / np.sqrt(d)))
+        nodes = [
+            helper.make_node("Mul", ["q", "root"], ["qs"]),
+            helper.make_node("Mul", ["kt", "root"], ["ks"]),
+            helper.make_node("MatMul", ["qs", "ks"], ["s"]),
+            helper.make_node("Add", ["s", "mask"], ["sm"]),
+            helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["out"]),
+        ]
+        inputs = {"q": q, "kt": kt, "v": v, "mask": mask}
+        init = [scalar("root", root)]
+        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d) + mask) @ v
+        return nodes, inputs, init, ref
+    raise SystemExit(f"unknown case {case!r} (bert, causal, padded, sdpa)")
+
+
+def main():
+    if len(sys.argv) != 3:
+        raise SystemExit(__doc__)
+    case, out_dir = sys.argv[1], sys.argv[2]
+    rng = np.random.default_rng(7)
+    nodes, inputs, init, ref = make_case(case, rng)
+    elem = {np.dtype(np.float32): TensorProto.FLOAT,
+            np.dtype(bool): TensorProto.BOOL}
+    graph_inputs = [helper.make_tensor_value_info(n, elem[a.dtype], a.shape)
+                    for n, a in inputs.items()]
+    ref = ref.astype(np.float32)
+    output = helper.make_tensor_value_info("out", TensorProto.FLOAT, ref.shape)
+    graph = helper.make_graph(nodes, case, graph_inputs, [output],
+                              initializer=init)
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    os.makedirs(out_dir, exist_ok=True)
+    onnx.save(model, os.path.join(out_dir, "model.onnx"))
+    for i, (name, array) in enumerate(inputs.items()):
+        onnx.save_tensor(numpy_helper.from_array(array, name),
+                         os.path.join(out_dir, f"input_{i}.pb"))
+    onnx.save_tensor(numpy_helper.from_array(ref, "out"),
+                     os.path.join(out_dir, "output_0.pb"))
+
+
+if __name__ == "__main__":
+    main()
