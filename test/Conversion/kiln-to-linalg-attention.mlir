@@ -3,27 +3,28 @@
 // 3 heads x 21 query rows in blocks of 8: a parallel loop over the 3 x 2
 // full blocks and one over the 3 heads for the last 5 rows. 21 keys in
 // blocks of 8: a loop over the two full blocks carrying the row maxima, the
-// row sums and the output rows, then the 5 keys left.
+// row sums and the output rows, then the 5 keys left. A boolean mask filling
+// -inf is added instead: -inf where set, 0 elsewhere.
 // CHECK-LABEL: func.func @attention
-// CHECK: %[[MASK:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%arg3 : tensor<1x1x21x21xi1>) outs({{.*}} : tensor<1x1x21x21xi8>)
-// CHECK: arith.extui
+// CHECK: %[[MASK:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%arg3 : tensor<1x1x21x21xi1>) outs({{.*}} : tensor<1x1x21x21xf32>)
+// CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK: scf.forall (%[[I:[a-zA-Z0-9_]+]]) in (6)
-// CHECK:   %[[Q:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}} [1, 8, 16] [1, 1, 1] : tensor<3x21x16xf32> to tensor<8x16xf32>
-// CHECK:   %[[RESULT:[a-zA-Z0-9_]+]]:3 = scf.for %[[K0:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[MAX:[a-zA-Z0-9_]+]] = %{{.*}}, %[[SUM:[a-zA-Z0-9_]+]] = %{{.*}}, %[[OUT:[a-zA-Z0-9_]+]] = %{{.*}}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>)
+// The query rows are scaled once.
+// CHECK:   %[[QROWS:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}} [1, 8, 16] [1, 1, 1] : tensor<3x21x16xf32> to tensor<8x16xf32>
+// CHECK:   %[[Q:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[QROWS]] : tensor<8x16xf32>)
+// CHECK:     arith.mulf
+// CHECK:   %[[RESULT:[a-zA-Z0-9_]+]]:3 = scf.for %[[K0:[a-zA-Z0-9_]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[MAX:[a-zA-Z0-9_]+]] = %{{.*}}, %[[SUM:[a-zA-Z0-9_]+]] = %{{.*}}, %[[OUT:[a-zA-Z0-9_]+]] = %{{.*}}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>)
 // CHECK:     %[[KT:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}}[%{{.*}}, 0, %[[K0]]] [1, 16, 8] [1, 1, 1] : tensor<3x16x21xf32> to tensor<16x8xf32>
-// CHECK:     %[[S:[a-zA-Z0-9_]+]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<8x16xf32>, tensor<16x8xf32>)
-// Scale, then the fill where the mask is set.
-// CHECK:     linalg.generic {{.*}} outs(%[[S]] : tensor<8x8xf32>)
-// CHECK:       arith.mulf
-// CHECK:       arith.cmpi ne
-// CHECK:       arith.select
+// The product accumulates onto the mask's block.
+// CHECK:     %[[MASKBLOCK:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}}[0, %{{.*}}, %[[K0]]] [1, 8, 8] [1, 1, 1] : tensor<1x21x21xf32> to tensor<8x8xf32>
+// CHECK:     %[[S:[a-zA-Z0-9_]+]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<8x16xf32>, tensor<16x8xf32>) outs(%[[MASKBLOCK]] : tensor<8x8xf32>)
 // The block's row maxima, then the running maxima updated in place and
 // the factor for what was accumulated before.
-// CHECK:     %[[BLOCKMAX:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} outs(%{{.*}} : tensor<8xf32>)
-// CHECK:       arith.maximumf
+// CHECK:     %[[BLOCKMAX:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[S]] : tensor<8x8xf32>) outs(%{{.*}} : tensor<8xf32>)
+// CHECK:       arith.maxnumf
 // CHECK:     %[[UPDATE:[a-zA-Z0-9_]+]]:2 = linalg.generic {{.*}} outs(%[[MAX]], %[[BLOCKMAX]] : tensor<8xf32>, tensor<8xf32>)
 // CHECK:       math.exp
-// CHECK:     %[[P:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[UPDATE]]#0 : tensor<8xf32>)
+// CHECK:     %[[P:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[UPDATE]]#0 : tensor<8xf32>) outs(%[[S]] : tensor<8x8xf32>)
 // CHECK:       math.exp
 // CHECK:     linalg.generic {{.*}} ins(%[[UPDATE]]#1 : tensor<8xf32>) outs(%[[SUM]] : tensor<8xf32>)
 // CHECK:     %[[NEWSUM:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[P]] : tensor<8x8xf32>)
@@ -47,17 +48,32 @@ func.func @attention(%q: tensor<1x3x21x16xf32>, %kt: tensor<1x3x16x21xf32>, %v: 
   return %0 : tensor<1x3x21x8xf32>
 }
 
-// A per-batch padding mask over 2 heads is written out per head; an f32
-// mask is added after the scale.
+// A per-batch padding mask over 2 heads is written out per head; its row
+// of keys, broadcast over the query rows, is where the product starts.
 // CHECK-LABEL: func.func @padding_mask
 // CHECK: %[[FULL:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%arg3 : tensor<2x1x1x8xf32>) outs(%{{.*}} : tensor<2x2x1x8xf32>)
 // CHECK: tensor.collapse_shape %[[FULL]] {{.*}} into tensor<4x1x8xf32>
 // CHECK: scf.forall (%{{.*}}) in (4)
 // CHECK-NOT: scf.for
-// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x8xf32>)
-// CHECK:   arith.mulf
-// CHECK:   arith.addf
+// CHECK: %[[ROW:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}} [1, 1, 8] [1, 1, 1] : tensor<4x1x8xf32> to tensor<1x8xf32>
+// CHECK: %[[INIT:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[ROW]] : tensor<1x8xf32>) outs(%{{.*}} : tensor<8x8xf32>)
+// CHECK: linalg.matmul {{.*}} outs(%[[INIT]] : tensor<8x8xf32>)
+
 func.func @padding_mask(%q: tensor<2x2x8x4xf32>, %kt: tensor<2x2x4x8xf32>, %v: tensor<2x2x8x4xf32>, %m: tensor<2x1x1x8xf32>) -> tensor<2x2x8x4xf32> {
   %0 = kiln.attention %q, %kt, %v mask %m scale = 0.5 : tensor<2x2x8x4xf32>, tensor<2x2x4x8xf32>, tensor<2x2x8x4xf32>, tensor<2x1x1x8xf32> -> tensor<2x2x8x4xf32>
   return %0 : tensor<2x2x8x4xf32>
+}
+
+// A boolean mask filling another value replaces the scores after the
+// product, from bytes.
+// CHECK-LABEL: func.func @fill_mask
+// CHECK: linalg.generic {{.*}} ins(%arg3 : tensor<4x4xi1>) outs(%{{.*}} : tensor<4x4xi8>)
+// CHECK: arith.extui
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = linalg.matmul
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<4x4xi8>) outs(%[[S]] : tensor<4x4xf32>)
+// CHECK:   arith.cmpi ne
+// CHECK:   arith.select
+func.func @fill_mask(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>, %m: tensor<4x4xi1>) -> tensor<4x3xf32> {
+  %0 = kiln.attention %q, %kt, %v mask %m scale = 1.0 mask_fill = -1.0e+04 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x4xi1> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
 }

@@ -92,6 +92,27 @@ def make_case(case, rng):
         scores = q.astype(np.float64) @ kt / np.sqrt(d)
         ref = softmax(np.where(keep, scores, -np.inf)) @ v
         return nodes, inputs, init, ref
+    if case == "minfill":
+        # transformers' masked_fill with the float32 minimum instead of -inf:
+        # Where(keep, scores, min), a causal keep-mask given at run time.
+        h, s, d = 3, 40, 8
+        q, k, v = (rng.standard_normal((1, h, s, d)).astype(np.float32)
+                   for _ in range(3))
+        kt = k.transpose(0, 1, 3, 2).copy()
+        keep = np.tril(np.ones((s, s), bool))[None, None]
+        lowest = np.finfo(np.float32).min
+        nodes = [
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Div", ["s", "sqrt_d"], ["ss"]),
+            helper.make_node("Where", ["keep", "ss", "lowest"], ["sm"]),
+            helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["out"]),
+        ]
+        inputs = {"q": q, "kt": kt, "v": v, "keep": keep}
+        init = [scalar("sqrt_d", np.sqrt(d)), scalar("lowest", lowest)]
+        scores = q.astype(np.float64) @ kt / np.sqrt(d)
+        ref = softmax(np.where(keep, scores, lowest)) @ v
+        return nodes, inputs, init, ref
     if case == "sdpa":
         # torch.onnx's scaled_dot_product_attention: Q and K^T each times
         # sqrt(scale), then an additive float mask.
@@ -113,7 +134,8 @@ def make_case(case, rng):
         init = [scalar("root", root)]
         ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d) + mask) @ v
         return nodes, inputs, init, ref
-    raise SystemExit(f"unknown case {case!r} (bert, causal, padded, sdpa)")
+    raise SystemExit(
+        f"unknown case {case!r} (bert, causal, padded, minfill, sdpa)")
 
 
 def main():

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -117,61 +118,62 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
   Value values =
       slice2d(b, ops.v, {bh, k0, zeroIndex}, columns, ops.valueDepth);
   auto scoresType = RankedTensorType::get({rows, columns}, b.getF32Type());
-  Value scores =
-      linalg::MatmulOp::create(b, loc, scoresType, ValueRange{query, keys},
-                               splat(b, {rows, columns}, 0))
-          .getResult(0);
-
   AffineMap all = AffineMap::getMultiDimIdentityMap(2, ctx);
   AffineMap perRow = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
   AffineMap vector = AffineMap::getMultiDimIdentityMap(1, ctx);
-  auto f32 = [&](OpBuilder &nb, double value) -> Value {
-    return arith::ConstantOp::create(nb, loc, nb.getF32FloatAttr(value));
-  };
 
-  // Scale and mask, in place.
-  float scale = ops.scale;
-  std::optional<float> fill = ops.fill;
-  auto scaled = [&](OpBuilder &nb, Value s) -> Value {
-    return scale == 1 ? s : arith::MulFOp::create(nb, loc, s, f32(nb, scale));
-  };
+  // The product starts from the block of an additive mask (the query rows
+  // are already scaled), so masking costs no pass over the scores.
+  Value maskBlock;
+  AffineMap maskMap;
   if (ops.mask) {
     auto maskType = cast<RankedTensorType>(ops.mask.getType());
     bool perBatch = maskType.getDimSize(0) != 1;
     bool perQuery = maskType.getDimSize(1) != 1;
     bool perKey = maskType.getDimSize(2) != 1;
-    Value block = slice2d(b, ops.mask,
-                          {perBatch ? OpFoldResult(bh) : zeroIndex,
-                           perQuery ? q0 : zeroIndex, perKey ? k0 : zeroIndex},
-                          perQuery ? rows : 1, perKey ? columns : 1);
-    AffineMap maskMap = AffineMap::get(
+    maskBlock = slice2d(b, ops.mask,
+                        {perBatch ? OpFoldResult(bh) : zeroIndex,
+                         perQuery ? q0 : zeroIndex, perKey ? k0 : zeroIndex},
+                        perQuery ? rows : 1, perKey ? columns : 1);
+    maskMap = AffineMap::get(
         2, 0,
         {perQuery ? getAffineDimExpr(0, ctx) : getAffineConstantExpr(0, ctx),
          perKey ? getAffineDimExpr(1, ctx) : getAffineConstantExpr(0, ctx)},
         ctx);
-    scores = generic(b, scoresType, block, scores, {maskMap, all}, false,
-                     [&](OpBuilder &nb, Location l, ValueRange args) {
-                       Value s = scaled(nb, args[1]);
-                       Value result;
-                       if (fill) {
-                         Value zero = arith::ConstantOp::create(
-                             nb, l, nb.getIntegerAttr(args[0].getType(), 0));
-                         Value masked = arith::CmpIOp::create(
-                             nb, l, arith::CmpIPredicate::ne, args[0], zero);
-                         result = arith::SelectOp::create(nb, l, masked,
-                                                          f32(nb, *fill), s);
-                       } else {
-                         result = arith::AddFOp::create(nb, l, s, args[0]);
-                       }
-                       linalg::YieldOp::create(nb, l, result);
-                     });
-  } else if (scale != 1) {
-    scores = generic(b, scoresType, ValueRange{}, scores, {all}, false,
-                     [&](OpBuilder &nb, Location l, ValueRange args) {
-                       linalg::YieldOp::create(nb, l, scaled(nb, args[0]));
-                     });
+  }
+  Value init;
+  if (maskBlock && !ops.fill)
+    init = generic(b, scoresType, maskBlock,
+                   createEmptyTensor(b, loc, scoresType), {maskMap, all}, false,
+                   [](OpBuilder &nb, Location l, ValueRange args) {
+                     linalg::YieldOp::create(nb, l, args[0]);
+                   });
+  else
+    init = splat(b, {rows, columns}, 0);
+  Value scores = linalg::MatmulOp::create(b, loc, scoresType,
+                                          ValueRange{query, keys}, init)
+                     .getResult(0);
+  if (maskBlock && ops.fill) {
+    // A boolean mask whose fill isn't -inf replaces scores, in place.
+    float fill = *ops.fill;
+    scores = generic(
+        b, scoresType, maskBlock, scores, {maskMap, all}, false,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value zero = arith::ConstantOp::create(
+              nb, l, nb.getIntegerAttr(args[0].getType(), 0));
+          Value masked = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ne,
+                                               args[0], zero);
+          Value value =
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(fill));
+          linalg::YieldOp::create(
+              nb, l,
+              arith::SelectOp::create(nb, l, masked, value, args[1])
+                  .getResult());
+        });
   }
 
+  // maxnumf rather than maximumf: it is cheaper on x86, and a NaN score
+  // still makes its row NaN, through its exponential and the row's sum.
   auto rowType = RankedTensorType::get({rows}, b.getF32Type());
   Value blockMax = generic(
       b, rowType, scores,
@@ -179,7 +181,7 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
       true, [](OpBuilder &nb, Location l, ValueRange args) {
         linalg::YieldOp::create(
             nb, l,
-            arith::MaximumFOp::create(nb, l, args[0], args[1]).getResult());
+            arith::MaxNumFOp::create(nb, l, args[0], args[1]).getResult());
       });
   // One op updates the running maximum in place and turns the block's
   // maximum into the factor that rescales what was accumulated so far.
@@ -188,7 +190,7 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
       ValueRange{state.max, blockMax}, ArrayRef<AffineMap>{vector, vector},
       ArrayRef<IteratorType>{IteratorType::parallel},
       [&](OpBuilder &nb, Location l, ValueRange args) {
-        Value max = arith::MaximumFOp::create(nb, l, args[0], args[1]);
+        Value max = arith::MaxNumFOp::create(nb, l, args[0], args[1]);
         Value shift =
             arith::SubFOp::create(nb, l, args[0], finiteOrZero(nb, l, max));
         linalg::YieldOp::create(
@@ -229,6 +231,22 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
                                       int64_t rows) {
   MLIRContext *ctx = b.getContext();
   Value query = slice2d(b, ops.q, {bh, q0, b.getIndexAttr(0)}, rows, ops.depth);
+  if (ops.scale != 1) {
+    // Scaling the query rows once costs less than scaling every block of
+    // scores.
+    auto queryType = cast<RankedTensorType>(query.getType());
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+    float scale = ops.scale;
+    query = generic(
+        b, queryType, query, createEmptyTensor(b, loc, queryType),
+        {identity, identity}, false,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value factor =
+              arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(scale));
+          linalg::YieldOp::create(
+              nb, l, arith::MulFOp::create(nb, l, args[0], factor).getResult());
+        });
+  }
   State state = {splat(b, {rows}, -std::numeric_limits<double>::infinity()),
                  splat(b, {rows}, 0), splat(b, {rows, ops.valueDepth}, 0)};
   int64_t columns = std::min(keyColumns, ops.keys);
@@ -298,8 +316,14 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     ops.q = flat(adaptor.getQuery(), ops.queries, ops.depth);
     ops.kt = flat(adaptor.getKeyT(), ops.depth, ops.keys);
     ops.v = flat(adaptor.getValue(), ops.keys, ops.valueDepth);
-    if (Value mask = adaptor.getMask())
-      ops.mask = flattenMask(rewriter, loc, mask, batchShape, ops);
+    if (Value mask = adaptor.getMask()) {
+      // Filling with -inf is adding -inf (scores are finite): such a mask
+      // becomes an additive one.
+      bool additive = !ops.fill || (std::isinf(*ops.fill) && *ops.fill < 0);
+      ops.mask = flattenMask(rewriter, loc, mask, batchShape, additive);
+      if (additive)
+        ops.fill.reset();
+    }
 
     int64_t rows = std::min(queryRows, ops.queries);
     int64_t fullBlocks = ops.queries / rows, tail = ops.queries % rows;
@@ -348,10 +372,11 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     return success();
   }
 
-  /// The mask as `[1 or B, 1 or Sq, 1 or Sk]`; a boolean mask as i8, which
-  /// loads as bytes in vectors (vectors of i1 are bit-packed).
+  /// The mask as `[1 or B, 1 or Sq, 1 or Sk]`. A boolean mask becomes f32
+  /// (-inf where set, else 0) if `additive`, otherwise i8, which loads as
+  /// bytes in vectors (vectors of i1 are bit-packed).
   static Value flattenMask(OpBuilder &b, Location loc, Value mask,
-                           ArrayRef<int64_t> batchShape, const Operands &ops) {
+                           ArrayRef<int64_t> batchShape, bool additive) {
     auto type = cast<RankedTensorType>(mask.getType());
     Type elementType = type.getElementType();
     size_t rank = batchShape.size() + 2;
@@ -364,7 +389,10 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     int64_t batch = 1;
     for (int64_t dim : batchShape)
       batch *= dim;
-    Type resultElement = elementType.isInteger(1) ? b.getI8Type() : elementType;
+    bool boolean = elementType.isInteger(1);
+    Type resultElement = elementType;
+    if (boolean)
+      resultElement = additive ? Type(b.getF32Type()) : Type(b.getI8Type());
     bool expand = maskEntries != 1 && maskBatch != batchShape;
     SmallVector<int64_t> resultShape(expand ? batchShape : maskBatch);
     resultShape.append({shape[rank - 2], shape[rank - 1]});
@@ -385,8 +413,17 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
               SmallVector<IteratorType>(rank, IteratorType::parallel),
               [&](OpBuilder &nb, Location l, ValueRange args) {
                 Value x = args[0];
-                if (resultElement != elementType)
+                if (boolean && additive) {
+                  Value lowest = arith::ConstantOp::create(
+                      nb, l,
+                      nb.getF32FloatAttr(
+                          -std::numeric_limits<float>::infinity()));
+                  Value zero =
+                      arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(0));
+                  x = arith::SelectOp::create(nb, l, x, lowest, zero);
+                } else if (boolean) {
                   x = arith::ExtUIOp::create(nb, l, resultElement, x);
+                }
                 linalg::YieldOp::create(nb, l, x);
               })
               .getResult(0);
