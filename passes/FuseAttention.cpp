@@ -154,7 +154,8 @@ struct FuseAttentionPattern : OpRewritePattern<MatMulOp> {
     Value attention = AttentionOp::create(
         rewriter, loc, output.getType(), query, keyT, value, mask.value,
         rewriter.getF32FloatAttr(scale),
-        mask.fill ? rewriter.getF32FloatAttr(*mask.fill) : FloatAttr());
+        mask.fill ? rewriter.getF32FloatAttr(*mask.fill) : FloatAttr(),
+        UnitAttr(), UnitAttr(), UnitAttr());
     rewriter.replaceOp(output, attention);
     return success();
   }

@@ -153,6 +153,29 @@ def FuseMatMulResidualPass : Pass<"kiln-fuse-matmul-residual"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FoldAttentionTransposesPass : Pass<"kiln-fold-attention-transposes"> {
+  let summary = "Let kiln.attention read and write heads in the sequence-first layout";
+  let description = [{
+    A `kiln.attention` whose query or value is a `kiln.transpose` swapping
+    the two dimensions before the last (`[B, S, H, D]` to `[B, H, S, D]`, the
+    heads split exporters emit) takes the transpose's input instead, marked
+    `query_seq_first` / `value_seq_first`. If the attention's only user is
+    the inverse transpose (the heads merge), the attention produces that
+    layout itself (`result_seq_first`). The keys, which the kernel needs
+    transposed, are left as they are.
+
+    ```mlir
+    %q = kiln.transpose %q0, perm = [0, 2, 1, 3] : tensor<1x128x12x32xf32> -> tensor<1x12x128x32xf32>
+    %v = kiln.transpose %v0, perm = [0, 2, 1, 3] : tensor<1x128x12x32xf32> -> tensor<1x12x128x32xf32>
+    %a = kiln.attention %q, %kt, %v scale = 0.176776692 : tensor<1x12x128x32xf32>, tensor<1x12x32x128xf32>, tensor<1x12x128x32xf32> -> tensor<1x12x128x32xf32>
+    %o = kiln.transpose %a, perm = [0, 2, 1, 3] : tensor<1x12x128x32xf32> -> tensor<1x128x12x32xf32>
+    // becomes
+    %o = kiln.attention %q0, %kt, %v0 scale = 0.176776692 {query_seq_first, result_seq_first, value_seq_first} : tensor<1x128x12x32xf32>, tensor<1x12x32x128xf32>, tensor<1x128x12x32xf32> -> tensor<1x128x12x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FuseLayerNormPass : Pass<"kiln-fuse-layer-norm"> {
   let summary = "Recognize decomposed layer norms as kiln.layer_norm";
   let description = [{

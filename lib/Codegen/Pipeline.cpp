@@ -23,7 +23,8 @@ LogicalResult kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   registerKilnPasses();
   std::string pipeline = "kiln-insert-runtime-checks";
   if (level >= OptLevel::O2)
-    pipeline = "kiln-fuse-layer-norm,kiln-fuse-attention,kiln-pack-weights,kiln-fuse-matmul-bias,"
+    pipeline = "kiln-fuse-layer-norm,kiln-fuse-attention,"
+               "kiln-fold-attention-transposes,kiln-pack-weights,kiln-fuse-matmul-bias,"
                "kiln-fuse-matmul-activation,kiln-fuse-matmul-residual," +
                pipeline;
   if (level >= OptLevel::O1)

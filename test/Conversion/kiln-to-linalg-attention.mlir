@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -convert-kiln-to-linalg="attention-query-rows=8 attention-key-columns=8" -canonicalize | FileCheck %s
+// RUN: kiln-opt %s -convert-kiln-to-linalg="attention-query-rows=8 attention-key-columns=8" -canonicalize -cse | FileCheck %s
 
 // 3 heads x 21 query rows in blocks of 8: a parallel loop over the 3 x 2
 // full blocks and one over the 3 heads for the last 5 rows. 21 keys in
@@ -76,4 +76,21 @@ func.func @padding_mask(%q: tensor<2x2x8x4xf32>, %kt: tensor<2x2x4x8xf32>, %v: t
 func.func @fill_mask(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>, %m: tensor<4x4xi1>) -> tensor<4x3xf32> {
   %0 = kiln.attention %q, %kt, %v mask %m scale = 1.0 mask_fill = -1.0e+04 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x4xi1> -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
+}
+
+// Sequence-first query, value and result ([B, S, H, D]): each block reads
+// and writes its head's rows in place, the output rows accumulating in the
+// result's own slice.
+// CHECK-LABEL: func.func @seq_first
+// CHECK: scf.forall (%[[I:[a-zA-Z0-9_]+]]) in (6) shared_outs(%[[RESULT:[a-zA-Z0-9_]+]] = %{{.*}}) -> (tensor<2x8x3x4xf32>)
+// CHECK:   %[[B:[a-zA-Z0-9_]+]] = arith.divui %[[I]], %{{.*}} : index
+// CHECK:   %[[H:[a-zA-Z0-9_]+]] = arith.remui %[[I]], %{{.*}} : index
+// CHECK:   %[[DEST:[a-zA-Z0-9_]+]] = tensor.extract_slice %[[RESULT]][%[[B]], 0, %[[H]], 0] [1, 8, 1, 4] [1, 1, 1, 1] : tensor<2x8x3x4xf32> to tensor<8x4xf32>
+// CHECK:   tensor.extract_slice %arg0[%[[B]], 0, %[[H]], 0] [1, 8, 1, 4] [1, 1, 1, 1] : tensor<2x8x3x4xf32> to tensor<8x4xf32>
+// CHECK:   linalg.fill ins(%{{.*}} : f32) outs(%[[DEST]] : tensor<8x4xf32>)
+// CHECK:   tensor.extract_slice %arg2[%[[B]], 0, %[[H]], 0] [1, 8, 1, 4] [1, 1, 1, 1] : tensor<2x8x3x4xf32> to tensor<8x4xf32>
+// CHECK:   tensor.parallel_insert_slice %{{.*}} into %[[RESULT]][%[[B]], 0, %[[H]], 0] [1, 8, 1, 4] [1, 1, 1, 1] : tensor<8x4xf32> into tensor<2x8x3x4xf32>
+func.func @seq_first(%q: tensor<2x8x3x4xf32>, %kt: tensor<2x3x4x8xf32>, %v: tensor<2x8x3x4xf32>) -> tensor<2x8x3x4xf32> {
+  %0 = kiln.attention %q, %kt, %v scale = 1.0 {query_seq_first, value_seq_first, result_seq_first} : tensor<2x8x3x4xf32>, tensor<2x3x4x8xf32>, tensor<2x8x3x4xf32> -> tensor<2x8x3x4xf32>
+  return %0 : tensor<2x8x3x4xf32>
 }

@@ -261,3 +261,19 @@ func.func @packed_matmul_residual(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %r
   %0 = "kiln.packed_matmul"(%x, %w, %r) <{operandSegmentSizes = array<i32: 1, 1, 0, 1>}> : (tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<1x5xf32>) -> tensor<4x5xf32>
   return
 }
+
+// -----
+
+func.func @attention_seq_first_rank(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>) {
+  // expected-error @+1 {{sequence-first operands need a heads dimension (rank 3 or more)}}
+  %0 = kiln.attention %q, %kt, %v scale = 1.0 {query_seq_first} : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @attention_seq_first_shape(%q: tensor<1x2x6x8xf32>, %kt: tensor<1x2x8x6xf32>, %v: tensor<1x2x6x3xf32>) {
+  // expected-error @+1 {{query, key_t, value and result must have the same batch dimensions}}
+  %0 = kiln.attention %q, %kt, %v scale = 1.0 {query_seq_first} : tensor<1x2x6x8xf32>, tensor<1x2x8x6xf32>, tensor<1x2x6x3xf32> -> tensor<1x2x6x3xf32>
+  return
+}

@@ -135,3 +135,10 @@ func.func @packed_matmul_residual(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %b
   %0 = kiln.packed_matmul %x, %w bias %b activation "gelu_erf" residual %r : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
+
+// CHECK-LABEL: func.func @attention_seq_first
+func.func @attention_seq_first(%q: tensor<1x6x2x8xf32>, %kt: tensor<1x2x8x6xf32>, %v: tensor<1x6x2x3xf32>) -> tensor<1x6x2x3xf32> {
+  // CHECK: kiln.attention %arg0, %arg1, %arg2 scale = 1.000000e+00 {query_seq_first, result_seq_first, value_seq_first} : tensor<1x6x2x8xf32>, tensor<1x2x8x6xf32>, tensor<1x6x2x3xf32> -> tensor<1x6x2x3xf32>
+  %0 = kiln.attention %q, %kt, %v scale = 1.0 {query_seq_first, value_seq_first, result_seq_first} : tensor<1x6x2x8xf32>, tensor<1x2x8x6xf32>, tensor<1x6x2x3xf32> -> tensor<1x6x2x3xf32>
+  return %0 : tensor<1x6x2x3xf32>
+}

@@ -113,6 +113,37 @@ def make_case(case, rng):
         scores = q.astype(np.float64) @ kt / np.sqrt(d)
         ref = softmax(np.where(keep, scores, lowest)) @ v
         return nodes, inputs, init, ref
+    if case == "heads":
+        # The whole head split and merge around attention, as exporters
+        # write it: Reshape and Transpose of each projection, the inverse
+        # after, for two batch entries.
+        b, s, h, d = 2, 37, 3, 16
+        x = {n: rng.standard_normal((b, s, h * d)).astype(np.float32)
+             for n in ("q_in", "k_in", "v_in")}
+        split = numpy_helper.from_array(np.array([b, s, h, d], np.int64),
+                                        "split")
+        merge = numpy_helper.from_array(np.array([b, s, h * d], np.int64),
+                                        "merge")
+        nodes = [
+            helper.make_node("Reshape", ["q_in", "split"], ["q4"]),
+            helper.make_node("Transpose", ["q4"], ["q"], perm=[0, 2, 1, 3]),
+            helper.make_node("Reshape", ["k_in", "split"], ["k4"]),
+            helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+            helper.make_node("Reshape", ["v_in", "split"], ["v4"]),
+            helper.make_node("Transpose", ["v4"], ["v"], perm=[0, 2, 1, 3]),
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Div", ["s", "sqrt_d"], ["ss"]),
+            helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["o"]),
+            helper.make_node("Transpose", ["o"], ["o4"], perm=[0, 2, 1, 3]),
+            helper.make_node("Reshape", ["o4", "merge"], ["out"]),
+        ]
+        init = [scalar("sqrt_d", np.sqrt(d)), split, merge]
+        q, k, v = (x[n].astype(np.float64).reshape(b, s, h, d)
+                   .transpose(0, 2, 1, 3) for n in ("q_in", "k_in", "v_in"))
+        o = softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)) @ v
+        ref = o.transpose(0, 2, 1, 3).reshape(b, s, h * d)
+        return nodes, x, init, ref
     if case == "sdpa":
         # torch.onnx's scaled_dot_product_attention: Q and K^T each times
         # sqrt(scale), then an additive float mask.
@@ -135,7 +166,8 @@ def make_case(case, rng):
         ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d) + mask) @ v
         return nodes, inputs, init, ref
     raise SystemExit(
-        f"unknown case {case!r} (bert, causal, padded, minfill, sdpa)")
+        f"unknown case {case!r} (bert, causal, padded, minfill, heads, "
+        "sdpa)")
 
 
 def main():

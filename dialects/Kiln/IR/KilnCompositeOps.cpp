@@ -102,16 +102,35 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// `shape` in `[..., H, S, D]` order: an operand stored sequence first
+/// (`[..., S, H, D]`) has its two dimensions before the last swapped.
+static SmallVector<int64_t> getHeadsFirstShape(Value value, bool seqFirst) {
+  SmallVector<int64_t> shape(
+      cast<RankedTensorType>(value.getType()).getShape());
+  if (seqFirst && shape.size() >= 3)
+    std::swap(shape[shape.size() - 3], shape[shape.size() - 2]);
+  return shape;
+}
+
 LogicalResult AttentionOp::verify() {
-  ArrayRef<int64_t> query = getQuery().getType().getShape();
+  SmallVector<int64_t> queryShape =
+      getHeadsFirstShape(getQuery(), getQuerySeqFirst());
+  SmallVector<int64_t> valueShape =
+      getHeadsFirstShape(getValue(), getValueSeqFirst());
+  SmallVector<int64_t> resultShape =
+      getHeadsFirstShape(getResult(), getResultSeqFirst());
+  ArrayRef<int64_t> query = queryShape, value = valueShape,
+                    result = resultShape;
   ArrayRef<int64_t> keyT = getKeyT().getType().getShape();
-  ArrayRef<int64_t> value = getValue().getType().getShape();
-  ArrayRef<int64_t> result = getResult().getType().getShape();
   size_t rank = query.size();
   if (rank < 2 || keyT.size() != rank || value.size() != rank ||
       result.size() != rank)
     return emitOpError("query, key_t, value and result must have one rank, "
                        "at least 2");
+  if (rank < 3 &&
+      (getQuerySeqFirst() || getValueSeqFirst() || getResultSeqFirst()))
+    return emitOpError("sequence-first operands need a heads dimension "
+                       "(rank 3 or more)");
   ArrayRef<int64_t> batch = query.drop_back(2);
   if (keyT.drop_back(2) != batch || value.drop_back(2) != batch ||
       result.drop_back(2) != batch)

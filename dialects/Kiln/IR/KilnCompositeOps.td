@@ -109,6 +109,11 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
     with `mask_fill` replaces the scores where it is true by that value (the
     `Where(mask, fill, scores)` spelling of causal and padding masks).
 
+    `query_seq_first`, `value_seq_first` and `result_seq_first` say the
+    operand is stored `[..., S, H, D]` (sequence before heads), the layout
+    the projections produce before exporters transpose it into heads: the
+    kernel reads and writes those rows in place of the transposes.
+
     Scores are never materialized: the lowering computes a block of query
     rows against a block of keys at a time and keeps a running maximum and
     sum per row (online softmax).
@@ -116,12 +121,15 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
     ```mlir
     %0 = kiln.attention %q, %kt, %v scale = 0.176776692 : tensor<1x12x128x32xf32>, tensor<1x12x32x128xf32>, tensor<1x12x128x32xf32> -> tensor<1x12x128x32xf32>
     %1 = kiln.attention %q, %kt, %v mask %m scale = 1.250000e-01 mask_fill = 0xFF800000 : tensor<1x12x128x64xf32>, tensor<1x12x64x128xf32>, tensor<1x12x128x64xf32>, tensor<1x1x128x128xi1> -> tensor<1x12x128x64xf32>
+    %2 = kiln.attention %q, %kt, %v scale = 1.250000e-01 {query_seq_first, result_seq_first, value_seq_first} : tensor<1x128x12x64xf32>, tensor<1x12x64x128xf32>, tensor<1x128x12x64xf32> -> tensor<1x128x12x64xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key_t,
                        Kiln_FloatTensor:$value,
                        Optional<StaticShapeTensorOf<[F32, I1]>>:$mask,
-                       F32Attr:$scale, OptionalAttr<F32Attr>:$mask_fill);
+                       F32Attr:$scale, OptionalAttr<F32Attr>:$mask_fill,
+                       UnitAttr:$query_seq_first, UnitAttr:$value_seq_first,
+                       UnitAttr:$result_seq_first);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key_t `,` $value (`mask` $mask^)? `scale` `=` $scale

@@ -26,11 +26,53 @@ namespace {
 
 using utils::IteratorType;
 
+/// Rows of a `[..., S, W]` operand whose batch dimensions are flattened to
+/// one, `B`: stored `[B, S, W]`, or sequence first as `[B / H, S, H, W]`.
+struct Rows {
+  Value tensor;
+  int64_t heads = 0; // H if stored sequence first, else 0
+
+  /// Where rows `[r0, r0 + count)` of batch entry `bh` lie, as a slice's
+  /// offsets, sizes and strides.
+  void locate(OpBuilder &b, Location loc, Value bh, OpFoldResult r0,
+              int64_t count, int64_t width,
+              SmallVectorImpl<OpFoldResult> &offsets,
+              SmallVectorImpl<OpFoldResult> &sizes,
+              SmallVectorImpl<OpFoldResult> &strides) const {
+    OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+    if (heads == 0) {
+      offsets.assign({bh, r0, zero});
+      sizes.assign({one, b.getIndexAttr(count), b.getIndexAttr(width)});
+    } else {
+      Value h = arith::ConstantIndexOp::create(b, loc, heads);
+      Value outer = arith::DivUIOp::create(b, loc, bh, h);
+      Value head = arith::RemUIOp::create(b, loc, bh, h);
+      offsets.assign({outer, r0, head, zero});
+      sizes.assign({one, b.getIndexAttr(count), one, b.getIndexAttr(width)});
+    }
+    strides.assign(offsets.size(), one);
+  }
+
+  /// Those rows as a `[count, width]` tensor.
+  Value extract(OpBuilder &b, Location loc, Value bh, OpFoldResult r0,
+                int64_t count, int64_t width) const {
+    SmallVector<OpFoldResult> offsets, sizes, strides;
+    locate(b, loc, bh, r0, count, width, offsets, sizes, strides);
+    auto type = RankedTensorType::get(
+        {count, width},
+        cast<RankedTensorType>(tensor.getType()).getElementType());
+    return tensor::ExtractSliceOp::create(b, loc, type, tensor, offsets, sizes,
+                                          strides);
+  }
+};
+
 /// The operands of one attention, each with its batch dimensions flattened
-/// to one: q `[B, Sq, D]`, kt `[B, D, Sk]`, v `[B, Sk, Dv]`, mask
-/// `[1 or B, 1 or Sq, 1 or Sk]` (f32, or i8 for a boolean mask).
+/// to one, `B`: q `[B, Sq, D]` and v `[B, Sk, Dv]` (as Rows), kt
+/// `[B, D, Sk]`, mask `[1 or B, 1 or Sq, 1 or Sk]` (f32, or i8 for a boolean
+/// mask that replaces scores).
 struct Operands {
-  Value q, kt, v, mask;
+  Rows q, v;
+  Value kt, mask;
   int64_t queries, depth, keys, valueDepth;
   float scale;
   std::optional<float> fill;
@@ -41,8 +83,10 @@ public:
   AttentionKernel(const Operands &operands, Location loc, int64_t keyColumns)
       : ops(operands), loc(loc), keyColumns(keyColumns) {}
 
-  /// Output rows `[q0, q0 + rows)` of batch entry `bh`, `[rows, Dv]`.
-  Value emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0, int64_t rows);
+  /// Output rows `[q0, q0 + rows)` of batch entry `bh`, `[rows, Dv]`,
+  /// accumulated in `destination`.
+  Value emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0, int64_t rows,
+                       Value destination);
 
 private:
   struct State {
@@ -115,8 +159,7 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
   int64_t rows = cast<RankedTensorType>(query.getType()).getDimSize(0);
   OpFoldResult zeroIndex = b.getIndexAttr(0);
   Value keys = slice2d(b, ops.kt, {bh, zeroIndex, k0}, ops.depth, columns);
-  Value values =
-      slice2d(b, ops.v, {bh, k0, zeroIndex}, columns, ops.valueDepth);
+  Value values = ops.v.extract(b, loc, bh, k0, columns, ops.valueDepth);
   auto scoresType = RankedTensorType::get({rows, columns}, b.getF32Type());
   AffineMap all = AffineMap::getMultiDimIdentityMap(2, ctx);
   AffineMap perRow = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
@@ -228,9 +271,9 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
 }
 
 Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
-                                      int64_t rows) {
+                                      int64_t rows, Value destination) {
   MLIRContext *ctx = b.getContext();
-  Value query = slice2d(b, ops.q, {bh, q0, b.getIndexAttr(0)}, rows, ops.depth);
+  Value query = ops.q.extract(b, loc, bh, q0, rows, ops.depth);
   if (ops.scale != 1) {
     // Scaling the query rows once costs less than scaling every block of
     // scores.
@@ -247,8 +290,12 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
               nb, l, arith::MulFOp::create(nb, l, args[0], factor).getResult());
         });
   }
-  State state = {splat(b, {rows}, -std::numeric_limits<double>::infinity()),
-                 splat(b, {rows}, 0), splat(b, {rows, ops.valueDepth}, 0)};
+  // The output rows accumulate where they are stored.
+  Value zero = createScalarConstant(b, loc, b.getF32Type(), 0);
+  State state = {
+      splat(b, {rows}, -std::numeric_limits<double>::infinity()),
+      splat(b, {rows}, 0),
+      linalg::FillOp::create(b, loc, zero, destination).getResult(0)};
   int64_t columns = std::min(keyColumns, ops.keys);
   int64_t fullBlocks = ops.keys / columns, tail = ops.keys % columns;
   if (fullBlocks == 1) {
@@ -292,30 +339,42 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
-    ArrayRef<int64_t> query = op.getQuery().getType().getShape();
-    ArrayRef<int64_t> value = op.getValue().getType().getShape();
-    ArrayRef<int64_t> batchShape = query.drop_back(2);
+    // Shapes in heads-first order; key_t is always stored that way.
+    ArrayRef<int64_t> keyT = op.getKeyT().getType().getShape();
+    ArrayRef<int64_t> batchShape = keyT.drop_back(2);
     int64_t batch = 1;
     for (int64_t dim : batchShape)
       batch *= dim;
     Operands ops;
-    ops.queries = query[query.size() - 2];
-    ops.depth = query.back();
-    ops.keys = value[value.size() - 2];
-    ops.valueDepth = value.back();
+    ops.queries = resultType.getDimSize(resultType.getRank() - 1 -
+                                        (op.getResultSeqFirst() ? 2 : 1));
+    ops.depth = keyT[keyT.size() - 2];
+    ops.keys = keyT.back();
+    ops.valueDepth = resultType.getShape().back();
     ops.scale = op.getScale().convertToFloat();
     if (std::optional<APFloat> fill = op.getMaskFill())
       ops.fill = fill->convertToFloat();
     if (batch == 0 || ops.queries == 0 || ops.valueDepth == 0 || ops.keys == 0)
       return rewriter.notifyMatchFailure(op, "empty attention");
     Type f32 = rewriter.getF32Type();
-    auto flat = [&](Value v, int64_t rows, int64_t columns) {
-      return reshapeTensor(rewriter, loc, v,
-                           RankedTensorType::get({batch, rows, columns}, f32));
+    int64_t heads = batchShape.empty() ? 1 : batchShape.back();
+    auto rowsType = [&](int64_t rows, int64_t columns, bool seqFirst) {
+      if (seqFirst)
+        return RankedTensorType::get({batch / heads, rows, heads, columns},
+                                     f32);
+      return RankedTensorType::get({batch, rows, columns}, f32);
     };
-    ops.q = flat(adaptor.getQuery(), ops.queries, ops.depth);
-    ops.kt = flat(adaptor.getKeyT(), ops.depth, ops.keys);
-    ops.v = flat(adaptor.getValue(), ops.keys, ops.valueDepth);
+    auto flat = [&](Value v, int64_t rows, int64_t columns, bool seqFirst) {
+      return Rows{
+          reshapeTensor(rewriter, loc, v, rowsType(rows, columns, seqFirst)),
+          seqFirst ? heads : 0};
+    };
+    ops.q =
+        flat(adaptor.getQuery(), ops.queries, ops.depth, op.getQuerySeqFirst());
+    ops.kt = reshapeTensor(rewriter, loc, adaptor.getKeyT(),
+                           rowsType(ops.depth, ops.keys, false));
+    ops.v = flat(adaptor.getValue(), ops.keys, ops.valueDepth,
+                 op.getValueSeqFirst());
     if (Value mask = adaptor.getMask()) {
       // Filling with -inf is adding -inf (scores are finite): such a mask
       // becomes an additive one.
@@ -328,9 +387,9 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     int64_t rows = std::min(queryRows, ops.queries);
     int64_t fullBlocks = ops.queries / rows, tail = ops.queries % rows;
     AttentionKernel kernel(ops, loc, keyColumns);
-    auto flatResultType =
-        RankedTensorType::get({batch, ops.queries, ops.valueDepth}, f32);
-    Value result = createEmptyTensor(rewriter, loc, flatResultType);
+    bool resultSeqFirst = op.getResultSeqFirst();
+    Value result = createEmptyTensor(
+        rewriter, loc, rowsType(ops.queries, ops.valueDepth, resultSeqFirst));
     // One parallel loop over (batch entry, block of rows), then one over
     // the batch for the rows left over.
     auto parallelBlocks =
@@ -343,15 +402,17 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
               ValueRange{result}, std::nullopt);
           OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
           auto [bh, q0] = position(b, loop.getInductionVar(0));
-          Value block = kernel.emitQueryBlock(b, bh, q0, blockRows);
+          Rows out{loop.getRegionIterArgs()[0], resultSeqFirst ? heads : 0};
+          SmallVector<OpFoldResult> offsets, sizes, strides;
+          out.locate(b, loc, bh, q0, blockRows, ops.valueDepth, offsets, sizes,
+                     strides);
+          Value destination =
+              out.extract(b, loc, bh, q0, blockRows, ops.valueDepth);
+          Value block =
+              kernel.emitQueryBlock(b, bh, q0, blockRows, destination);
           b.setInsertionPointToStart(loop.getTerminator().getBody());
-          tensor::ParallelInsertSliceOp::create(
-              b, loc, block, loop.getRegionIterArgs()[0],
-              ArrayRef<OpFoldResult>{bh, q0, b.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{b.getIndexAttr(1),
-                                     b.getIndexAttr(blockRows),
-                                     b.getIndexAttr(ops.valueDepth)},
-              SmallVector<OpFoldResult>(3, b.getIndexAttr(1)));
+          tensor::ParallelInsertSliceOp::create(b, loc, block, out.tensor,
+                                                offsets, sizes, strides);
           result = loop.getResult(0);
         };
     if (fullBlocks > 0)
