@@ -144,6 +144,40 @@ def make_case(case, rng):
         o = softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)) @ v
         ref = o.transpose(0, 2, 1, 3).reshape(b, s, h * d)
         return nodes, x, init, ref
+    if case == "cross":
+        # Cross-attention (a denoiser's text conditioning): 5 queries over 77
+        # keys whose values are wider than the queries, no mask.
+        h, sq, sk, d, dv = 4, 5, 77, 40, 24
+        q = rng.standard_normal((1, h, sq, d)).astype(np.float32)
+        kt = rng.standard_normal((1, h, d, sk)).astype(np.float32)
+        v = rng.standard_normal((1, h, sk, dv)).astype(np.float32)
+        nodes = [
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Mul", ["scale", "s"], ["ss"]),
+            helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["out"]),
+        ]
+        inputs = {"q": q, "kt": kt, "v": v}
+        init = [scalar("scale", 1 / np.sqrt(d))]
+        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d)) @ v
+        return nodes, inputs, init, ref
+    if case == "decode":
+        # One new token against 300 cached keys (GPT-2 decoding with a KV
+        # cache), in two blocks of keys.
+        h, sk, d = 12, 300, 64
+        q = rng.standard_normal((1, h, 1, d)).astype(np.float32)
+        kt = rng.standard_normal((1, h, d, sk)).astype(np.float32)
+        v = rng.standard_normal((1, h, sk, d)).astype(np.float32)
+        nodes = [
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Div", ["s", "sqrt_d"], ["ss"]),
+            helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["out"]),
+        ]
+        inputs = {"q": q, "kt": kt, "v": v}
+        init = [scalar("sqrt_d", np.sqrt(d))]
+        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d)) @ v
+        return nodes, inputs, init, ref
     if case == "sdpa":
         # torch.onnx's scaled_dot_product_attention: Q and K^T each times
         # sqrt(scale), then an additive float mask.
@@ -167,7 +201,7 @@ def make_case(case, rng):
         return nodes, inputs, init, ref
     raise SystemExit(
         f"unknown case {case!r} (bert, causal, padded, minfill, heads, "
-        "sdpa)")
+        "cross, decode, sdpa)")
 
 
 def main():
