@@ -138,6 +138,11 @@ struct FuseAttentionPattern : OpRewritePattern<MatMulOp> {
       if (type.getRank() != rank || type.getShape().drop_back(2) != batch ||
           !type.getElementType().isF32())
         return rewriter.notifyMatchFailure(output, "batch dimensions differ");
+    // Empty tensors have nothing to compute; the unfused ops handle them.
+    for (RankedTensorType type :
+         {queryType, keyTType, valueType, output.getType()})
+      if (type.getNumElements() == 0)
+        return rewriter.notifyMatchFailure(output, "empty operand");
 
     rewriter.setInsertionPoint(output);
     Location loc = rewriter.getFusedLoc(

@@ -118,3 +118,15 @@ func.func @broadcast_keys(%q: tensor<2x8x4xf32>, %kt: tensor<4x8xf32>, %v: tenso
   %o = kiln.matmul %p, %v : tensor<2x8x8xf32>, tensor<2x8x4xf32>
   return %o : tensor<2x8x4xf32>
 }
+
+// -----
+
+// No keys: nothing to fuse.
+// CHECK-LABEL: func.func @no_keys
+// CHECK-NOT: kiln.attention
+func.func @no_keys(%q: tensor<8x4xf32>, %kt: tensor<4x0xf32>, %v: tensor<0x4xf32>) -> tensor<8x4xf32> {
+  %s = kiln.matmul %q, %kt : tensor<8x4xf32>, tensor<4x0xf32>
+  %p = kiln.softmax %s, axis = 1 : tensor<8x0xf32>
+  %o = kiln.matmul %p, %v : tensor<8x0xf32>, tensor<0x4xf32>
+  return %o : tensor<8x4xf32>
+}
