@@ -49,6 +49,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
       "kiln-promote-loop-buffers,"
+      "kiln-allocate-result-buffers,"
       "buffer-results-to-out-params{hoist-static-allocs "
       "modify-public-functions},"
       "kiln-plan-memory,"

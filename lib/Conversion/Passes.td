@@ -93,6 +93,34 @@ def FuseElementwisePass : Pass<"kiln-fuse-elementwise"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def AllocateResultBuffersPass : Pass<"kiln-allocate-result-buffers"> {
+  let summary = "Allocate a returned reshape of a buffer in the returned shape";
+  let description = [{
+    Lowerings compute on flattened tensors and reshape at the end, so after
+    bufferization an entry often returns an `expand_shape` (or a chain of
+    reshapes) of a `memref.alloc`. `buffer-results-to-out-params` can only
+    make a returned *allocation* the caller's output buffer; a returned view
+    gets a copy into the output, element by element (GPT-2's 26 MB of
+    logits). This pass allocates the returned shape instead and gives the
+    allocation's other users the old shape as a reshape of it: the same
+    bytes in the same order, since both are contiguous row-major.
+
+    ```mlir
+    %a = memref.alloc() : memref<128x3072xf32>
+    ... writes %a ...
+    %r = memref.expand_shape %a [[0, 1], [2]] output_shape [1, 128, 3072] : memref<128x3072xf32> into memref<1x128x3072xf32>
+    return %r : memref<1x128x3072xf32>
+    // becomes
+    %n = memref.alloc() : memref<1x128x3072xf32>
+    %c = memref.collapse_shape %n [[0, 1, 2]] : memref<1x128x3072xf32> into memref<393216xf32>
+    %a = memref.expand_shape %c [[0, 1]] output_shape [128, 3072] : memref<393216xf32> into memref<128x3072xf32>
+    ... writes %a ...
+    return %n : memref<1x128x3072xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def PromoteLoopBuffersPass : Pass<"kiln-promote-loop-buffers"> {
   let summary = "Put the scratch buffers of parallel loop iterations on the stack";
   let description = [{
