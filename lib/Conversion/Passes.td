@@ -182,9 +182,11 @@ def ApproximateMathPass : Pass<"kiln-approximate-math"> {
   let description = [{
     libm's `expf`, `erff` and `tanhf` are calls, which keep LLVM from
     vectorizing the loops of softmax and GELU. This pass rewrites the f32
-    `math.exp`, `math.erf` and `math.tanh` into MLIR's polynomial
-    approximations (plain arithmetic, within a few ulp of libm), which the
-    loop vectorizer turns into SIMD code.
+    `math.exp` and `math.tanh` into MLIR's polynomial approximations (plain
+    arithmetic, within a few ulp of libm), and `math.erf` into one rational
+    function of the clamped input (x P(x^2) / Q(x^2), max abs error 3.2e-7,
+    a third of the instructions of MLIR's three-piece erf), which the loop
+    vectorizer turns into SIMD code.
   }];
   let dependentDialects = ["mlir::math::MathDialect", "mlir::arith::ArithDialect",
                            "mlir::vector::VectorDialect"];
