@@ -5,7 +5,7 @@
 // of scores, its running row maxima and sums and the output rows stay in
 // L1, and the full scores tensor is never built. Every step is a linalg op on
 // static shapes, updating the carried state in place, so the matmul and
-// vector schedules apply and bufferization needs no copies.
+// vector schedules apply and the state bufferizes without copies.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Kiln/IR/KilnOps.h"
