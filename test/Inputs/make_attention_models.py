@@ -27,6 +27,28 @@ def scalar(name, value):
     return numpy_helper.from_array(np.array(value, dtype=np.float32), name)
 
 
+def unmasked(rng, h, queries, keys, depth, value_depth, divide):
+    """Q, K^T and V as inputs, scores scaled by 1/sqrt(depth) (as a Div by
+    sqrt(depth) or a Mul by its inverse), no mask."""
+    q = rng.standard_normal((1, h, queries, depth)).astype(np.float32)
+    kt = rng.standard_normal((1, h, depth, keys)).astype(np.float32)
+    v = rng.standard_normal((1, h, keys, value_depth)).astype(np.float32)
+    if divide:
+        scale = helper.make_node("Div", ["s", "c"], ["ss"])
+        init = [scalar("c", np.sqrt(depth))]
+    else:
+        scale = helper.make_node("Mul", ["c", "s"], ["ss"])
+        init = [scalar("c", 1 / np.sqrt(depth))]
+    nodes = [
+        helper.make_node("MatMul", ["q", "kt"], ["s"]),
+        scale,
+        helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["out"]),
+    ]
+    ref = softmax(q.astype(np.float64) @ kt / np.sqrt(depth)) @ v
+    return nodes, {"q": q, "kt": kt, "v": v}, init, ref
+
+
 def make_case(case, rng):
     """Returns (nodes, inputs {name: array}, initializers, reference)."""
     if case == "bert":
@@ -146,38 +168,14 @@ def make_case(case, rng):
         return nodes, x, init, ref
     if case == "cross":
         # Cross-attention (a denoiser's text conditioning): 5 queries over 77
-        # keys whose values are wider than the queries, no mask.
-        h, sq, sk, d, dv = 4, 5, 77, 40, 24
-        q = rng.standard_normal((1, h, sq, d)).astype(np.float32)
-        kt = rng.standard_normal((1, h, d, sk)).astype(np.float32)
-        v = rng.standard_normal((1, h, sk, dv)).astype(np.float32)
-        nodes = [
-            helper.make_node("MatMul", ["q", "kt"], ["s"]),
-            helper.make_node("Mul", ["scale", "s"], ["ss"]),
-            helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
-            helper.make_node("MatMul", ["p", "v"], ["out"]),
-        ]
-        inputs = {"q": q, "kt": kt, "v": v}
-        init = [scalar("scale", 1 / np.sqrt(d))]
-        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d)) @ v
-        return nodes, inputs, init, ref
+        # keys whose values are wider than the queries; scale as Mul.
+        return unmasked(rng, h=4, queries=5, keys=77, depth=40,
+                        value_depth=24, divide=False)
     if case == "decode":
         # One new token against 300 cached keys (GPT-2 decoding with a KV
-        # cache), in two blocks of keys.
-        h, sk, d = 12, 300, 64
-        q = rng.standard_normal((1, h, 1, d)).astype(np.float32)
-        kt = rng.standard_normal((1, h, d, sk)).astype(np.float32)
-        v = rng.standard_normal((1, h, sk, d)).astype(np.float32)
-        nodes = [
-            helper.make_node("MatMul", ["q", "kt"], ["s"]),
-            helper.make_node("Div", ["s", "sqrt_d"], ["ss"]),
-            helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
-            helper.make_node("MatMul", ["p", "v"], ["out"]),
-        ]
-        inputs = {"q": q, "kt": kt, "v": v}
-        init = [scalar("sqrt_d", np.sqrt(d))]
-        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d)) @ v
-        return nodes, inputs, init, ref
+        # cache), in two blocks of keys; scale as Div.
+        return unmasked(rng, h=12, queries=1, keys=300, depth=64,
+                        value_depth=64, divide=True)
     if case == "sdpa":
         # torch.onnx's scaled_dot_product_attention: Q and K^T each times
         # sqrt(scale), then an additive float mask.
