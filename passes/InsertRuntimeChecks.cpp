@@ -56,7 +56,7 @@ struct InsertRuntimeChecksPass
     : kiln::impl::InsertRuntimeChecksPassBase<InsertRuntimeChecksPass> {
   void runOnOperation() override {
     for (auto func : getOperation().getOps<func::FuncOp>()) {
-      if (!func.isPublic() || func.isExternal())
+      if (!isEntryPoint(func))
         continue;
       if (!llvm::hasSingleElement(func.getBody())) {
         func.emitError("entry points must have a single block");

@@ -6,54 +6,105 @@
 #include <string.h>
 
 /* Every table of the descriptor is checked once here, so the rest of the
- * runtime can trust it. */
-static kiln_status validate_tensors(const char *path, const char *entry,
-                                    const char *kind, int32_t count,
+ * runtime can trust it: an artifact is trusted code (opening it runs its
+ * initializers), but a damaged or mismatched one should fail here, clearly,
+ * rather than in the middle of a call. */
+static kiln_status malformed(const char *path, const char *what,
+                             const char *entry) {
+  return kiln_fail(KILN_ERROR_INCOMPATIBLE, "%s: %s%s%s%s", path,
+                   entry ? "entry '" : "", entry ? entry : "",
+                   entry ? "': " : "", what);
+}
+
+static kiln_status validate_tensors(const char *path,
+                                    const kiln_abi_artifact *desc,
+                                    const char *entry, const char *kind,
+                                    int32_t count,
                                     const kiln_abi_tensor *tensors) {
   if (count < 0 || (count > 0 && !tensors))
-    return kiln_fail(KILN_ERROR_INCOMPATIBLE,
-                     "%s: entry '%s' has a malformed %s table", path, entry,
-                     kind);
+    return malformed(path, "malformed tensor table", entry);
   for (int32_t i = 0; i < count; ++i) {
     const kiln_abi_tensor *t = &tensors[i];
     size_t element_size = kiln_dtype_size((kiln_dtype)t->dtype);
+    if (!t->name || !element_size || t->rank < 0 ||
+        t->rank > KILN_MAX_RANK || (t->rank > 0 && !t->dims))
+      return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                       "%s: entry '%s' %s #%d has an unsupported dtype or "
+                       "shape",
+                       path, entry, kind, i);
+    /* The largest shape the tensor can take must be addressable. */
+    int64_t largest[KILN_MAX_RANK];
+    for (int32_t d = 0; d < t->rank; ++d) {
+      int64_t dim = t->dims[d];
+      if (dim < 0 && KILN_ABI_DIM_INDEX(dim) >= (int64_t)desc->num_dims)
+        return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                         "%s: entry '%s' %s '%s' names dimension #%lld, "
+                         "which the artifact does not have",
+                         path, entry, kind, t->name,
+                         (long long)KILN_ABI_DIM_INDEX(dim));
+      largest[d] = dim >= 0 ? dim : desc->dims[KILN_ABI_DIM_INDEX(dim)].max;
+    }
     int ok = 0;
-    if (element_size)
-      kiln_checked_num_elements(t->rank, t->dims, element_size, &ok);
-    if (!t->name || !ok)
-      return kiln_fail(
-          KILN_ERROR_INCOMPATIBLE,
-          "%s: entry '%s' %s #%d has an unsupported dtype or shape", path,
-          entry, kind, i);
+    kiln_checked_num_elements(t->rank, largest, element_size, &ok);
+    if (!ok)
+      return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                       "%s: entry '%s' %s '%s' is too large", path, entry,
+                       kind, t->name);
   }
   return KILN_OK;
 }
 
 static kiln_status validate(const char *path, const kiln_abi_artifact *desc) {
   if (!desc)
-    return kiln_fail(KILN_ERROR_INCOMPATIBLE,
-                     "%s: the artifact has no descriptor", path);
+    return malformed(path, "the artifact has no descriptor", NULL);
   if (desc->abi_version != KILN_ABI_VERSION)
     return kiln_fail(KILN_ERROR_INCOMPATIBLE,
                      "%s: artifact ABI version %u, this runtime supports %d",
                      path, desc->abi_version, KILN_ABI_VERSION);
+  if (desc->size < sizeof(kiln_abi_artifact) ||
+      desc->entry_size < sizeof(kiln_abi_entry))
+    return malformed(path, "the descriptor is smaller than version 3's",
+                     NULL);
   if (desc->num_entries == 0 || !desc->entries)
-    return kiln_fail(KILN_ERROR_INCOMPATIBLE,
-                     "%s: the artifact has no entry points", path);
+    return malformed(path, "the artifact has no entry points", NULL);
+  if (desc->num_dims > 0 && !desc->dims)
+    return malformed(path, "malformed dimension table", NULL);
+  for (uint32_t d = 0; d < desc->num_dims; ++d) {
+    const kiln_abi_dim *dim = &desc->dims[d];
+    if (!dim->name || !*dim->name || dim->min < 0 || dim->min > dim->max)
+      return malformed(path, "malformed dimension table", NULL);
+  }
   for (uint32_t e = 0; e < desc->num_entries; ++e) {
-    const kiln_abi_entry *entry = &desc->entries[e];
-    if (!entry->name || !entry->fn)
+    const kiln_abi_entry *entry = kiln_descriptor_entry(desc, e);
+    if (!entry->name || !*entry->name || !entry->fn)
       return kiln_fail(KILN_ERROR_INCOMPATIBLE, "%s: entry #%u is malformed",
                        path, e);
-    kiln_status status = validate_tensors(path, entry->name, "input",
-                                          entry->num_inputs, entry->inputs);
+    for (uint32_t other = 0; other < e; ++other)
+      if (strcmp(kiln_descriptor_entry(desc, other)->name, entry->name) == 0)
+        return malformed(path, "two entry points have this name",
+                         entry->name);
+    if (entry->num_errors < 0 || (entry->num_errors > 0 && !entry->errors))
+      return malformed(path, "malformed error table", entry->name);
+    for (int32_t i = 0; i < entry->num_errors; ++i)
+      if (!entry->errors[i])
+        return malformed(path, "malformed error table", entry->name);
+    kiln_status status =
+        validate_tensors(path, desc, entry->name, "input", entry->num_inputs,
+                         entry->inputs);
     if (status == KILN_OK)
-      status = validate_tensors(path, entry->name, "output", entry->num_outputs,
-                                entry->outputs);
+      status = validate_tensors(path, desc, entry->name, "output",
+                                entry->num_outputs, entry->outputs);
     if (status != KILN_OK)
       return status;
   }
   return KILN_OK;
+}
+
+const kiln_abi_entry *kiln_descriptor_entry(const kiln_abi_artifact *desc,
+                                            uint32_t index) {
+  /* Entries are entry_size apart, which a later minor version may grow. */
+  return (const kiln_abi_entry *)((const char *)desc->entries +
+                                  (size_t)index * desc->entry_size);
 }
 
 KILN_EXPORT kiln_status kiln_artifact_open(const char *path,
@@ -80,14 +131,17 @@ KILN_EXPORT kiln_status kiln_artifact_open(const char *path,
   kiln_abi_artifact_fn get_descriptor;
   *(void **)&get_descriptor = dlsym(handle, KILN_ABI_ARTIFACT_SYMBOL);
   if (!get_descriptor) {
-    /* Version 1 entries took no executor; calling one would be undefined. */
-    int older = dlsym(handle, "kiln_artifact_v1") != NULL;
+    /* Older entries took their arguments by position; calling one through
+     * this version's call structure would be undefined. */
+    int older = dlsym(handle, "kiln_artifact_v2")   ? 2
+                : dlsym(handle, "kiln_artifact_v1") ? 1
+                                                    : 0;
     dlclose(handle);
     if (older)
       return kiln_fail(KILN_ERROR_INCOMPATIBLE,
-                       "%s was compiled for Kiln ABI version 1, this runtime "
+                       "%s was compiled for Kiln ABI version %d, this runtime "
                        "supports %d: compile it again",
-                       path, KILN_ABI_VERSION);
+                       path, older, KILN_ABI_VERSION);
     return kiln_fail(KILN_ERROR_INCOMPATIBLE,
                      "%s is not a Kiln artifact (no %s symbol)", path,
                      KILN_ABI_ARTIFACT_SYMBOL);
@@ -129,7 +183,7 @@ const kiln_abi_entry *kiln_artifact_get_entry(const kiln_artifact *artifact,
                                               int32_t entry) {
   if (!artifact || entry < 0 || (uint32_t)entry >= artifact->desc->num_entries)
     return NULL;
-  return &artifact->desc->entries[entry];
+  return kiln_descriptor_entry(artifact->desc, (uint32_t)entry);
 }
 
 KILN_EXPORT const char *kiln_artifact_entry_name(const kiln_artifact *artifact,
@@ -145,7 +199,7 @@ KILN_EXPORT kiln_status kiln_artifact_find_entry(const kiln_artifact *artifact,
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "kiln_artifact_find_entry: NULL argument");
   for (uint32_t e = 0; e < artifact->desc->num_entries; ++e) {
-    if (strcmp(artifact->desc->entries[e].name, name) == 0) {
+    if (strcmp(kiln_descriptor_entry(artifact->desc, e)->name, name) == 0) {
       *index = (int32_t)e;
       return kiln_succeed();
     }
@@ -196,4 +250,24 @@ KILN_EXPORT kiln_status kiln_entry_output_info(const kiln_artifact *artifact,
                                                int32_t entry, int32_t index,
                                                kiln_tensor_info *info) {
   return tensor_info(artifact, entry, index, 1, info);
+}
+
+KILN_EXPORT int32_t kiln_artifact_num_dims(const kiln_artifact *artifact) {
+  return artifact ? (int32_t)artifact->desc->num_dims : 0;
+}
+
+KILN_EXPORT kiln_status kiln_artifact_dim_info(const kiln_artifact *artifact,
+                                               int32_t index,
+                                               kiln_dim_info *info) {
+  if (!artifact || !info || index < 0 ||
+      (uint32_t)index >= artifact->desc->num_dims)
+    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                     "kiln_artifact_dim_info: no dimension #%d, or info is "
+                     "NULL",
+                     index);
+  const kiln_abi_dim *dim = &artifact->desc->dims[index];
+  info->name = dim->name;
+  info->min = dim->min;
+  info->max = dim->max;
+  return kiln_succeed();
 }

@@ -6,6 +6,9 @@
 
 #define KILN_EXPORT __attribute__((visibility("default")))
 
+/* Tensors and signatures have at most this many dimensions. */
+#define KILN_MAX_RANK 64
+
 /* Records a message for kiln_last_error() and returns `status`. */
 kiln_status kiln_fail(kiln_status status, const char *format, ...)
     __attribute__((format(printf, 2, 3)));
@@ -25,6 +28,9 @@ struct kiln_artifact {
 
 const kiln_abi_entry *kiln_artifact_get_entry(const kiln_artifact *artifact,
                                               int32_t entry);
+/* Entry `index` of a descriptor (entries are desc->entry_size apart). */
+const kiln_abi_entry *kiln_descriptor_entry(const kiln_abi_artifact *desc,
+                                            uint32_t index);
 
 /* A session's threads: num_threads - 1 workers plus the calling thread. */
 typedef struct kiln_thread_pool kiln_thread_pool;

@@ -6,22 +6,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Artifacts have at most this many inputs plus outputs per call; larger
- * signatures are rejected rather than allocating on every run. */
-#define KILN_MAX_PARAMS 1024
-
 struct kiln_session {
   const kiln_artifact *artifact;
-  void *state; /* state_size bytes, zeroed; NULL when the artifact has none */
+  /* state_size bytes that persist across calls; NULL when there are none. */
+  void *state;
   /* The largest scratch_size of the artifact's entries, reused by every
    * call, so generated code allocates nothing per call. */
   void *scratch;
   int32_t num_threads;    /* resolved: at least 1 */
   kiln_thread_pool *pool; /* started by the first run */
+  /* Per-call bookkeeping, sized for the largest entry once, so a run
+   * allocates nothing but the outputs it is asked to. */
+  kiln_abi_buffer *buffers; /* an entry's inputs, then its outputs */
+  char *created;            /* which outputs this run allocated */
+  int64_t *dim_values;      /* the artifact's dimensions in this run */
 };
 
-/* Generated code views the arena as buffers of any element type. */
-#define KILN_SCRATCH_ALIGNMENT 64
+/* Generated code views the arena and the state as buffers of any element
+ * type. */
+#define KILN_BLOCK_ALIGNMENT 64
+
+/* `size` bytes aligned for generated code, or NULL. */
+static void *allocate_block(uint64_t size) {
+  uint64_t padded =
+      (size + KILN_BLOCK_ALIGNMENT - 1) / KILN_BLOCK_ALIGNMENT *
+      KILN_BLOCK_ALIGNMENT;
+  if (padded < size || padded > SIZE_MAX)
+    return NULL;
+  return aligned_alloc(KILN_BLOCK_ALIGNMENT, (size_t)padded);
+}
+
+static void initialize_state(kiln_session *session) {
+  const kiln_abi_artifact *desc = session->artifact->desc;
+  if (desc->state_init)
+    memcpy(session->state, desc->state_init, (size_t)desc->state_size);
+  else
+    memset(session->state, 0, (size_t)desc->state_size);
+}
 
 KILN_EXPORT kiln_status kiln_session_create(const kiln_artifact *artifact,
                                             kiln_session **out) {
@@ -35,37 +56,58 @@ KILN_EXPORT kiln_status kiln_session_create(const kiln_artifact *artifact,
                      "kiln_session_create: out of memory");
   session->artifact = artifact;
   session->num_threads = kiln_available_cpus();
-  if (artifact->desc->state_size > 0) {
-    session->state = calloc(1, artifact->desc->state_size);
+  const kiln_abi_artifact *desc = artifact->desc;
+  if (desc->state_size > 0) {
+    session->state = allocate_block(desc->state_size);
     if (!session->state) {
       free(session);
       return kiln_fail(
           KILN_ERROR_OUT_OF_MEMORY,
           "kiln_session_create: cannot allocate %llu bytes of state",
-          (unsigned long long)artifact->desc->state_size);
+          (unsigned long long)desc->state_size);
     }
+    initialize_state(session);
   }
   uint64_t scratch_size = 0;
-  for (uint32_t e = 0; e < artifact->desc->num_entries; ++e)
-    if (artifact->desc->entries[e].scratch_size > scratch_size)
-      scratch_size = artifact->desc->entries[e].scratch_size;
+  size_t max_params = 1, max_outputs = 1;
+  for (uint32_t e = 0; e < desc->num_entries; ++e) {
+    const kiln_abi_entry *entry = kiln_descriptor_entry(desc, e);
+    if (entry->scratch_size > scratch_size)
+      scratch_size = entry->scratch_size;
+    size_t params = (size_t)entry->num_inputs + (size_t)entry->num_outputs;
+    max_params = params > max_params ? params : max_params;
+    max_outputs = (size_t)entry->num_outputs > max_outputs
+                      ? (size_t)entry->num_outputs
+                      : max_outputs;
+  }
   if (scratch_size > 0) {
-    uint64_t padded = (scratch_size + KILN_SCRATCH_ALIGNMENT - 1) /
-                      KILN_SCRATCH_ALIGNMENT * KILN_SCRATCH_ALIGNMENT;
-    session->scratch =
-        padded >= scratch_size && padded <= SIZE_MAX
-            ? aligned_alloc(KILN_SCRATCH_ALIGNMENT, (size_t)padded)
-            : NULL;
+    session->scratch = allocate_block(scratch_size);
     if (!session->scratch) {
-      free(session->state);
-      free(session);
+      kiln_session_destroy(session);
       return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
                        "kiln_session_create: cannot allocate %llu bytes of "
                        "scratch memory",
                        (unsigned long long)scratch_size);
     }
   }
+  session->buffers = calloc(max_params, sizeof(kiln_abi_buffer));
+  session->created = calloc(max_outputs, 1);
+  session->dim_values = calloc(desc->num_dims + 1, sizeof(int64_t));
+  if (!session->buffers || !session->created || !session->dim_values) {
+    kiln_session_destroy(session);
+    return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
+                     "kiln_session_create: out of memory");
+  }
   *out = session;
+  return kiln_succeed();
+}
+
+KILN_EXPORT kiln_status kiln_session_reset(kiln_session *session) {
+  if (!session)
+    return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                     "kiln_session_reset: session is NULL");
+  if (session->state)
+    initialize_state(session);
   return kiln_succeed();
 }
 
@@ -73,6 +115,9 @@ KILN_EXPORT void kiln_session_destroy(kiln_session *session) {
   if (!session)
     return;
   kiln_thread_pool_destroy(session->pool);
+  free(session->dim_values);
+  free(session->created);
+  free(session->buffers);
   free(session->scratch);
   free(session->state);
   free(session);
@@ -99,6 +144,24 @@ KILN_EXPORT int32_t kiln_session_num_threads(const kiln_session *session) {
   return session ? session->num_threads : 0;
 }
 
+/* Formats a signature's dims, naming the artifact's dimensions. */
+static void format_signature(char *buffer, size_t size,
+                             const kiln_abi_artifact *desc,
+                             const kiln_abi_tensor *t) {
+  size_t used = (size_t)snprintf(buffer, size, "[");
+  for (int32_t i = 0; i < t->rank && used < size; ++i) {
+    int64_t dim = t->dims[i];
+    if (dim >= 0)
+      used += (size_t)snprintf(buffer + used, size - used,
+                               i ? ", %lld" : "%lld", (long long)dim);
+    else
+      used += (size_t)snprintf(buffer + used, size - used, i ? ", %s" : "%s",
+                               desc->dims[KILN_ABI_DIM_INDEX(dim)].name);
+  }
+  if (used < size)
+    snprintf(buffer + used, size - used, "]");
+}
+
 static void format_shape(char *buffer, size_t size, int32_t rank,
                          const int64_t *dims) {
   size_t used = (size_t)snprintf(buffer, size, "[");
@@ -109,10 +172,14 @@ static void format_shape(char *buffer, size_t size, int32_t rank,
     snprintf(buffer + used, size - used, "]");
 }
 
-/* Checks `tensor` against the signature entry `expected`. */
-static kiln_status check_tensor(const kiln_abi_entry *entry, const char *kind,
+/* Checks `tensor` against the signature entry `expected`, binding the
+ * artifact's dimensions it names in `dim_values` (-1: not bound yet). */
+static kiln_status check_tensor(const kiln_session *session,
+                                const kiln_abi_entry *entry, const char *kind,
                                 int32_t index, const kiln_abi_tensor *expected,
-                                const kiln_tensor *tensor) {
+                                const kiln_tensor *tensor,
+                                int64_t *dim_values) {
+  const kiln_abi_artifact *desc = session->artifact->desc;
   if (!tensor)
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT, "%s: %s #%d ('%s') is NULL",
                      entry->name, kind, index, expected->name);
@@ -126,14 +193,35 @@ static kiln_status check_tensor(const kiln_abi_entry *entry, const char *kind,
   const int64_t *dims = kiln_tensor_dims(tensor);
   int same = rank == expected->rank;
   for (int32_t i = 0; same && i < rank; ++i)
-    same = dims[i] == expected->dims[i];
+    same = expected->dims[i] < 0 || dims[i] == expected->dims[i];
   if (!same) {
     char want[256], got[256];
-    format_shape(want, sizeof(want), expected->rank, expected->dims);
+    format_signature(want, sizeof(want), desc, expected);
     format_shape(got, sizeof(got), rank, dims);
     return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
                      "%s: %s '%s' must have shape %s, got %s", entry->name,
                      kind, expected->name, want, got);
+  }
+  for (int32_t i = 0; i < rank; ++i) {
+    if (expected->dims[i] >= 0)
+      continue;
+    int64_t k = KILN_ABI_DIM_INDEX(expected->dims[i]);
+    const kiln_abi_dim *dim = &desc->dims[k];
+    if (dims[i] < dim->min || dims[i] > dim->max)
+      return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
+                       "%s: %s '%s' dimension %d ('%s') is %lld, outside the "
+                       "range %lld..%lld it was compiled for",
+                       entry->name, kind, expected->name, i, dim->name,
+                       (long long)dims[i], (long long)dim->min,
+                       (long long)dim->max);
+    if (dim_values[k] >= 0 && dim_values[k] != dims[i])
+      return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
+                       "%s: %s '%s' dimension %d ('%s') is %lld, but '%s' is "
+                       "%lld in an earlier tensor",
+                       entry->name, kind, expected->name, i, dim->name,
+                       (long long)dims[i], dim->name,
+                       (long long)dim_values[k]);
+    dim_values[k] = dims[i];
   }
   return KILN_OK;
 }
@@ -147,6 +235,7 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
   if (!session)
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "kiln_session_run: session is NULL");
+  const kiln_abi_artifact *desc = session->artifact->desc;
   const kiln_abi_entry *entry =
       kiln_artifact_get_entry(session->artifact, entry_index);
   if (!entry)
@@ -157,26 +246,30 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
                      "%s: takes %d inputs and %d outputs, got %d and %d",
                      entry->name, entry->num_inputs, entry->num_outputs,
                      num_inputs, num_outputs);
-  if ((num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs) ||
-      num_inputs + num_outputs > KILN_MAX_PARAMS)
+  if ((num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs))
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "%s: missing input or output array", entry->name);
 
-  void *input_data[KILN_MAX_PARAMS];
-  void *output_data[KILN_MAX_PARAMS];
+  int64_t *dim_values = session->dim_values;
+  for (uint32_t k = 0; k < desc->num_dims; ++k)
+    dim_values[k] = -1;
+  kiln_abi_buffer *input_buffers = session->buffers;
+  kiln_abi_buffer *output_buffers = session->buffers + num_inputs;
   for (int32_t i = 0; i < num_inputs; ++i) {
-    kiln_status status =
-        check_tensor(entry, "input", i, &entry->inputs[i], inputs[i]);
+    kiln_status status = check_tensor(session, entry, "input", i,
+                                      &entry->inputs[i], inputs[i], dim_values);
     if (status != KILN_OK)
       return status;
     /* Generated code never writes its inputs; the ABI type is shared. */
-    input_data[i] = (void *)(uintptr_t)kiln_tensor_const_data(inputs[i]);
+    input_buffers[i].data = (void *)(uintptr_t)kiln_tensor_const_data(inputs[i]);
+    input_buffers[i].dims = kiln_tensor_dims(inputs[i]);
   }
   for (int32_t o = 0; o < num_outputs; ++o) {
     if (!outputs[o])
       continue;
     kiln_status status =
-        check_tensor(entry, "output", o, &entry->outputs[o], outputs[o]);
+        check_tensor(session, entry, "output", o, &entry->outputs[o],
+                     outputs[o], dim_values);
     if (status != KILN_OK)
       return status;
     for (int32_t i = 0; i < num_inputs; ++i)
@@ -184,6 +277,17 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
         return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                          "%s: output '%s' is also passed as an input",
                          entry->name, entry->outputs[o].name);
+  }
+  /* Outputs the runtime allocates take their dims from the call. */
+  for (int32_t o = 0; o < num_outputs; ++o) {
+    const kiln_abi_tensor *t = &entry->outputs[o];
+    for (int32_t d = 0; !outputs[o] && d < t->rank; ++d)
+      if (t->dims[d] < 0 && dim_values[KILN_ABI_DIM_INDEX(t->dims[d])] < 0)
+        return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
+                         "%s: output '%s' dimension %d ('%s') is not set by "
+                         "any input; pass the output tensor",
+                         entry->name, t->name, d,
+                         desc->dims[KILN_ABI_DIM_INDEX(t->dims[d])].name);
   }
 
   if (!session->pool) {
@@ -194,12 +298,18 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
   }
 
   /* Allocate the missing outputs last, so a failed check allocates nothing. */
-  int created[KILN_MAX_PARAMS] = {0};
+  char *created = session->created;
   for (int32_t o = 0; o < num_outputs; ++o) {
+    created[o] = 0;
     if (!outputs[o]) {
       const kiln_abi_tensor *t = &entry->outputs[o];
-      kiln_status status = kiln_tensor_create((kiln_dtype)t->dtype, t->rank,
-                                              t->dims, &outputs[o]);
+      int64_t dims[KILN_MAX_RANK];
+      for (int32_t d = 0; d < t->rank; ++d)
+        dims[d] = t->dims[d] >= 0
+                      ? t->dims[d]
+                      : dim_values[KILN_ABI_DIM_INDEX(t->dims[d])];
+      kiln_status status =
+          kiln_tensor_create((kiln_dtype)t->dtype, t->rank, dims, &outputs[o]);
       if (status != KILN_OK) {
         for (int32_t c = 0; c < o; ++c)
           if (created[c]) {
@@ -210,19 +320,26 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
       }
       created[o] = 1;
     }
-    output_data[o] = kiln_tensor_data(outputs[o]);
+    output_buffers[o].data = kiln_tensor_data(outputs[o]);
+    output_buffers[o].dims = kiln_tensor_dims(outputs[o]);
   }
 
-  int32_t code =
-      entry->fn(session->state, session->scratch, input_data, output_data,
-                kiln_thread_pool_executor(session->pool));
+  kiln_abi_call call = {
+      .size = sizeof(kiln_abi_call),
+      .state = session->state,
+      .scratch = session->scratch,
+      .executor = kiln_thread_pool_executor(session->pool),
+      .inputs = input_buffers,
+      .outputs = output_buffers,
+  };
+  int32_t code = entry->fn(&call);
   if (code != 0) {
     for (int32_t o = 0; o < num_outputs; ++o)
       if (created[o]) {
         kiln_tensor_destroy(outputs[o]);
         outputs[o] = NULL;
       }
-    const char *message = code > 0 && code <= entry->num_errors && entry->errors
+    const char *message = code > 0 && code <= entry->num_errors
                               ? entry->errors[code - 1]
                               : "unknown error";
     return kiln_fail(KILN_ERROR_EXECUTION, "%s: %s (code %d)", entry->name,

@@ -6,7 +6,6 @@
 
 /* Generated code vectorizes with up to 512-bit loads. */
 #define KILN_TENSOR_ALIGNMENT 64
-#define KILN_MAX_RANK 64
 
 struct kiln_tensor {
   kiln_dtype dtype;

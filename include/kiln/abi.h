@@ -2,14 +2,23 @@
  *
  * A Kiln artifact is a shared library exporting one C symbol,
  *
- *     const kiln_abi_artifact *kiln_artifact_v2(void);
+ *     const kiln_abi_artifact *kiln_artifact_v3(void);
  *
  * which describes every entry point of the compiled model. The compiler
  * (kiln-compile) writes these structures; the runtime (kiln/runtime.h) reads
  * them. Applications normally use the runtime instead of this header.
  *
- * Compatibility: the symbol name carries the ABI major version; within one
- * version, fields are only ever appended.
+ * Every entry point is one function taking one call structure
+ * (kiln_abi_call): the tensors with their dims, the session's state and
+ * scratch memory, and the executor running parallel loops.
+ *
+ * Compatibility: the symbol name carries the ABI major version. Within one
+ * version, fields are only ever appended, and the structures that can grow
+ * say how large they are (kiln_abi_call.size, kiln_abi_artifact.size and
+ * .entry_size), so either side can tell which fields the other knows.
+ *
+ * The compiler builds these structures from this header's field list and
+ * checks their layout against it when it is compiled (lib/Codegen/AbiLayout.h).
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_ABI_H
 #define KILN_ABI_H
@@ -20,8 +29,8 @@
 extern "C" {
 #endif
 
-#define KILN_ABI_VERSION 2
-#define KILN_ABI_ARTIFACT_SYMBOL "kiln_artifact_v2"
+#define KILN_ABI_VERSION 3
+#define KILN_ABI_ARTIFACT_SYMBOL "kiln_artifact_v3"
 
 /* Element types, numbered as ONNX's TensorProto.DataType. */
 typedef enum kiln_dtype {
@@ -31,13 +40,25 @@ typedef enum kiln_dtype {
   KILN_DTYPE_BOOL = 9, /* one byte per element, 0 or 1 */
 } kiln_dtype;
 
-/* One input or output of an entry point. A dimension of -1 is dynamic
- * (reserved: today's compiler emits static shapes only). */
+/* A named dimension (an ONNX dim_param such as "seq") and the sizes an
+ * artifact accepts for it, bounds included. Buffers are planned for `max`. */
+typedef struct kiln_abi_dim {
+  const char *name;
+  int64_t min;
+  int64_t max;
+} kiln_abi_dim;
+
+/* In a tensor's dims, a negative value -(k + 1) stands for the artifact's
+ * dimension k (kiln_abi_artifact.dims[k]); other values are fixed sizes. */
+#define KILN_ABI_DIM_REF(k) (-(int64_t)(k)-1)
+#define KILN_ABI_DIM_INDEX(d) (-(d)-1)
+
+/* One input or output of an entry point. */
 typedef struct kiln_abi_tensor {
   const char *name;
   int32_t dtype; /* kiln_dtype */
   int32_t rank;
-  const int64_t *dims;
+  const int64_t *dims; /* rank values: sizes, or KILN_ABI_DIM_REF(k) */
 } kiln_abi_tensor;
 
 /* Runs `body(closure, begin, end)` over disjoint ranges that together cover
@@ -53,36 +74,54 @@ struct kiln_abi_executor {
                        void *closure, int64_t count);
 };
 
-/* Generated code. `state` is the session's state block (state_size bytes,
- * zeroed at session creation; NULL when state_size is 0), `scratch` the
- * session's scratch arena (at least the entry's scratch_size bytes, 64-byte
- * aligned; its contents don't survive the call), `inputs` and
- * `outputs` are arrays of pointers to dense row-major buffers whose dtype and
- * shape the caller has checked, `executor` (never NULL) runs the code's
- * parallel loops. Returns 0 on success, otherwise an index + 1 into the
+/* One tensor of a call: a dense row-major buffer, 64-byte aligned, and its
+ * dims, which the caller has checked against the entry's signature (a
+ * dimension of the artifact has the same value wherever it appears). */
+typedef struct kiln_abi_buffer {
+  void *data;
+  const int64_t *dims;
+} kiln_abi_buffer;
+
+/* Everything one call of an entry point receives. */
+typedef struct kiln_abi_call {
+  uint64_t size;  /* sizeof(kiln_abi_call) as the caller knows it */
+  void *state;    /* the session's state: state_size bytes, which persist
+                     across calls (NULL when state_size is 0) */
+  void *scratch;  /* at least the entry's scratch_size bytes, 64-byte aligned;
+                     their contents don't survive the call */
+  kiln_abi_executor *executor; /* never NULL */
+  const kiln_abi_buffer *inputs;  /* num_inputs; generated code only reads */
+  const kiln_abi_buffer *outputs; /* num_outputs, allocated by the caller */
+} kiln_abi_call;
+
+/* Generated code. Returns 0 on success, otherwise an index + 1 into the
  * entry's `errors` table. */
-typedef int32_t (*kiln_abi_entry_fn)(void *state, void *scratch,
-                                     void *const *inputs, void *const *outputs,
-                                     kiln_abi_executor *executor);
+typedef int32_t (*kiln_abi_entry_fn)(const kiln_abi_call *call);
 
 typedef struct kiln_abi_entry {
   const char *name;
+  kiln_abi_entry_fn fn;
   int32_t num_inputs;
   int32_t num_outputs;
   const kiln_abi_tensor *inputs;
   const kiln_abi_tensor *outputs;
-  kiln_abi_entry_fn fn;
   int32_t num_errors;
   const char *const *errors;
   uint64_t scratch_size; /* bytes of scratch memory a call uses */
 } kiln_abi_entry;
 
 typedef struct kiln_abi_artifact {
-  uint32_t abi_version; /* KILN_ABI_VERSION */
+  uint32_t abi_version; /* KILN_ABI_VERSION; stays the first field */
+  uint32_t size;        /* sizeof(kiln_abi_artifact) as compiled */
+  uint32_t entry_size;  /* sizeof(kiln_abi_entry) as compiled */
   uint32_t num_entries;
   const kiln_abi_entry *entries;
-  uint64_t state_size;  /* bytes of per-session state shared by all entries */
-  const char *producer; /* e.g. "kiln 0.1.0" */
+  uint32_t num_dims;
+  const kiln_abi_dim *dims;
+  uint64_t state_size;    /* bytes of per-session state all entries share */
+  const void *state_init; /* state_size bytes the state starts from (and is
+                             reset to), or NULL for zeros */
+  const char *producer;   /* e.g. "kiln 0.1.0" */
 } kiln_abi_artifact;
 
 typedef const kiln_abi_artifact *(*kiln_abi_artifact_fn)(void);

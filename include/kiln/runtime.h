@@ -17,6 +17,9 @@
  *   kiln_session_destroy(session);
  *   kiln_artifact_close(artifact);
  *
+ * Opening an artifact loads it as a shared library, which runs its code:
+ * open only artifacts you trust, as you would any library.
+ *
  * Conventions: functions return a kiln_status; on failure the calling
  * thread's kiln_last_error() describes what went wrong. Objects are created
  * by *_create / *_open and released by *_destroy / *_close (NULL is
@@ -96,13 +99,25 @@ kiln_status kiln_artifact_find_entry(const kiln_artifact *artifact,
                                      const char *name, int32_t *index);
 
 /* One input or output of an entry point; pointers stay valid while the
- * artifact is open. */
+ * artifact is open. A dim below 0 is KILN_ABI_DIM_REF(k): the artifact's
+ * named dimension k, whose size each call chooses within its range. */
 typedef struct kiln_tensor_info {
   const char *name;
   kiln_dtype dtype;
   int32_t rank;
   const int64_t *dims;
 } kiln_tensor_info;
+
+/* A named dimension of the artifact (e.g. "seq") and its range. */
+typedef struct kiln_dim_info {
+  const char *name;
+  int64_t min;
+  int64_t max;
+} kiln_dim_info;
+
+int32_t kiln_artifact_num_dims(const kiln_artifact *artifact);
+kiln_status kiln_artifact_dim_info(const kiln_artifact *artifact,
+                                   int32_t index, kiln_dim_info *info);
 
 /* Counts are -1 if `entry` is out of range. */
 int32_t kiln_entry_num_inputs(const kiln_artifact *artifact, int32_t entry);
@@ -130,12 +145,17 @@ kiln_status kiln_session_set_num_threads(kiln_session *session,
 /* The thread count runs use (0 resolved to the CPU count). */
 int32_t kiln_session_num_threads(const kiln_session *session);
 
+/* Sets the session's state (what its entries keep across calls, such as a
+ * cache) back to what it was when the session was created. */
+kiln_status kiln_session_reset(kiln_session *session);
+
 /* Runs entry point `entry`. `inputs` holds num_inputs tensors in signature
- * order, each checked against the signature's dtype and shape. For each
- * output, a NULL slot receives a new tensor (the caller destroys it); a
- * non-NULL slot must match the signature and is written in place. Output
- * tensors must not be inputs. On failure, slots the call filled are
- * destroyed and reset to NULL. */
+ * order, each checked against the signature's dtype and shape: a named
+ * dimension must lie in its range and have one size throughout the call.
+ * For each output, a NULL slot receives a new tensor of the call's shape
+ * (the caller destroys it); a non-NULL slot must match the signature and is
+ * written in place. Output tensors must not be inputs. On failure, slots the
+ * call filled are destroyed and reset to NULL. */
 kiln_status kiln_session_run(kiln_session *session, int32_t entry,
                              const kiln_tensor *const *inputs,
                              int32_t num_inputs, kiln_tensor **outputs,

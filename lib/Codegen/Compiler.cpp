@@ -3,10 +3,9 @@
 
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Config.h"
-#include "lib/Codegen/ArtifactGlue.h"
+#include "kiln/abi.h"
 #include "lib/Codegen/ParallelDispatch.h"
 #include "lib/Codegen/Pipeline.h"
-#include "lib/Codegen/Signature.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -158,6 +157,18 @@ LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
   return success();
 }
 
+/// Makes everything the module defines internal but the descriptor's
+/// getter, so an artifact exports one symbol and LLVM may inline the rest.
+void exportDescriptorOnly(llvm::Module &module) {
+  for (llvm::Function &function : module)
+    if (!function.isDeclaration() &&
+        function.getName() != KILN_ABI_ARTIFACT_SYMBOL)
+      function.setLinkage(llvm::GlobalValue::InternalLinkage);
+  for (llvm::GlobalVariable &global : module.globals())
+    if (!global.isDeclaration())
+      global.setLinkage(llvm::GlobalValue::InternalLinkage);
+}
+
 /// Links `objectPath` into the shared library `outputPath` with lld; the
 /// library's soname is the file name of `finalPath`.
 LogicalResult linkSharedLibrary(StringRef objectPath, StringRef outputPath,
@@ -218,26 +229,10 @@ LogicalResult kiln::compileModule(ModuleOp module,
     pm.enableTiming(scope);
     return pm.run(module);
   };
-  if (failed(runPipeline("Graph passes", buildGraphPipeline)))
-    return failure();
-  FailureOr<std::vector<EntrySignature>> entries =
-      collectEntrySignatures(module);
-  if (failed(entries))
-    return failure();
-  if (failed(
+  if (failed(runPipeline("Graph passes", buildGraphPipeline)) ||
+      failed(
           runPipeline("Lower to the LLVM dialect", buildCpuLoweringPipeline)))
     return failure();
-  auto scratchSizes =
-      module->getAttrOfType<DictionaryAttr>("kiln.scratch_sizes");
-  for (EntrySignature &entry : *entries) {
-    auto size = scratchSizes ? scratchSizes.getAs<IntegerAttr>(entry.name)
-                             : IntegerAttr();
-    if (!size)
-      return emitError(loc) << "internal error: no scratch size for entry '"
-                            << entry.name << "'";
-    entry.scratchSize = size.getInt();
-  }
-  module->removeAttr("kiln.scratch_sizes");
 
   llvm::LLVMContext llvmContext;
   TimingScope translation = timing.nest("Translate to LLVM IR");
@@ -251,11 +246,10 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return failure();
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
-  std::string glueError = lowerParallelDispatch(*llvmModule);
-  if (glueError.empty())
-    glueError = addArtifactGlue(*llvmModule, *entries);
-  if (!glueError.empty())
-    return emitError(loc) << "internal error: " << glueError;
+  std::string dispatchError = lowerParallelDispatch(*llvmModule);
+  if (!dispatchError.empty())
+    return emitError(loc) << "internal error: " << dispatchError;
+  exportDescriptorOnly(*llvmModule);
   std::string verifyMessage;
   llvm::raw_string_ostream verifyStream(verifyMessage);
   if (llvm::verifyModule(*llvmModule, &verifyStream))

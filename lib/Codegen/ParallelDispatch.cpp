@@ -1,6 +1,8 @@
 //===- ParallelDispatch.cpp - calls into the runtime's executor -----------===//
 #include "lib/Codegen/ParallelDispatch.h"
 
+#include "kiln/abi.h"
+
 #include "llvm/IR/IRBuilder.h"
 
 using namespace llvm;
@@ -47,7 +49,8 @@ void lowerCall(CallInst *call, Function *task, StructType *closureType) {
     b.CreateStore(call->getArgOperand(i + 2),
                   b.CreateStructGEP(closureType, closure, i));
   Value *executor = call->getArgOperand(0);
-  // kiln_abi_executor's first field is parallel_for.
+  static_assert(offsetof(kiln_abi_executor, parallel_for) == 0,
+                "the executor is loaded as its first field");
   Value *parallelFor = b.CreateLoad(ptrTy, executor, "parallel_for");
   auto *type = FunctionType::get(Type::getVoidTy(ctx),
                                  {ptrTy, ptrTy, ptrTy, Type::getInt64Ty(ctx)},

@@ -50,7 +50,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       "function-boundary-type-conversion=identity-layout-map},"
       "kiln-promote-loop-buffers,"
       "kiln-allocate-result-buffers,"
-      "buffer-results-to-out-params{hoist-static-allocs "
+      "buffer-results-to-out-params{add-result-attr hoist-static-allocs "
       "modify-public-functions},"
       "kiln-plan-memory,"
       "buffer-deallocation-pipeline,"
@@ -61,7 +61,8 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       "scf-forall-to-parallel," +
       (optimize ? "kiln-outline-parallel-loops,"
                   "kiln-approximate-math,"
-                : "kiln-outline-parallel-loops{outline=false},") +
+                : "") +
+      "kiln-export-entries,"
       "convert-math-to-funcs,"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"

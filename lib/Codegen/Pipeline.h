@@ -21,10 +21,10 @@ llvm::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level);
 
 /// Adds the passes lowering a kiln-dialect module to the LLVM dialect for
 /// the CPU: linalg on tensors, bufferization with out-parameters and
-/// deallocation, loops, then LLVM. Functions take bare pointers to their
-/// (statically shaped) buffers, inputs first, then outputs, then status.
-/// From -O2, matrix products are tiled and vectorized and exp/erf/tanh
-/// approximated by polynomials.
+/// deallocation, memory planning, loops, each entry's ABI wrapper and the
+/// artifact descriptor (kiln-export-entries), then LLVM. From -O2, matrix
+/// products are tiled and vectorized, exp/erf/tanh approximated by
+/// polynomials and parallel loops run on the runtime's executor.
 llvm::LogicalResult buildCpuLoweringPipeline(mlir::OpPassManager &pm,
                                              OptLevel level);
 

@@ -160,21 +160,69 @@ def PromoteLoopBuffersPass : Pass<"kiln-promote-loop-buffers"> {
 }
 
 def PlanMemoryPass : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
-  let summary = "Place an entry point's buffers in one scratch arena";
+  let summary = "Place each function's buffers in the session's scratch arena";
   let description = [{
-    Every statically shaped `memref.alloc` in the body of a public function
-    becomes a `memref.view` into a new last argument, a scratch arena of
-    bytes that the runtime's session owns and reuses across calls. Offsets
-    are computed at compile time: buffers whose lifetimes (through all
-    their views) don't overlap share memory, placed first-fit at 64-byte
-    alignment. The arena sizes are recorded in the module attribute
-    `kiln.scratch_sizes` (entry name -> bytes). Allocations inside loops,
-    of dynamic shape or of sub-byte elements stay on the heap.
+    Every statically shaped `memref.alloc` in the body of a function
+    becomes a `memref.view` into a scratch arena of bytes, a new argument
+    marked `kiln.scratch` that the runtime's session owns and reuses across
+    calls. Offsets are computed at compile time: buffers whose lifetimes
+    (through all their views) don't overlap share memory, placed first-fit
+    at 64-byte alignment. Functions are planned callees first; a call to a
+    function with an arena of its own reserves that many bytes of the
+    caller's arena while the call runs and passes a view of them, so an
+    entry's arena (the `memref<Nxi8>` type of its argument) holds everything
+    it calls. A function without buffers gets no arena. Allocations inside
+    loops, of dynamic shape or of sub-byte elements stay on the heap.
 
     Without it every call mallocs and frees its intermediates, which for
     large ones means fresh pages from the kernel each time.
+
+    ```mlir
+    func.func @main(%in: memref<16xf32>, %out: memref<16xf32>) {
+      %a = memref.alloc() : memref<16xf32>
+      ...
+    }
+    // becomes
+    func.func @main(%in: memref<16xf32>, %out: memref<16xf32>,
+                    %arena: memref<64xi8> {kiln.scratch}) {
+      %c0 = arith.constant 0 : index
+      %a = memref.view %arena[%c0][] : memref<64xi8> to memref<16xf32>
+      ...
+    }
+    ```
   }];
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
+def ExportEntriesPass : Pass<"kiln-export-entries", "mlir::ModuleOp"> {
+  let summary = "Give each entry point its ABI wrapper and describe the artifact";
+  let description = [{
+    Runs last before the LLVM conversion, on bufferized functions. For each
+    entry point (a public function with a body) it builds
+    `i32 kiln_entry.<name>(const kiln_abi_call *call)`, which takes the
+    input and output buffers out of the call structure of `kiln/abi.h`,
+    makes them memrefs of the function's argument types, passes the scratch
+    arena, state and executor to the arguments marked `kiln.scratch`,
+    `kiln.state` and `kiln.executor`, and returns the status the function
+    writes to its `kiln.status` argument. Outputs are the arguments marked
+    `bufferize.result`; the rest are inputs, named by `kiln.name`. It then
+    writes the descriptor (entries, their signatures and error tables,
+    scratch and state sizes) as constant globals and the one exported
+    function, `kiln_artifact_v3`, returning it. Struct layouts come from
+    the header's own field offsets (AbiLayout.h). The entry functions
+    become private.
+
+    ```mlir
+    func.func @main(%x: memref<4xf32> {kiln.name = "x"},
+                    %y: memref<4xf32> {bufferize.result, kiln.name = "y"},
+                    %status: memref<i32> {bufferize.result, kiln.status})
+    // gains
+    llvm.func internal @kiln_entry.main(%call: !llvm.ptr) -> i32
+    llvm.func @kiln_artifact_v3() -> !llvm.ptr
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
+                           "mlir::func::FuncDialect"];
 }
 
 def ApproximateMathPass : Pass<"kiln-approximate-math"> {
@@ -196,10 +244,11 @@ def OutlineParallelLoopsPass
     : Pass<"kiln-outline-parallel-loops", "mlir::ModuleOp"> {
   let summary = "Run large scf.parallel loops on the runtime's thread pool";
   let description = [{
-    Gives every entry point a trailing `!llvm.ptr` argument, the runtime's
-    `kiln_abi_executor`, and moves the body of each outermost `scf.parallel`
-    whose estimated work reaches `min-work` into a function over a range of
-    iterations. The loop's leading dimensions are flattened into one
+    Moves the body of each outermost `scf.parallel` whose estimated work
+    reaches `min-work` into a function over a range of iterations. The
+    function containing the loop gets the runtime's `kiln_abi_executor` as
+    an `!llvm.ptr` argument marked `kiln.executor` (its callers pass theirs;
+    entries receive it from the call). The loop's leading dimensions are flattened into one
     iteration space (until it has enough iterations to share among threads);
     the rest stay an `scf.parallel` inside the body. The loop itself becomes
     a call to a declaration `kiln.parallel_for.<body>(executor, count,
@@ -224,9 +273,6 @@ def OutlineParallelLoopsPass
     Option<"minWork", "min-work", "int64_t", "8192",
            "Estimated operations (loop trip counts times the ops inside) a "
            "loop needs to be run in parallel">,
-    Option<"outline", "outline", "bool", "true",
-           "Outline loops; false only adds the executor argument, for a "
-           "serial build">,
   ];
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::scf::SCFDialect",
                            "mlir::arith::ArithDialect",

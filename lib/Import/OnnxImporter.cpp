@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxImporter.h"
 
+#include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "lib/Import/ExternalData.h"
 #include "lib/Import/GraphImporter.h"

@@ -16,9 +16,6 @@ namespace kiln {
 mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(llvm::StringRef path,
                                                   mlir::MLIRContext &context);
 
-/// The attribute naming a function argument or result after the ONNX value.
-inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
-
 } // namespace kiln
 
 #endif // KILN_LIB_IMPORT_ONNXIMPORTER_H

@@ -1,11 +1,10 @@
 // RUN: kiln-opt %s -kiln-outline-parallel-loops="min-work=1000" | FileCheck %s
-// RUN: kiln-opt %s -kiln-outline-parallel-loops="outline=false" | FileCheck %s --check-prefix=SERIAL
 
 // The two leading dimensions (4 x 64) become one range of 256 iterations;
 // the innermost stays a loop. The view and subview are recomputed in the
 // body, so only the function's own buffers cross the call.
 // CHECK-LABEL: func.func @main(
-// CHECK-SAME: %[[IN:[a-z0-9]+]]: memref<4x64x32xf32>, %[[OUT:[a-z0-9]+]]: memref<4x64x32xf32>, %[[ARENA:[a-z0-9]+]]: memref<8192xi8>, %[[EXEC:[a-z0-9]+]]: !llvm.ptr)
+// CHECK-SAME: %[[IN:[a-z0-9]+]]: memref<4x64x32xf32>, %[[OUT:[a-z0-9]+]]: memref<4x64x32xf32>, %[[ARENA:[a-z0-9]+]]: memref<8192xi8>, %[[EXEC:[a-z0-9]+]]: !llvm.ptr {kiln.executor})
 // CHECK: %[[COUNT:.*]] = arith.constant 256 : index
 // CHECK: call @kiln.parallel_for.main_parallel(%[[EXEC]], %[[COUNT]], %[[IN]], %[[OUT]], %[[ARENA]])
 // CHECK-SAME: : (!llvm.ptr, index, memref<4x64x32xf32>, memref<4x64x32xf32>, memref<8192xi8>) -> ()
@@ -15,10 +14,18 @@
 // CHECK: scf.parallel {{.*}} init
 // CHECK: return
 
-// A buffer whose shape isn't static can't be passed: that loop stays.
-// CHECK: func.func @dynamic(
+// A buffer whose shape isn't static can't be passed: that loop stays, and
+// the function needs no executor.
+// CHECK: func.func @dynamic(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<64x32xf32>) {
 // CHECK-NOT: call
 // CHECK: scf.parallel
+
+// A private function with a parallel loop takes the executor from its
+// caller, which takes it from the call.
+// CHECK: func.func @caller(%[[CIN:.*]]: memref<64x32xf32>, %[[CEXEC:.*]]: !llvm.ptr {kiln.executor})
+// CHECK: call @helper(%[[CIN]], %[[CEXEC]])
+// CHECK: func.func private @helper(%{{.*}}: memref<64x32xf32>, %[[HEXEC:.*]]: !llvm.ptr {kiln.executor})
+// CHECK: call @kiln.parallel_for.helper_parallel(%[[HEXEC]],
 
 // CHECK: func.func private @main_parallel(%[[BEGIN:[a-z0-9]+]]: index, %[[END:[a-z0-9]+]]: index, %[[BIN:[a-z0-9]+]]: memref<4x64x32xf32>, %[[BOUT:[a-z0-9]+]]: memref<4x64x32xf32>, %[[BARENA:[a-z0-9]+]]: memref<8192xi8>)
 // CHECK-DAG: %[[VIEW:.*]] = memref.view %[[BARENA]]
@@ -31,10 +38,6 @@
 // CHECK: memref.store %{{.*}}, %[[VIEW]]
 // CHECK: func.func private @kiln.parallel_for.main_parallel(!llvm.ptr, index, memref<4x64x32xf32>, memref<4x64x32xf32>, memref<8192xi8>)
 
-
-// SERIAL: func.func @main({{.*}}, %{{.*}}: !llvm.ptr)
-// SERIAL-NOT: call
-// SERIAL-COUNT-3: scf.parallel
 func.func @main(%in: memref<4x64x32xf32>, %out: memref<4x64x32xf32>, %scratch: memref<8192xi8>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -76,6 +79,25 @@ func.func @dynamic(%in: memref<?x32xf32>, %out: memref<64x32xf32>) {
   scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
     %x = memref.load %in[%i, %j] : memref<?x32xf32>
     memref.store %x, %out[%i, %j] : memref<64x32xf32>
+  }
+  return
+}
+
+func.func @caller(%in: memref<64x32xf32>) {
+  call @helper(%in) : (memref<64x32xf32>) -> ()
+  return
+}
+
+func.func private @helper(%buf: memref<64x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %two = arith.constant 2.0 : f32
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
+    %x = memref.load %buf[%i, %j] : memref<64x32xf32>
+    %y = arith.mulf %x, %two : f32
+    memref.store %y, %buf[%i, %j] : memref<64x32xf32>
   }
   return
 }

@@ -1,11 +1,10 @@
 // RUN: kiln-opt %s -kiln-plan-memory | FileCheck %s
 
 // %a and %b are live at once and get separate places; %c starts after %a's
-// last use (through a view) and takes its place. The arena is the last
-// argument, and its size is recorded for the artifact.
-// CHECK: module attributes {kiln.scratch_sizes = {main = 2048 : i64}}
+// last use (through a view) and takes its place. The arena is a new
+// argument marked kiln.scratch; its type gives the size.
 // CHECK-LABEL: func.func @main
-// CHECK-SAME: %[[ARENA:[a-z0-9]+]]: memref<2048xi8>)
+// CHECK-SAME: %[[ARENA:[a-z0-9]+]]: memref<2048xi8> {kiln.scratch})
 // CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<2048xi8> to memref<16x16xf32>
 // CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c1024{{.*}}][] : memref<2048xi8> to memref<16x16xf32>
 // CHECK: %[[C:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<2048xi8> to memref<256xf32>
@@ -31,5 +30,37 @@ func.func @main(%in: memref<16x16xf32>, %out: memref<16x16xf32>, %big: memref<25
     %t = memref.alloc() : memref<4xf32>
     memref.dealloc %t : memref<4xf32>
   }
+  return
+}
+
+// A callee's frame is a buffer of its caller, live during the call: the
+// caller's own 1024-byte buffer can't share it while it is still used after
+// the call, and the callee gets a view at the place reserved for it.
+// CHECK-LABEL: func.func @caller
+// CHECK-SAME: %[[CARENA:[a-z0-9]+]]: memref<1088xi8> {kiln.scratch})
+// CHECK: %[[T:.*]] = memref.view %[[CARENA]][%c0{{.*}}][] : memref<1088xi8> to memref<16x16xf32>
+// CHECK: %[[FRAME:.*]] = memref.view %[[CARENA]][%c1024{{.*}}][] : memref<1088xi8> to memref<64xi8>
+// CHECK: call @callee(%[[T]], %[[FRAME]])
+// CHECK-LABEL: func.func private @callee
+// CHECK-SAME: %{{.*}}: memref<64xi8> {kiln.scratch})
+// A function without buffers takes no arena.
+// CHECK-LABEL: func.func @no_buffers(%{{[a-z0-9]+}}: memref<4xf32>) {
+func.func @caller(%in: memref<16x16xf32>, %out: memref<16x16xf32>) {
+  %t = memref.alloc() : memref<16x16xf32>
+  memref.copy %in, %t : memref<16x16xf32> to memref<16x16xf32>
+  call @callee(%t) : (memref<16x16xf32>) -> ()
+  memref.copy %t, %out : memref<16x16xf32> to memref<16x16xf32>
+  return
+}
+
+func.func private @callee(%buf: memref<16x16xf32>) {
+  %s = memref.alloc() : memref<4x4xf32>
+  %c0 = arith.constant 0 : index
+  %x = memref.load %buf[%c0, %c0] : memref<16x16xf32>
+  memref.store %x, %s[%c0, %c0] : memref<4x4xf32>
+  return
+}
+
+func.func @no_buffers(%in: memref<4xf32>) {
   return
 }

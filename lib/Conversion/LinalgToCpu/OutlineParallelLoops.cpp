@@ -8,6 +8,9 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/Passes.h"
 
+#include "dialects/Kiln/IR/EntryPoints.h"
+#include "lib/Conversion/LinalgToCpu/ContextArguments.h"
+
 #include "mlir/Analysis/TopologicalSortUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
@@ -99,12 +102,12 @@ FailureOr<LoopInputs> collectInputs(scf::ParallelOp loop) {
   return inputs;
 }
 
-/// Replaces `loop` by a call running its body on the executor, or leaves it
-/// in place when it doesn't qualify.
-void outlineLoop(scf::ParallelOp loop, Value executor, StringRef entryName,
-                 SymbolTable &symbols) {
+/// Replaces `loop` by a call running its body on the executor of `func`,
+/// or leaves it in place when it doesn't qualify.
+LogicalResult outlineLoop(scf::ParallelOp loop, func::FuncOp func,
+                          SymbolTable &symbols) {
   if (!loop.getInitVals().empty())
-    return;
+    return success();
   unsigned rank = loop.getNumLoops();
   SmallVector<int64_t> trips;
   for (auto [lb, ub, step] :
@@ -125,10 +128,15 @@ void outlineLoop(scf::ParallelOp loop, Value executor, StringRef entryName,
     ++flat;
   }
   if (flat == 0 || count < 2)
-    return;
+    return success();
   FailureOr<LoopInputs> inputs = collectInputs(loop);
   if (failed(inputs))
-    return;
+    return success();
+  FailureOr<BlockArgument> executor = kiln::getOrAddContextArgument(
+      func, kiln::kExecutorAttr, LLVM::LLVMPointerType::get(loop.getContext()));
+  if (failed(executor))
+    return failure();
+  StringRef functionName = func.getSymName();
 
   MLIRContext *context = loop.getContext();
   Location loc = loop.getLoc();
@@ -138,11 +146,11 @@ void outlineLoop(scf::ParallelOp loop, Value executor, StringRef entryName,
     bodyTypes.push_back(value.getType());
   OpBuilder moduleBuilder(context);
   auto body =
-      func::FuncOp::create(moduleBuilder, loc, (entryName + "_parallel").str(),
+      func::FuncOp::create(moduleBuilder, loc, (functionName + "_parallel").str(),
                            FunctionType::get(context, bodyTypes, {}));
   body.setPrivate();
   symbols.insert(body);
-  SmallVector<Type> dispatchTypes = {executor.getType(), indexType};
+  SmallVector<Type> dispatchTypes = {executor->getType(), indexType};
   llvm::append_range(dispatchTypes, llvm::drop_begin(bodyTypes, 2));
   auto dispatch = func::FuncOp::create(
       moduleBuilder, loc, ("kiln.parallel_for." + body.getSymName()).str(),
@@ -203,11 +211,12 @@ void outlineLoop(scf::ParallelOp loop, Value executor, StringRef entryName,
   func::ReturnOp::create(b, loc);
 
   b.setInsertionPoint(loop);
-  SmallVector<Value> operands = {executor,
+  SmallVector<Value> operands = {*executor,
                                  arith::ConstantIndexOp::create(b, loc, count)};
   llvm::append_range(operands, inputs->arguments);
   func::CallOp::create(b, loc, dispatch, operands);
   loop.erase();
+  return success();
 }
 
 struct OutlineParallelLoopsPass
@@ -217,18 +226,8 @@ struct OutlineParallelLoopsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SymbolTable symbols(module);
-    auto executorType = LLVM::LLVMPointerType::get(&getContext());
-    SmallVector<func::FuncOp> entries;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (func.isPublic() && !func.isExternal())
-        entries.push_back(func);
-    for (func::FuncOp func : entries) {
-      (void)func.insertArgument(func.getNumArguments(), executorType,
-                                DictionaryAttr::get(&getContext()),
-                                func.getLoc());
-      if (!outline)
-        continue;
-      Value executor = func.getArgument(func.getNumArguments() - 1);
+    SmallVector<func::FuncOp> functions(module.getOps<func::FuncOp>());
+    for (func::FuncOp func : functions) {
       SmallVector<scf::ParallelOp> loops;
       func.walk([&](scf::ParallelOp loop) {
         if (!loop->getParentOfType<scf::ParallelOp>() &&
@@ -236,7 +235,8 @@ struct OutlineParallelLoopsPass
           loops.push_back(loop);
       });
       for (scf::ParallelOp loop : loops)
-        outlineLoop(loop, executor, func.getSymName(), symbols);
+        if (failed(outlineLoop(loop, func, symbols)))
+          return signalPassFailure();
     }
   }
 };

@@ -1,7 +1,19 @@
 //===- PlanMemory.cpp - static buffers in a per-session arena -------------===//
+//
+// Every function's statically shaped buffers get offsets in one scratch
+// arena, its `kiln.scratch` argument. A call to a function with an arena of
+// its own (its frame) is a buffer of the caller live at the call, which
+// passes the callee a view of that place: the session's one arena holds the
+// entry's buffers and those of everything it calls.
+//
+//===----------------------------------------------------------------------===//
 #include "lib/Conversion/Passes.h"
 
+#include "dialects/Kiln/IR/EntryPoints.h"
+#include "lib/Conversion/LinalgToCpu/ContextArguments.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_PLANMEMORYPASS
@@ -14,8 +26,9 @@ namespace {
 
 constexpr int64_t kAlignment = 64;
 
+/// A buffer (a memref.alloc) or a callee's frame (a func.call).
 struct Buffer {
-  memref::AllocOp alloc;
+  Operation *op;
   int64_t bytes;
   int64_t start, end; // top-level op indices where the buffer is live
   int64_t offset = 0;
@@ -64,7 +77,10 @@ void assignOffsets(MutableArrayRef<Buffer> buffers) {
   }
 }
 
-int64_t planFunction(func::FuncOp func) {
+/// Plans `func`'s buffers, given the frame sizes of the functions it calls;
+/// returns its own frame size (0: it takes no arena).
+int64_t planFunction(func::FuncOp func,
+                     const DenseMap<StringAttr, int64_t> &frames) {
   Block &block = func.getBody().front();
   DenseMap<Operation *, int64_t> order;
   for (auto [index, op] : llvm::enumerate(block))
@@ -81,50 +97,96 @@ int64_t planFunction(func::FuncOp func) {
     buffers.push_back(
         {alloc, bytes, order[alloc], getLastUse(alloc, block, order)});
   }
+  func.walk([&](func::CallOp call) {
+    int64_t frame = frames.lookup(call.getCalleeAttr().getAttr());
+    if (frame == 0)
+      return;
+    int64_t at = order.lookup(block.findAncestorOpInBlock(*call));
+    buffers.push_back({call, frame, at, at});
+  });
   assignOffsets(buffers);
   int64_t size = 0;
   for (const Buffer &buffer : buffers)
     size = std::max(size, buffer.offset + buffer.bytes);
+  if (size == 0)
+    return 0;
 
   OpBuilder b(func.getContext());
   auto arenaType = MemRefType::get({size}, b.getI8Type());
-  (void)func.insertArgument(func.getNumArguments(), arenaType,
-                            b.getDictionaryAttr({}), func.getLoc());
+  (void)func.insertArgument(
+      func.getNumArguments(), arenaType,
+      b.getDictionaryAttr(b.getNamedAttr(kiln::kScratchAttr, b.getUnitAttr())),
+      func.getLoc());
   Value arena = func.getArgument(func.getNumArguments() - 1);
   for (Buffer &buffer : buffers) {
-    b.setInsertionPoint(buffer.alloc);
-    Location loc = buffer.alloc.getLoc();
+    b.setInsertionPoint(buffer.op);
+    Location loc = buffer.op->getLoc();
     Value offset = arith::ConstantIndexOp::create(b, loc, buffer.offset);
-    Value view = memref::ViewOp::create(b, loc, buffer.alloc.getType(), arena,
+    if (auto call = dyn_cast<func::CallOp>(buffer.op)) {
+      auto frameType = MemRefType::get({buffer.bytes}, b.getI8Type());
+      Value frame = memref::ViewOp::create(b, loc, frameType, arena, offset,
+                                           ValueRange());
+      call.getOperandsMutable().append(frame);
+      continue;
+    }
+    auto alloc = cast<memref::AllocOp>(buffer.op);
+    Value view = memref::ViewOp::create(b, loc, alloc.getType(), arena,
                                         offset, ValueRange());
     // The arena outlives the call; freeing a view of it would be wrong.
-    for (Operation *user : llvm::make_early_inc_range(buffer.alloc->getUsers()))
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
         user->erase();
-    buffer.alloc.replaceAllUsesWith(view);
-    buffer.alloc.erase();
+    alloc.replaceAllUsesWith(view);
+    alloc.erase();
   }
   return size;
 }
 
+/// The module's functions with bodies, every callee before its callers.
+FailureOr<SmallVector<func::FuncOp>> orderCalleesFirst(ModuleOp module) {
+  SymbolTable symbols(module);
+  SmallVector<func::FuncOp> order;
+  DenseMap<Operation *, bool> done; // false while on the stack
+  std::function<LogicalResult(func::FuncOp)> visit =
+      [&](func::FuncOp func) -> LogicalResult {
+    auto [it, inserted] = done.try_emplace(func, false);
+    if (!inserted)
+      return it->second ? success()
+                        : func.emitError() << "function '" << func.getSymName()
+                                           << "' is recursive; Kiln plans "
+                                              "memory for call trees only";
+    WalkResult result = func.walk([&](func::CallOp call) {
+      auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
+      if (callee && !callee.isExternal() && failed(visit(callee)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      return failure();
+    done[func] = true;
+    order.push_back(func);
+    return success();
+  };
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal() && failed(visit(func)))
+      return failure();
+  return order;
+}
+
 struct PlanMemoryPass : kiln::impl::PlanMemoryPassBase<PlanMemoryPass> {
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    SmallVector<NamedAttribute> sizes;
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (!func.isPublic() || func.isExternal())
-        continue;
+    FailureOr<SmallVector<func::FuncOp>> order =
+        orderCalleesFirst(getOperation());
+    if (failed(order))
+      return signalPassFailure();
+    DenseMap<StringAttr, int64_t> frames;
+    for (func::FuncOp func : *order) {
       if (!llvm::hasSingleElement(func.getBody())) {
-        func.emitError("entry points must have a single block");
+        func.emitError("functions must have a single block to plan memory");
         return signalPassFailure();
       }
-      int64_t size = planFunction(func);
-      sizes.push_back(NamedAttribute(
-          func.getSymNameAttr(),
-          IntegerAttr::get(IntegerType::get(&getContext(), 64), size)));
+      frames[func.getSymNameAttr()] = planFunction(func, frames);
     }
-    module->setAttr("kiln.scratch_sizes",
-                    DictionaryAttr::get(&getContext(), sizes));
   }
 };
 

@@ -1,0 +1,41 @@
+//===- EntryPoints.h - what makes a function an artifact entry --*- C++ -*-===//
+//
+// An artifact's entry points are the module's public functions with a body;
+// private functions are subroutines they share. The attributes below carry
+// what the artifact describes about each entry from the importer down to the
+// pass that builds its ABI wrapper (kiln-export-entries), so no pass relies
+// on the position of an argument.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_DIALECT_KILN_IR_ENTRYPOINTS_H
+#define KILN_DIALECT_KILN_IR_ENTRYPOINTS_H
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace kiln {
+
+/// Names an entry's argument or result after the ONNX value.
+inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
+/// Marks the error status result that kiln-insert-runtime-checks adds.
+inline constexpr llvm::StringLiteral kStatusAttr = "kiln.status";
+/// The entry function's error messages, indexed by status code - 1.
+inline constexpr llvm::StringLiteral kErrorsAttr = "kiln.errors";
+
+/// Arguments a function receives from the call's context rather than from
+/// its caller's data: marked with one of these unit attributes, found by it.
+/// The session's scratch memory (`memref<Nxi8>`, N the function's frame).
+inline constexpr llvm::StringLiteral kScratchAttr = "kiln.scratch";
+/// The executor running parallel loops (`!llvm.ptr`).
+inline constexpr llvm::StringLiteral kExecutorAttr = "kiln.executor";
+/// The session's state block (`memref<Nxi8>`).
+inline constexpr llvm::StringLiteral kStateAttr = "kiln.state";
+
+/// Whether `function` is one of the artifact's entry points.
+inline bool isEntryPoint(mlir::FunctionOpInterface function) {
+  return function.isPublic() && !function.isExternal();
+}
+
+} // namespace kiln
+
+#endif // KILN_DIALECT_KILN_IR_ENTRYPOINTS_H

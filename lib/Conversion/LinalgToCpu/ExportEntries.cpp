@@ -1,0 +1,429 @@
+//===- ExportEntries.cpp - ABI wrappers and the artifact descriptor -------===//
+//
+// The one place that knows both sides of kiln/abi.h: each entry function,
+// with its arguments told apart by their attributes (inputs, outputs marked
+// `bufferize.result`, the status, context arguments), gets a wrapper taking
+// the ABI's call structure, and the module gets the descriptor tables and
+// the exported getter. Struct types come from AbiLayout.h.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Conversion/Passes.h"
+
+#include "dialects/Kiln/IR/EntryPoints.h"
+#include "kiln/Config.h"
+#include "lib/Conversion/LinalgToCpu/AbiLayout.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_EXPORTENTRIESPASS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Set by buffer-results-to-out-params{add-result-attribute} on the
+/// arguments that were results.
+constexpr StringLiteral kResultAttr = "bufferize.result";
+
+struct TensorArgument {
+  unsigned index; // of the entry function's argument
+  std::string name;
+  int32_t dtype;
+  MemRefType type;
+};
+
+/// What the artifact says about one entry, and where its arguments are.
+struct Entry {
+  func::FuncOp func;
+  SmallVector<TensorArgument> inputs, outputs;
+  std::optional<unsigned> status, scratch, executor, state;
+  SmallVector<std::string> errors;
+  int64_t scratchSize = 0;
+  LLVM::LLVMFuncOp wrapper;
+};
+
+FailureOr<int32_t> getDtype(Type element) {
+  if (element.isF32())
+    return KILN_DTYPE_F32;
+  if (element.isInteger(64))
+    return KILN_DTYPE_I64;
+  if (element.isInteger(1))
+    return KILN_DTYPE_BOOL;
+  return failure();
+}
+
+FailureOr<Entry> describeEntry(func::FuncOp func) {
+  Entry entry;
+  entry.func = func;
+  if (func.getNumResults() != 0)
+    return func.emitError() << "internal error: entry point '"
+                            << func.getSymName()
+                            << "' still returns values after bufferization";
+  for (BlockArgument argument : func.getArguments()) {
+    unsigned i = argument.getArgNumber();
+    if (func.getArgAttr(i, kStatusAttr)) {
+      entry.status = i;
+      continue;
+    }
+    if (func.getArgAttr(i, kScratchAttr)) {
+      entry.scratch = i;
+      entry.scratchSize = cast<MemRefType>(argument.getType()).getNumElements();
+      continue;
+    }
+    if (func.getArgAttr(i, kExecutorAttr)) {
+      entry.executor = i;
+      continue;
+    }
+    if (func.getArgAttr(i, kStateAttr)) {
+      entry.state = i;
+      continue;
+    }
+    bool isOutput = static_cast<bool>(func.getArgAttr(i, kResultAttr));
+    auto &list = isOutput ? entry.outputs : entry.inputs;
+    std::string fallback = (isOutput ? "output_" : "input_") +
+                           std::to_string(list.size());
+    auto type = dyn_cast<MemRefType>(argument.getType());
+    if (!type || !type.getLayout().isIdentity() || !type.hasStaticShape())
+      return func.emitError()
+             << "entry point '" << func.getSymName() << "' "
+             << (isOutput ? "output" : "input") << " #" << list.size()
+             << " has type " << argument.getType()
+             << "; artifacts take statically shaped tensors";
+    FailureOr<int32_t> dtype = getDtype(type.getElementType());
+    if (failed(dtype))
+      return func.emitError()
+             << "entry point '" << func.getSymName() << "' "
+             << (isOutput ? "output" : "input") << " #" << list.size()
+             << " has element type " << type.getElementType()
+             << "; artifacts take f32, i64 and i1 tensors";
+    auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
+    list.push_back({i, name ? name.str() : fallback, *dtype, type});
+  }
+  if (!entry.status)
+    return func.emitError() << "internal error: entry point '"
+                            << func.getSymName() << "' has no status";
+  if (auto errors = func->getAttrOfType<ArrayAttr>(kErrorsAttr))
+    for (auto message : errors.getAsRange<StringAttr>())
+      entry.errors.push_back(message.str());
+  return entry;
+}
+
+/// Builds LLVM dialect ops at the builder's insertion point.
+class LLVMBuilder {
+public:
+  LLVMBuilder(OpBuilder &b, Location loc)
+      : b(b), loc(loc), ptrType(LLVM::LLVMPointerType::get(b.getContext())) {}
+
+  Value i32(int64_t value) { return constant(b.getI32Type(), value); }
+  Value i64(int64_t value) { return constant(b.getI64Type(), value); }
+  Value constant(Type type, int64_t value) {
+    return LLVM::ConstantOp::create(b, loc, type,
+                                    b.getIntegerAttr(type, value));
+  }
+  Value null() { return LLVM::ZeroOp::create(b, loc, ptrType); }
+  Value address(StringRef symbol) {
+    return LLVM::AddressOfOp::create(b, loc, ptrType, symbol);
+  }
+
+  /// Loads field `index` of the struct of type `structType` at `base`.
+  Value loadField(Value base, LLVM::LLVMStructType structType, unsigned index) {
+    Value address =
+        LLVM::GEPOp::create(b, loc, ptrType, structType, base,
+                            ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(index)});
+    return LLVM::LoadOp::create(b, loc, structType.getBody()[index], address);
+  }
+  /// The address of element `index` of an array of `elementType` at `base`.
+  Value element(Value base, Type elementType, int64_t index) {
+    return LLVM::GEPOp::create(b, loc, ptrType, elementType, base,
+                               ArrayRef<LLVM::GEPArg>{index});
+  }
+
+  /// A value of `type` (struct or array) with `fields` inserted in order.
+  Value aggregate(Type type, ArrayRef<Value> fields) {
+    Value value = LLVM::UndefOp::create(b, loc, type);
+    for (auto [i, field] : llvm::enumerate(fields))
+      value = LLVM::InsertValueOp::create(b, loc, value, field,
+                                          ArrayRef<int64_t>{(int64_t)i});
+    return value;
+  }
+
+  OpBuilder &b;
+  Location loc;
+  LLVM::LLVMPointerType ptrType;
+};
+
+/// A memref of the dense row-major `type` over `data`: its LLVM descriptor,
+/// cast to the memref type (the cast cancels against the one the LLVM
+/// conversion makes for the call's operand).
+Value buildMemRef(LLVMBuilder &llvm, MemRefType type, Value data) {
+  MLIRContext *context = type.getContext();
+  Type i64 = llvm.b.getI64Type();
+  int64_t rank = type.getRank();
+  SmallVector<Type> fieldTypes = {llvm.ptrType, llvm.ptrType, i64};
+  SmallVector<Value> fields = {data, data, llvm.i64(0)};
+  if (rank > 0) {
+    auto arrayType = LLVM::LLVMArrayType::get(i64, rank);
+    fieldTypes.append({arrayType, arrayType});
+    SmallVector<Value> sizes, strides(rank);
+    for (int64_t size : type.getShape())
+      sizes.push_back(llvm.i64(size));
+    int64_t stride = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      strides[d] = llvm.i64(stride);
+      stride *= type.getDimSize(d);
+    }
+    fields.push_back(llvm.aggregate(arrayType, sizes));
+    fields.push_back(llvm.aggregate(arrayType, strides));
+  }
+  Value descriptor = llvm.aggregate(
+      LLVM::LLVMStructType::getLiteral(context, fieldTypes), fields);
+  return UnrealizedConversionCastOp::create(llvm.b, llvm.loc, type, descriptor)
+      .getResult(0);
+}
+
+/// `i32 kiln_entry.<name>(const kiln_abi_call *call)`: unpacks the call into
+/// the entry function's arguments and returns the status it writes.
+LLVM::LLVMFuncOp buildWrapper(OpBuilder &b, Entry &entry) {
+  func::FuncOp func = entry.func;
+  MLIRContext *context = b.getContext();
+  Location loc = func.getLoc();
+  auto ptrType = LLVM::LLVMPointerType::get(context);
+  auto wrapper = LLVM::LLVMFuncOp::create(
+      b, loc, ("kiln_entry." + func.getSymName()).str(),
+      LLVM::LLVMFunctionType::get(b.getI32Type(), {ptrType}),
+      LLVM::Linkage::Internal);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = wrapper.addEntryBlock(b);
+  b.setInsertionPointToStart(body);
+  LLVMBuilder llvm(b, loc);
+  Value call = body->getArgument(0);
+  auto callType = abi::getStructType(context, abi::kCallFields);
+  auto bufferType = abi::getStructType(context, abi::kBufferFields);
+  auto callField = [&](unsigned index) {
+    return llvm.loadField(call, callType, index);
+  };
+
+  SmallVector<Value> arguments(func.getNumArguments());
+  auto unpack = [&](ArrayRef<TensorArgument> tensors, unsigned field) {
+    Value buffers = callField(field);
+    for (auto [i, tensor] : llvm::enumerate(tensors)) {
+      Value buffer = llvm.element(buffers, bufferType, i);
+      Value data = llvm.loadField(
+          buffer, bufferType,
+          KILN_ABI_INDEX(abi::kBufferFields, kiln_abi_buffer, data));
+      arguments[tensor.index] = buildMemRef(llvm, tensor.type, data);
+    }
+  };
+  unpack(entry.inputs,
+         KILN_ABI_INDEX(abi::kCallFields, kiln_abi_call, inputs));
+  unpack(entry.outputs,
+         KILN_ABI_INDEX(abi::kCallFields, kiln_abi_call, outputs));
+  auto statusType = cast<MemRefType>(func.getArgument(*entry.status).getType());
+  Value status = memref::AllocaOp::create(b, loc, statusType);
+  arguments[*entry.status] = status;
+  if (entry.scratch)
+    arguments[*entry.scratch] = buildMemRef(
+        llvm, cast<MemRefType>(func.getArgument(*entry.scratch).getType()),
+        callField(KILN_ABI_INDEX(abi::kCallFields, kiln_abi_call, scratch)));
+  if (entry.state)
+    arguments[*entry.state] = buildMemRef(
+        llvm, cast<MemRefType>(func.getArgument(*entry.state).getType()),
+        callField(KILN_ABI_INDEX(abi::kCallFields, kiln_abi_call, state)));
+  if (entry.executor)
+    arguments[*entry.executor] =
+        callField(KILN_ABI_INDEX(abi::kCallFields, kiln_abi_call, executor));
+  func::CallOp::create(b, loc, func, arguments);
+  Value code = memref::LoadOp::create(b, loc, status, ValueRange());
+  LLVM::ReturnOp::create(b, loc, code);
+  return wrapper;
+}
+
+/// Writes the descriptor's constant tables as private globals.
+class DescriptorBuilder {
+public:
+  DescriptorBuilder(ModuleOp module)
+      : context(module.getContext()), b(context), loc(module.getLoc()),
+        ptrType(LLVM::LLVMPointerType::get(context)) {
+    b.setInsertionPointToEnd(module.getBody());
+  }
+
+  /// A NUL-terminated string constant's symbol.
+  StringRef string(StringRef value) {
+    std::string bytes = value.str();
+    bytes.push_back('\0');
+    return global(LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
+                  b.getStringAttr(bytes));
+  }
+
+  /// An array of i64 constants' symbol.
+  StringRef int64Array(ArrayRef<int64_t> values) {
+    auto type = RankedTensorType::get({(int64_t)values.size()}, b.getI64Type());
+    return global(LLVM::LLVMArrayType::get(b.getI64Type(), values.size()),
+                  DenseElementsAttr::get(type, values));
+  }
+
+  /// A global of `type` whose initializer `build` computes.
+  StringRef global(Type type, function_ref<Value(LLVMBuilder &)> build) {
+    LLVM::GlobalOp op = createGlobal(type, Attribute());
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(b.createBlock(&op.getInitializerRegion()));
+    LLVMBuilder llvm(b, loc);
+    LLVM::ReturnOp::create(b, loc, build(llvm));
+    return op.getSymName();
+  }
+
+  StringRef global(Type type, Attribute value) {
+    return createGlobal(type, value).getSymName();
+  }
+
+  /// The address of `symbol`, or null for an empty table.
+  static Value addressOrNull(LLVMBuilder &llvm, StringRef symbol) {
+    return symbol.empty() ? llvm.null() : llvm.address(symbol);
+  }
+
+  StringRef tensorTable(ArrayRef<TensorArgument> tensors) {
+    if (tensors.empty())
+      return "";
+    auto tensorType = abi::getStructType(context, abi::kTensorFields);
+    SmallVector<std::array<StringRef, 2>> symbols; // name, dims
+    for (const TensorArgument &tensor : tensors)
+      symbols.push_back({string(tensor.name),
+                         tensor.type.getRank() ? int64Array(tensor.type.getShape())
+                                               : StringRef()});
+    return global(LLVM::LLVMArrayType::get(tensorType, tensors.size()),
+                  [&](LLVMBuilder &llvm) {
+                    SmallVector<Value> rows;
+                    for (auto [tensor, symbol] : llvm::zip(tensors, symbols))
+                      rows.push_back(llvm.aggregate(
+                          tensorType,
+                          {llvm.address(symbol[0]), llvm.i32(tensor.dtype),
+                           llvm.i32(tensor.type.getRank()),
+                           addressOrNull(llvm, symbol[1])}));
+                    return llvm.aggregate(
+                        LLVM::LLVMArrayType::get(tensorType, rows.size()),
+                        rows);
+                  });
+  }
+
+  StringRef stringTable(ArrayRef<std::string> strings) {
+    if (strings.empty())
+      return "";
+    SmallVector<StringRef> symbols;
+    for (const std::string &s : strings)
+      symbols.push_back(string(s));
+    auto type = LLVM::LLVMArrayType::get(ptrType, strings.size());
+    return global(type, [&](LLVMBuilder &llvm) {
+      SmallVector<Value> pointers;
+      for (StringRef symbol : symbols)
+        pointers.push_back(llvm.address(symbol));
+      return llvm.aggregate(type, pointers);
+    });
+  }
+
+  /// The artifact descriptor's symbol.
+  StringRef artifact(MutableArrayRef<Entry> entries, int64_t stateSize) {
+    auto entryType = abi::getStructType(context, abi::kEntryFields);
+    struct Tables {
+      StringRef name, inputs, outputs, errors;
+    };
+    SmallVector<Tables> tables;
+    for (Entry &entry : entries)
+      tables.push_back({string(entry.func.getSymName()),
+                        tensorTable(entry.inputs), tensorTable(entry.outputs),
+                        stringTable(entry.errors)});
+    auto entriesType = LLVM::LLVMArrayType::get(entryType, entries.size());
+    StringRef entryTable = global(entriesType, [&](LLVMBuilder &llvm) {
+      SmallVector<Value> rows;
+      for (auto [entry, table] : llvm::zip(entries, tables))
+        rows.push_back(llvm.aggregate(
+            entryType,
+            {llvm.address(table.name),
+             llvm.address(entry.wrapper.getSymName()),
+             llvm.i32(entry.inputs.size()), llvm.i32(entry.outputs.size()),
+             addressOrNull(llvm, table.inputs),
+             addressOrNull(llvm, table.outputs), llvm.i32(entry.errors.size()),
+             addressOrNull(llvm, table.errors), llvm.i64(entry.scratchSize)}));
+      return llvm.aggregate(entriesType, rows);
+    });
+    StringRef producer = string("kiln " KILN_VERSION);
+    auto artifactType = abi::getStructType(context, abi::kArtifactFields);
+    return global(artifactType, [&](LLVMBuilder &llvm) {
+      return llvm.aggregate(
+          artifactType,
+          {llvm.i32(KILN_ABI_VERSION), llvm.i32(sizeof(kiln_abi_artifact)),
+           llvm.i32(sizeof(kiln_abi_entry)), llvm.i32(entries.size()),
+           llvm.address(entryTable), llvm.i32(0), llvm.null(),
+           llvm.i64(stateSize), llvm.null(), llvm.address(producer)});
+    });
+  }
+
+  /// `const kiln_abi_artifact *kiln_artifact_v3(void)`, the one export.
+  void getter(StringRef artifactSymbol) {
+    auto getter = LLVM::LLVMFuncOp::create(
+        b, loc, KILN_ABI_ARTIFACT_SYMBOL,
+        LLVM::LLVMFunctionType::get(ptrType, {}));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(getter.addEntryBlock(b));
+    LLVMBuilder llvm(b, loc);
+    LLVM::ReturnOp::create(b, loc, llvm.address(artifactSymbol));
+  }
+
+  OpBuilder &builder() { return b; }
+
+private:
+  LLVM::GlobalOp createGlobal(Type type, Attribute value) {
+    std::string name = "kiln.abi." + std::to_string(counter++);
+    return LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/true,
+                                  LLVM::Linkage::Private, name, value);
+  }
+
+  MLIRContext *context;
+  OpBuilder b;
+  Location loc;
+  LLVM::LLVMPointerType ptrType;
+  unsigned counter = 0;
+};
+
+struct ExportEntriesPass
+    : kiln::impl::ExportEntriesPassBase<ExportEntriesPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Entry> entries;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (!isEntryPoint(func))
+        continue;
+      FailureOr<Entry> entry = describeEntry(func);
+      if (failed(entry))
+        return signalPassFailure();
+      entries.push_back(std::move(*entry));
+    }
+    if (entries.empty()) {
+      module.emitError("the module has no public function to export");
+      return signalPassFailure();
+    }
+    int64_t stateSize = 0;
+    if (auto size = module->getAttrOfType<IntegerAttr>("kiln.state_size"))
+      stateSize = size.getInt();
+
+    DescriptorBuilder descriptor(module);
+    for (Entry &entry : entries)
+      entry.wrapper = buildWrapper(descriptor.builder(), entry);
+    descriptor.getter(descriptor.artifact(entries, stateSize));
+
+    // The descriptor now holds what the attributes said; the entry
+    // functions are the wrappers' internals.
+    for (Entry &entry : entries) {
+      func::FuncOp func = entry.func;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        func.setArgAttrs(i, DictionaryAttr::get(&getContext()));
+      func->removeAttr(kErrorsAttr);
+      func.setPrivate();
+    }
+  }
+};
+
+} // namespace

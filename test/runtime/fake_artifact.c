@@ -1,0 +1,88 @@
+/*===- fake_artifact.c - hand-built artifacts for the runtime's tests -----===*
+ *
+ * One source, several shared libraries: FAKE_CASE picks what, if anything,
+ * is wrong with the descriptor. The valid one has a named dimension "rows"
+ * (1..8), state (an int64 counter starting at 100) and two entries:
+ *   scale(x: f32[rows, 2]) -> y: f32[rows, 2]   y = x * rows; counts calls
+ *   count() -> n: i64[]                          n = the counter
+ * Its code is written by hand so the runtime's side of ABI v3 is tested
+ * without the compiler.
+ *===----------------------------------------------------------------------===*/
+#include "kiln/abi.h"
+
+#include <stddef.h>
+
+#define FAKE_VALID 0
+#define FAKE_V2 1
+#define FAKE_DUPLICATE_ENTRY 2
+#define FAKE_NULL_ERROR 3
+#define FAKE_BAD_DIM 4
+#ifndef FAKE_CASE
+#define FAKE_CASE FAKE_VALID
+#endif
+
+static int32_t scale(const kiln_abi_call *call) {
+  if (call->size < sizeof(kiln_abi_call))
+    return 1;
+  const int64_t *dims = call->inputs[0].dims;
+  if (call->outputs[0].dims[0] != dims[0])
+    return 1;
+  const float *x = (const float *)call->inputs[0].data;
+  float *y = (float *)call->outputs[0].data;
+  for (int64_t i = 0; i < dims[0] * dims[1]; ++i)
+    y[i] = x[i] * (float)dims[0];
+  *(int64_t *)call->state += 1;
+  return 0;
+}
+
+static int32_t count(const kiln_abi_call *call) {
+  *(int64_t *)call->outputs[0].data = *(const int64_t *)call->state;
+  return 0;
+}
+
+static const kiln_abi_dim dims[] = {{"rows", 1, 8}};
+#if FAKE_CASE == FAKE_BAD_DIM
+static const int64_t rows_by_2[] = {KILN_ABI_DIM_REF(5), 2};
+#else
+static const int64_t rows_by_2[] = {KILN_ABI_DIM_REF(0), 2};
+#endif
+static const kiln_abi_tensor scale_inputs[] = {
+    {"x", KILN_DTYPE_F32, 2, rows_by_2}};
+static const kiln_abi_tensor scale_outputs[] = {
+    {"y", KILN_DTYPE_F32, 2, rows_by_2}};
+static const kiln_abi_tensor count_outputs[] = {
+    {"n", KILN_DTYPE_I64, 0, NULL}};
+#if FAKE_CASE == FAKE_NULL_ERROR
+static const char *const errors[] = {NULL};
+#else
+static const char *const errors[] = {"scale: not called right"};
+#endif
+static const int64_t initial_count = 100;
+
+static const kiln_abi_entry entries[] = {
+    {"scale", scale, 1, 1, scale_inputs, scale_outputs, 1, errors, 0},
+#if FAKE_CASE == FAKE_DUPLICATE_ENTRY
+    {"scale", count, 0, 1, NULL, count_outputs, 0, NULL, 0},
+#else
+    {"count", count, 0, 1, NULL, count_outputs, 0, NULL, 0},
+#endif
+};
+
+static const kiln_abi_artifact artifact = {
+    .abi_version = KILN_ABI_VERSION,
+    .size = sizeof(kiln_abi_artifact),
+    .entry_size = sizeof(kiln_abi_entry),
+    .num_entries = 2,
+    .entries = entries,
+    .num_dims = 1,
+    .dims = dims,
+    .state_size = sizeof(int64_t),
+    .state_init = &initial_count,
+    .producer = "fake",
+};
+
+#if FAKE_CASE == FAKE_V2
+const void *kiln_artifact_v2(void) { return &artifact; }
+#else
+const kiln_abi_artifact *kiln_artifact_v3(void) { return &artifact; }
+#endif
