@@ -39,7 +39,8 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
   // Written as text so --mlir-print-ir-after-all names each step as a user
   // would type it into kiln-opt.
   std::string pipeline =
-      std::string("convert-kiln-to-linalg,"
+      std::string("kiln-lower-state,"
+                  "convert-kiln-to-linalg,"
                   "canonicalize,") +
       (optimize ? "kiln-fuse-elementwise,"
                   "kiln-tile-and-vectorize-contractions,"

@@ -194,6 +194,39 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
 
+def LowerStatePass : Pass<"kiln-lower-state", "mlir::ModuleOp"> {
+  let summary = "Place session state in the runtime's state block";
+  let description = [{
+    Lays out every `kiln.state` in one block of bytes (64-byte aligned, in
+    declaration order) and records its size in the module attribute
+    `kiln.state_size`, with the block's initial contents in
+    `kiln.state_init` when any state has an initial value. A function that
+    touches state gets the block as an argument marked `kiln.state`
+    (entries receive it from the call structure). A read becomes a tensor
+    over the state's memory, copied only when the same state is written
+    later in the function; a write materializes its value in that memory;
+    an update writes its slice at the clamped run-time offset and nothing
+    else.
+
+    ```mlir
+    kiln.state @step : tensor<i64>
+    func.func @tick() -> tensor<i64> {
+      %s = kiln.state_read @step : tensor<i64>
+      ...
+    }
+    // becomes
+    module attributes {kiln.state_size = 8 : i64} {
+      func.func @tick(%block: memref<8xi8> {kiln.state}) -> tensor<i64> {
+        %view = memref.view %block[%c0][] : memref<8xi8> to memref<i64>
+        %s = bufferization.to_tensor %view restrict : memref<i64> to tensor<i64>
+        ...
+    ```
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect", "mlir::linalg::LinalgDialect"];
+}
+
 def ExportEntriesPass : Pass<"kiln-export-entries", "mlir::ModuleOp"> {
   let summary = "Give each entry point its ABI wrapper and describe the artifact";
   let description = [{

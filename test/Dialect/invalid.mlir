@@ -277,3 +277,69 @@ func.func @attention_seq_first_shape(%q: tensor<1x2x6x8xf32>, %kt: tensor<1x2x8x
   %0 = kiln.attention %q, %kt, %v scale = 1.0 {query_seq_first} : tensor<1x2x6x8xf32>, tensor<1x2x8x6xf32>, tensor<1x2x6x3xf32> -> tensor<1x2x6x3xf32>
   return
 }
+
+// -----
+
+// expected-error @+1 {{initial value has type 'tensor<2xf32>', not the state's 'tensor<3xf32>'}}
+kiln.state @s : tensor<3xf32> = dense<[1.0, 2.0]> : tensor<2xf32>
+
+// -----
+
+func.func @read_unknown_state() -> tensor<3xf32> {
+  // expected-error @+1 {{names no kiln.state: @missing}}
+  %0 = kiln.state_read @missing : tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// -----
+
+kiln.state @s : tensor<3xf32>
+func.func @read_wrong_type() -> tensor<4xf32> {
+  // expected-error @+1 {{reads 'tensor<4xf32>' from state of type 'tensor<3xf32>'}}
+  %0 = kiln.state_read @s : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+kiln.state @s : tensor<3xf32>
+func.func @write_wrong_type(%v: tensor<3xi64>) {
+  // expected-error @+1 {{writes 'tensor<3xi64>' to state of type 'tensor<3xf32>'}}
+  kiln.state_write %v, @s : tensor<3xi64>
+  return
+}
+
+// -----
+
+kiln.state @cache : tensor<2x8x4xf32>
+func.func @update_too_wide(%k: tensor<2x1x5xf32>, %at: tensor<i64>) {
+  // expected-error @+1 {{update of type 'tensor<2x1x5xf32>' doesn't fit state of type 'tensor<2x8x4xf32>' along axis 2}}
+  kiln.state_update %k, @cache, axis = 1, offset = %at : tensor<2x1x5xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+kiln.state @cache : tensor<2x8x4xf32>
+func.func @update_bad_axis(%k: tensor<2x1x4xf32>, %at: tensor<i64>) {
+  // expected-error @+1 {{axis 3 is out of range for rank 3}}
+  kiln.state_update %k, @cache, axis = 3, offset = %at : tensor<2x1x4xf32>, tensor<i64>
+  return
+}
+
+// -----
+
+kiln.state @cache : tensor<2x8x4xf32>
+func.func @update_offset_rank(%k: tensor<2x1x4xf32>, %at: tensor<1xi64>) {
+  // expected-error @+1 {{offset must be a 0-d tensor}}
+  kiln.state_update %k, @cache, axis = 1, offset = %at : tensor<2x1x4xf32>, tensor<1xi64>
+  return
+}
+
+// -----
+
+func.func @state_inside_function() {
+  // expected-error @+1 {{expects parent op 'builtin.module'}}
+  kiln.state @inner : tensor<3xf32>
+  return
+}

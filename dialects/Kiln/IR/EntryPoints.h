@@ -31,6 +31,12 @@ inline constexpr llvm::StringLiteral kExecutorAttr = "kiln.executor";
 /// The session's state block (`memref<Nxi8>`).
 inline constexpr llvm::StringLiteral kStateAttr = "kiln.state";
 
+/// Module attributes kiln-lower-state leaves for kiln-export-entries: the
+/// bytes of the session's state block and, if any state has an initial
+/// value, the block's initial contents (an i8 elements attribute).
+inline constexpr llvm::StringLiteral kStateSizeAttr = "kiln.state_size";
+inline constexpr llvm::StringLiteral kStateInitAttr = "kiln.state_init";
+
 /// Whether `function` is one of the artifact's entry points.
 inline bool isEntryPoint(mlir::FunctionOpInterface function) {
   return function.isPublic() && !function.isExternal();

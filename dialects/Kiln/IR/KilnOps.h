@@ -4,12 +4,20 @@
 
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace kiln {
+
+/// What the state ops read and write: the session's state, kept in order
+/// against each other and against calls.
+struct StateResource : mlir::SideEffects::Resource::Base<StateResource> {
+  llvm::StringRef getName() final { return "kiln.state"; }
+};
 
 /// Result type of an ONNX multidirectional broadcast of `lhs` and `rhs`.
 llvm::LogicalResult

@@ -325,7 +325,8 @@ public:
   }
 
   /// The artifact descriptor's symbol.
-  StringRef artifact(MutableArrayRef<Entry> entries, int64_t stateSize) {
+  StringRef artifact(MutableArrayRef<Entry> entries, int64_t stateSize,
+                     DenseElementsAttr stateInit) {
     auto entryType = abi::getStructType(context, abi::kEntryFields);
     struct Tables {
       StringRef name, inputs, outputs, errors;
@@ -350,6 +351,11 @@ public:
       return llvm.aggregate(entriesType, rows);
     });
     StringRef producer = string("kiln " KILN_VERSION);
+    StringRef initial =
+        stateInit ? global(LLVM::LLVMArrayType::get(b.getI8Type(),
+                                                    stateInit.getNumElements()),
+                           stateInit)
+                  : StringRef();
     auto artifactType = abi::getStructType(context, abi::kArtifactFields);
     return global(artifactType, [&](LLVMBuilder &llvm) {
       return llvm.aggregate(
@@ -357,7 +363,8 @@ public:
           {llvm.i32(KILN_ABI_VERSION), llvm.i32(sizeof(kiln_abi_artifact)),
            llvm.i32(sizeof(kiln_abi_entry)), llvm.i32(entries.size()),
            llvm.address(entryTable), llvm.i32(0), llvm.null(),
-           llvm.i64(stateSize), llvm.null(), llvm.address(producer)});
+           llvm.i64(stateSize), addressOrNull(llvm, initial),
+           llvm.address(producer)});
     });
   }
 
@@ -406,22 +413,25 @@ struct ExportEntriesPass
       return signalPassFailure();
     }
     int64_t stateSize = 0;
-    if (auto size = module->getAttrOfType<IntegerAttr>("kiln.state_size"))
+    if (auto size = module->getAttrOfType<IntegerAttr>(kStateSizeAttr))
       stateSize = size.getInt();
+    auto stateInit = module->getAttrOfType<DenseElementsAttr>(kStateInitAttr);
+    module->removeAttr(kStateSizeAttr);
+    module->removeAttr(kStateInitAttr);
 
     DescriptorBuilder descriptor(module);
     for (Entry &entry : entries)
       entry.wrapper = buildWrapper(descriptor.builder(), entry);
-    descriptor.getter(descriptor.artifact(entries, stateSize));
+    descriptor.getter(descriptor.artifact(entries, stateSize, stateInit));
 
-    // The descriptor now holds what the attributes said; the entry
-    // functions are the wrappers' internals.
-    for (Entry &entry : entries) {
-      func::FuncOp func = entry.func;
+    // The descriptor now holds what the attributes said (LLVM has no use
+    // for them on any function); the entries are the wrappers' internals.
+    for (auto func : module.getOps<func::FuncOp>())
       for (unsigned i = 0; i < func.getNumArguments(); ++i)
         func.setArgAttrs(i, DictionaryAttr::get(&getContext()));
-      func->removeAttr(kErrorsAttr);
-      func.setPrivate();
+    for (Entry &entry : entries) {
+      entry.func->removeAttr(kErrorsAttr);
+      entry.func.setPrivate();
     }
   }
 };
