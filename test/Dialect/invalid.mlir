@@ -26,16 +26,16 @@ func.func @wrong_result_type(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
 // -----
 
 func.func @exp_of_integers(%a: tensor<3xi64>) {
-  // expected-error @+1 {{must be statically shaped tensor of 32-bit float values}}
+  // expected-error @+1 {{must be ranked tensor of 32-bit float values}}
   %0 = kiln.exp %a : tensor<3xi64>
   return
 }
 
 // -----
 
-func.func @dynamic_shape(%a: tensor<?xf32>) {
-  // expected-error @+1 {{must be statically shaped tensor}}
-  %0 = kiln.relu %a : tensor<?xf32>
+func.func @unranked(%a: tensor<*xf32>) {
+  // expected-error @+1 {{must be ranked tensor}}
+  %0 = "kiln.relu"(%a) : (tensor<*xf32>) -> tensor<*xf32>
   return
 }
 
@@ -119,7 +119,7 @@ func.func @gather_axis(%a: tensor<2x3xf32>, %i: tensor<2xi64>) {
 // -----
 
 func.func @gather_float_indices(%a: tensor<2x3xf32>, %i: tensor<2xf32>) {
-  // expected-error @+1 {{must be statically shaped tensor of 64-bit signless integer values}}
+  // expected-error @+1 {{must be ranked tensor of 64-bit signless integer values}}
   %0 = "kiln.gather"(%a, %i) {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>
   return
 }
@@ -151,7 +151,7 @@ func.func @equal_types(%a: tensor<3xf32>, %b: tensor<3xi64>) {
 // -----
 
 func.func @select_condition(%c: tensor<3xf32>, %a: tensor<3xf32>) {
-  // expected-error @+1 {{must be statically shaped tensor of 1-bit signless integer values}}
+  // expected-error @+1 {{must be ranked tensor of 1-bit signless integer values}}
   %0 = "kiln.select"(%c, %a, %a) : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32>
   return
 }
@@ -341,5 +341,36 @@ func.func @update_offset_rank(%k: tensor<2x1x4xf32>, %at: tensor<1xi64>) {
 func.func @state_inside_function() {
   // expected-error @+1 {{expects parent op 'builtin.module'}}
   kiln.state @inner : tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_missing_dims(%h: tensor<1x?x384xf32>) {
+  // expected-error @+1 {{takes one size per dynamic result dimension: 1, got 0}}
+  %0 = kiln.reshape %h : tensor<1x?x384xf32> -> tensor<1x?x12x32xf32>
+  return
+}
+
+// -----
+
+func.func @range_without_size(%a: tensor<i64>, %b: tensor<i64>) {
+  // expected-error @+1 {{takes a size exactly when the result's length is dynamic}}
+  %0 = kiln.range %a, %b : tensor<i64>, tensor<i64> -> tensor<?xi64>
+  return
+}
+
+// -----
+
+func.func @range_vector_start(%a: tensor<2xi64>, %b: tensor<i64>) {
+  // expected-error @+1 {{start and delta must be scalars (0-d)}}
+  %0 = kiln.range %a, %b : tensor<2xi64>, tensor<i64> -> tensor<4xi64>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{dimension 'seq' has the range 5..2; it needs 0 <= min <= max}}
+func.func @bad_dim() attributes {kiln.dims = [#kiln.dim<"seq", 5, 2>]} {
   return
 }

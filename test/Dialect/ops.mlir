@@ -142,3 +142,25 @@ func.func @attention_seq_first(%q: tensor<1x6x2x8xf32>, %kt: tensor<1x2x8x6xf32>
   %0 = kiln.attention %q, %kt, %v scale = 1.0 {query_seq_first, value_seq_first, result_seq_first} : tensor<1x6x2x8xf32>, tensor<1x2x8x6xf32>, tensor<1x6x2x3xf32> -> tensor<1x6x2x3xf32>
   return %0 : tensor<1x6x2x3xf32>
 }
+
+// Dynamic dimensions: sizes of the dynamic result dimensions come as
+// operands where the operands' types don't give them.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-SAME: attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>]}
+func.func @dynamic(%ids: tensor<1x?xi64>, %h: tensor<1x?x384xf32>, %seq: index)
+    -> (tensor<1x?x12x32xf32>, tensor<?xi64>, tensor<1x?xi64>, tensor<1x?x384xf32>)
+    attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>]} {
+  // CHECK: kiln.reshape %{{.*}} dims(%{{.*}}) : tensor<1x?x384xf32> -> tensor<1x?x12x32xf32>
+  %0 = kiln.reshape %h dims(%seq) : tensor<1x?x384xf32> -> tensor<1x?x12x32xf32>
+  %zero = kiln.constant dense<0> : tensor<i64>
+  %one = kiln.constant dense<1> : tensor<i64>
+  // CHECK: kiln.range %{{.*}}, %{{.*}} size %{{.*}} : tensor<i64>, tensor<i64> -> tensor<?xi64>
+  %1 = kiln.range %zero, %one size %seq : tensor<i64>, tensor<i64> -> tensor<?xi64>
+  // CHECK: kiln.broadcast %{{.*}} dims(%{{.*}}) : tensor<i64> -> tensor<1x?xi64>
+  %2 = kiln.broadcast %zero dims(%seq) : tensor<i64> -> tensor<1x?xi64>
+  // Inferred types keep dynamic dimensions.
+  // CHECK: kiln.add %{{.*}}, %{{.*}} : tensor<1x?x384xf32>, tensor<384xf32>
+  %bias = kiln.constant dense<1.0> : tensor<384xf32>
+  %3 = kiln.add %h, %bias : tensor<1x?x384xf32>, tensor<384xf32>
+  return %0, %1, %2, %3 : tensor<1x?x12x32xf32>, tensor<?xi64>, tensor<1x?xi64>, tensor<1x?x384xf32>
+}

@@ -16,11 +16,16 @@ def Kiln_Dialect : Dialect {
   let summary = "Tensor ops for compiling ONNX models";
   let description = [{
     The kiln dialect holds the tensor operations of an imported model. Every
-    op has value semantics on ranked tensors with static shapes; several ONNX
-    spellings may map to one kiln op. Ops carry the location of the ONNX node
-    they were imported from, so diagnostics name the user's node.
+    op has value semantics on ranked tensors; several ONNX spellings may map
+    to one kiln op. A dimension may be dynamic (`?`): its size is then one of
+    the module's named dimensions (`#kiln.dim`, bounded) or computed from
+    them, and ops whose result sizes don't follow from their operands' types
+    take the dynamic ones as `index` operands, like `tensor.empty`. Ops carry
+    the location of the ONNX node they were imported from, so diagnostics
+    name the user's node.
   }];
   let hasConstantMaterializer = 1;
+  let useDefaultAttributePrinterParser = 1;
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
@@ -28,13 +33,40 @@ class Kiln_Op<string mnemonic, list<Trait> traits = []>
 
 // Element types Kiln computes in today: any tensor Kiln moves around may be
 // f32, i64 or i1; arithmetic takes the numeric ones.
-def Kiln_Tensor : StaticShapeTensorOf<[F32, I64, I1]>;
-def Kiln_NumericTensor : StaticShapeTensorOf<[F32, I64]>;
-def Kiln_BoolTensor : StaticShapeTensorOf<[I1]>;
-def Kiln_FloatTensor : StaticShapeTensorOf<[F32]>;
-def Kiln_IndexTensor : StaticShapeTensorOf<[I64]>;
+def Kiln_Tensor : RankedTensorOf<[F32, I64, I1]>;
+def Kiln_NumericTensor : RankedTensorOf<[F32, I64]>;
+def Kiln_BoolTensor : RankedTensorOf<[I1]>;
+def Kiln_FloatTensor : RankedTensorOf<[F32]>;
+def Kiln_IndexTensor : RankedTensorOf<[I64]>;
 // The error code an entry point's run-time checks produce (0: no error).
 def Kiln_StatusTensor : 0DTensorOf<[I32]>, BuildableType<
     "::mlir::RankedTensorType::get({}, $_builder.getI32Type())">;
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Kiln_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Kiln_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Kiln_DimAttr : Kiln_Attr<"Dim", "dim"> {
+  let summary = "a named dimension and the sizes it may take";
+  let description = [{
+    A dynamic dimension of the model's inputs (an ONNX `dim_param` such as
+    `seq`) with the range of sizes the artifact accepts, bounds included.
+    The module lists them in its `kiln.dims` attribute; buffers are planned
+    for `max`, and the runtime checks each call's sizes against the range.
+
+    ```mlir
+    module attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>]} { ... }
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the ONNX dim_param">:$name,
+                        "int64_t":$min, "int64_t":$max);
+  let assemblyFormat = "`<` $name `,` $min `,` $max `>`";
+  let genVerifyDecl = 1;
+}
 
 #endif // KILN_DIALECT_KILN_BASE

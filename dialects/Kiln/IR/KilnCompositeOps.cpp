@@ -2,6 +2,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Traits.h"
+#include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -37,7 +38,8 @@ LogicalResult PackedMatMulOp::verify() {
            << lhs.back() << " columns but the panels have " << rhs[1]
            << " rows";
   ArrayRef<int64_t> result = resultType.getShape();
-  if (result.size() != lhs.size() || result.drop_back() != lhs.drop_back() ||
+  if (result.size() != lhs.size() ||
+      failed(verifyCompatibleShape(result.drop_back(), lhs.drop_back())) ||
       resultType.getElementType() != lhsType.getElementType() ||
       rhsType.getElementType() != lhsType.getElementType())
     return emitOpError("result must have the lhs's element type and leading "
@@ -132,19 +134,21 @@ LogicalResult AttentionOp::verify() {
     return emitOpError("sequence-first operands need a heads dimension "
                        "(rank 3 or more)");
   ArrayRef<int64_t> batch = query.drop_back(2);
-  if (keyT.drop_back(2) != batch || value.drop_back(2) != batch ||
-      result.drop_back(2) != batch)
+  if (failed(verifyCompatibleShape(keyT.drop_back(2), batch)) ||
+      failed(verifyCompatibleShape(value.drop_back(2), batch)) ||
+      failed(verifyCompatibleShape(result.drop_back(2), batch)))
     return emitOpError("query, key_t, value and result must have the same "
                        "batch dimensions");
   int64_t queries = query[rank - 2], depth = query[rank - 1];
   int64_t keys = keyT[rank - 1];
-  if (keyT[rank - 2] != depth)
+  if (failed(verifyCompatibleShape({keyT[rank - 2]}, {depth})))
     return emitOpError("query rows have ")
            << depth << " elements but key_t has " << keyT[rank - 2] << " rows";
-  if (value[rank - 2] != keys)
+  if (failed(verifyCompatibleShape({value[rank - 2]}, {keys})))
     return emitOpError("key_t has ")
            << keys << " keys but value has " << value[rank - 2] << " rows";
-  if (result[rank - 2] != queries || result[rank - 1] != value[rank - 1])
+  if (failed(verifyCompatibleShape({result[rank - 2], result[rank - 1]},
+                                   {queries, value[rank - 1]})))
     return emitOpError("result must be [..., ")
            << queries << ", " << value[rank - 1] << "]";
   if (Value mask = getMask()) {
@@ -154,7 +158,7 @@ LogicalResult AttentionOp::verify() {
     SmallVector<int64_t> broadcast;
     if (!OpTrait::util::getBroadcastedShape(scores, maskType.getShape(),
                                             broadcast) ||
-        ArrayRef<int64_t>(broadcast) != ArrayRef<int64_t>(scores))
+        failed(verifyCompatibleShape(broadcast, scores)))
       return emitOpError("mask ")
              << maskType << " does not broadcast to the scores' shape";
     bool boolean = maskType.getElementType().isInteger(1);

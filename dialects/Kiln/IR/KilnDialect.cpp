@@ -2,16 +2,35 @@
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "llvm/ADT/TypeSwitch.h"
+
 using namespace mlir;
 using namespace kiln;
 
 #include "dialects/Kiln/IR/KilnDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Kiln/IR/KilnAttributes.cpp.inc"
 
 void KilnDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/Kiln/IR/KilnOps.cpp.inc"
       >();
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/Kiln/IR/KilnAttributes.cpp.inc"
+      >();
+}
+
+LogicalResult DimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              StringRef name, int64_t min, int64_t max) {
+  if (name.empty())
+    return emitError() << "a named dimension needs a name";
+  if (min < 0 || min > max)
+    return emitError() << "dimension '" << name << "' has the range " << min
+                       << ".." << max << "; it needs 0 <= min <= max";
+  return success();
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,

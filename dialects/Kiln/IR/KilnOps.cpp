@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -84,7 +85,7 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "matmul operands must have rank >= 1");
   int64_t lhsK = lhs.back();
   int64_t rhsK = rhs.size() == 1 ? rhs[0] : rhs[rhs.size() - 2];
-  if (lhsK != rhsK)
+  if (failed(verifyCompatibleShape({lhsK}, {rhsK})))
     return emitOptionalError(loc, "matmul contraction sizes differ: ", lhsK,
                              " vs ", rhsK);
   SmallVector<int64_t> batch;
@@ -118,17 +119,31 @@ LogicalResult SoftmaxOp::verify() {
 // ReshapeOp
 //===----------------------------------------------------------------------===//
 
+/// Verifies that `dims` holds one size per dynamic dimension of `result`.
+static LogicalResult verifyDynamicDims(Operation *op, ValueRange dims,
+                                       RankedTensorType result) {
+  if (dims.size() != result.getNumDynamicDims())
+    return op->emitOpError("takes one size per dynamic result dimension: ")
+           << result.getNumDynamicDims() << ", got " << dims.size();
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   auto inputType = cast<RankedTensorType>(getInput().getType());
   auto resultType = cast<RankedTensorType>(getType());
-  if (inputType.getNumElements() != resultType.getNumElements())
+  if (failed(verifyDynamicDims(*this, getDims(), resultType)))
+    return failure();
+  if (inputType.hasStaticShape() && resultType.hasStaticShape() &&
+      inputType.getNumElements() != resultType.getNumElements())
     return emitOpError("cannot reshape ")
            << inputType.getNumElements() << " elements into " << resultType;
   return success();
 }
 
 OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
-  if (getInput().getType() == getType())
+  // With one dynamic dimension at most, equal types mean equal shapes.
+  auto type = cast<RankedTensorType>(getType());
+  if (getInput().getType() == type && type.getNumDynamicDims() <= 1)
     return getInput();
   if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
     getInputMutable().assign(producer.getInput());
@@ -195,10 +210,17 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
     auto type = cast<RankedTensorType>(input.getType());
     if (type.getRank() != rank)
       return emitOptionalError(loc, "concat inputs have different ranks");
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != axis && type.getDimSize(d) != first.getDimSize(d))
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == axis)
+        continue;
+      if (failed(verifyCompatibleShape({type.getDimSize(d)}, {shape[d]})))
         return emitOptionalError(loc, "concat inputs differ in dimension ", d);
-    shape[axis] += type.getDimSize(axis);
+      if (ShapedType::isDynamic(shape[d]))
+        shape[d] = type.getDimSize(d);
+    }
+    shape[axis] = ShapedType::isDynamic(shape[axis]) || type.isDynamicDim(axis)
+                      ? ShapedType::kDynamic
+                      : shape[axis] + type.getDimSize(axis);
   }
   types.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -219,7 +241,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   if (axis < 0 || axis >= rank)
     return emitOptionalError(loc, "gather axis ", axis,
                              " is out of range for rank ", rank);
-  if (dataType.getDimSize(axis) == 0 && indicesType.getNumElements() != 0)
+  if (dataType.getDimSize(axis) == 0 && indicesType.hasStaticShape() &&
+      indicesType.getNumElements() != 0)
     return emitOptionalError(loc, "gather from an empty axis");
   SmallVector<int64_t> shape(dataType.getShape().take_front(axis));
   llvm::append_range(shape, indicesType.getShape());
@@ -288,7 +311,7 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
       return emitOptionalError(loc, "dimension ", d,
                                " has a negative offset or size, or a stride "
                                "below 1");
-    if (sizes[d] > 0 &&
+    if (sizes[d] > 0 && !inputType.isDynamicDim(d) &&
         offsets[d] + (sizes[d] - 1) * strides[d] >= inputType.getDimSize(d))
       return emitOptionalError(loc, "dimension ", d,
                                " reads past the input's size ",
@@ -305,15 +328,34 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
 LogicalResult BroadcastOp::verify() {
   ArrayRef<int64_t> input =
       cast<RankedTensorType>(getInput().getType()).getShape();
-  ArrayRef<int64_t> result = cast<RankedTensorType>(getType()).getShape();
+  auto resultType = cast<RankedTensorType>(getType());
+  if (failed(verifyDynamicDims(*this, getDims(), resultType)))
+    return failure();
+  ArrayRef<int64_t> result = resultType.getShape();
   if (input.size() > result.size())
     return emitOpError("cannot broadcast to a lower rank");
   size_t offset = result.size() - input.size();
   for (auto [i, dim] : llvm::enumerate(input))
-    if (dim != 1 && dim != result[offset + i])
+    if (dim != 1 && failed(verifyCompatibleShape({dim}, {result[offset + i]})))
       return emitOpError("input dimension ")
              << i << " of size " << dim << " does not broadcast to "
              << result[offset + i];
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RangeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RangeOp::verify() {
+  if (getStart().getType().getRank() != 0 || getDelta().getType().getRank() != 0)
+    return emitOpError("start and delta must be scalars (0-d)");
+  RankedTensorType type = getResult().getType();
+  if (type.getRank() != 1)
+    return emitOpError("result must be 1-D");
+  if (type.isDynamicDim(0) != static_cast<bool>(getSize()))
+    return emitOpError("takes a size exactly when the result's length is "
+                       "dynamic");
   return success();
 }
 

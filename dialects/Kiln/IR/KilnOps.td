@@ -217,19 +217,24 @@ def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "the arithmetic mean">;
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Kiln_ReshapeOp : Kiln_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
-  let summary = "reinterpret a tensor with another static shape";
+def Kiln_ReshapeOp : Kiln_Op<"reshape",
+    [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "reinterpret a tensor with another shape";
   let description = [{
     Keeps the elements in row-major order and changes the shape. ONNX
-    Reshape, Flatten, Squeeze and Unsqueeze all import to this op.
+    Reshape, Flatten, Squeeze and Unsqueeze all import to this op. `dims`
+    gives the sizes of the result's dynamic dimensions, in order.
 
     ```mlir
     %0 = kiln.reshape %x : tensor<2x3xf32> -> tensor<6x1xf32>
+    %1 = kiln.reshape %h dims(%seq) : tensor<1x?x384xf32> -> tensor<1x?x12x32xf32>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input);
+  let arguments = (ins Kiln_Tensor:$input, Variadic<Index>:$dims);
   let results = (outs Kiln_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = [{
+    $input (`dims` `(` $dims^ `)`)? attr-dict `:` type($input) `->` type($result)
+  }];
   let hasVerifier = 1;
   let hasFolder = 1;
 }
@@ -354,19 +359,45 @@ def Kiln_SliceOp : Kiln_Op<"slice",
 }
 
 def Kiln_BroadcastOp : Kiln_Op<"broadcast",
-    [Pure, SameOperandsAndResultElementType]> {
+    [Pure, AllElementTypesMatch<["input", "result"]>]> {
   let summary = "repeat size-1 dimensions to a larger shape";
   let description = [{
-    ONNX Expand with a known shape: the input's dimensions align to the
-    right of the result's, and each is either equal or 1.
+    ONNX Expand and ConstantOfShape: the input's dimensions align to the
+    right of the result's, and each is either equal or 1. `dims` gives the
+    sizes of the result's dynamic dimensions, in order.
 
     ```mlir
     %0 = kiln.broadcast %cls : tensor<1x1x384xf32> -> tensor<4x1x384xf32>
+    %1 = kiln.broadcast %zero dims(%seq) : tensor<i64> -> tensor<1x?xi64>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input);
+  let arguments = (ins Kiln_Tensor:$input, Variadic<Index>:$dims);
   let results = (outs Kiln_Tensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = [{
+    $input (`dims` `(` $dims^ `)`)? attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_RangeOp : Kiln_Op<"range",
+    [Pure, AllElementTypesMatch<["start", "delta", "result"]>]> {
+  let summary = "an arithmetic sequence";
+  let description = [{
+    ONNX Range: `result[i] = start + i * delta` for each of the result's
+    elements. `start` and `delta` are scalars (0-d); `size` gives the
+    length when the result's one dimension is dynamic.
+
+    ```mlir
+    %0 = kiln.range %zero, %one size %seq : tensor<i64>, tensor<i64> -> tensor<?xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_NumericTensor:$start, Kiln_NumericTensor:$delta,
+                       Optional<Index>:$size);
+  let results = (outs Kiln_NumericTensor:$result);
+  let assemblyFormat = [{
+    $start `,` $delta (`size` $size^)? attr-dict `:` type($start) `,`
+    type($delta) `->` type($result)
+  }];
   let hasVerifier = 1;
 }
 
