@@ -4,6 +4,9 @@
 #include "dialects/Kiln/IR/ConstantEvaluation.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 #include "llvm/Support/MathExtras.h"
 
 #include <cstring>
@@ -144,6 +147,104 @@ GraphImporter::getConstantInts(StringRef name) {
                               tensor.int64_data().end());
 }
 
+SymbolicInts GraphImporter::getShape(Value value) const {
+  auto it = shapes.find(value);
+  if (it != shapes.end())
+    return it->second;
+  auto type = cast<RankedTensorType>(value.getType());
+  assert(type.hasStaticShape() && "a dynamic value without a shape");
+  return kiln::getConstantInts(value.getContext(), type.getShape());
+}
+
+std::optional<SymbolicInts> GraphImporter::getContents(Value value) const {
+  auto it = contents.find(value);
+  if (it != contents.end())
+    return it->second;
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue())
+                        : DenseIntElementsAttr();
+  if (!dense || !dense.getElementType().isInteger(64) ||
+      dense.getNumElements() > kImportFoldLimit)
+    return std::nullopt;
+  return kiln::getConstantInts(value.getContext(),
+                               SmallVector<int64_t>(dense.getValues<int64_t>()));
+}
+
+std::optional<SymbolicInts> GraphImporter::getSymbolicInts(StringRef name) {
+  if (std::optional<SmallVector<int64_t>> ints = getConstantInts(name))
+    return kiln::getConstantInts(builder.getContext(), *ints);
+  auto value = values.find(name);
+  if (value == values.end())
+    return std::nullopt;
+  return getContents(value->second);
+}
+
+std::string GraphImporter::describe(AffineExpr expr) const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  expr.print(os);
+  // Symbols print as s<k>; name them, longest index first so s1 doesn't
+  // match the start of s10.
+  for (int64_t k = static_cast<int64_t>(symbols.size()) - 1; k >= 0; --k) {
+    std::string token = "s" + std::to_string(k);
+    for (size_t at = text.find(token); at != std::string::npos;
+         at = text.find(token, at + symbols[k].name.size()))
+      text.replace(at, token.size(), symbols[k].name);
+  }
+  return text;
+}
+
+FailureOr<Value> GraphImporter::materialize(AffineExpr expr, Location loc) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return Value(arith::ConstantIndexOp::create(builder, loc, constant.getValue()));
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+    unsigned k = symbol.getPosition();
+    if (symbolValues.empty())
+      symbolValues.resize(symbols.size());
+    if (!symbolValues[k]) {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(entryBlock);
+      symbolValues[k] = tensor::DimOp::create(builder, loc, symbols[k].source,
+                                              symbols[k].sourceDim);
+    }
+    return symbolValues[k];
+  }
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  FailureOr<Value> lhs = materialize(binary.getLHS(), loc);
+  FailureOr<Value> rhs = materialize(binary.getRHS(), loc);
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    return Value(arith::AddIOp::create(builder, loc, *lhs, *rhs));
+  case AffineExprKind::Mul:
+    return Value(arith::MulIOp::create(builder, loc, *lhs, *rhs));
+  case AffineExprKind::FloorDiv:
+    return Value(arith::FloorDivSIOp::create(builder, loc, *lhs, *rhs));
+  case AffineExprKind::CeilDiv:
+    return Value(arith::CeilDivSIOp::create(builder, loc, *lhs, *rhs));
+  case AffineExprKind::Mod:
+    return Value(arith::RemSIOp::create(builder, loc, *lhs, *rhs));
+  default:
+    return emitError(loc) << "cannot compute the size " << describe(expr);
+  }
+}
+
+FailureOr<SmallVector<Value>>
+GraphImporter::materializeDynamicSizes(ArrayRef<AffineExpr> shape,
+                                       Location loc) {
+  SmallVector<Value> sizes;
+  for (AffineExpr dim : shape) {
+    if (isa<AffineConstantExpr>(dim))
+      continue;
+    FailureOr<Value> size = materialize(dim, loc);
+    if (failed(size))
+      return failure();
+    sizes.push_back(*size);
+  }
+  return sizes;
+}
+
 //===----------------------------------------------------------------------===//
 // NodeImporter
 //===----------------------------------------------------------------------===//
@@ -194,8 +295,23 @@ NodeImporter::getIntsFromAttrOrInput(StringRef attrName,
   if (std::optional<SmallVector<int64_t>> ints = graph.getConstantInts(name))
     return ints;
   return emitError() << "input '" << name << "' (" << attrName
-                     << ") must be a constant int64 tensor; Kiln does not "
-                        "support shapes computed at run time yet";
+                     << ") must be a constant int64 tensor";
+}
+
+FailureOr<std::optional<SymbolicInts>>
+NodeImporter::getSymbolicIntsFromAttrOrInput(StringRef attrName,
+                                             unsigned inputIndex) const {
+  if (std::optional<SmallVector<int64_t>> ints = getIntsAttr(attrName))
+    return std::optional<SymbolicInts>(
+        kiln::getConstantInts(b.getContext(), *ints));
+  if (inputIndex >= operands.size() || !operands[inputIndex])
+    return std::optional<SymbolicInts>();
+  const std::string &name = node.input(inputIndex);
+  if (std::optional<SymbolicInts> ints = graph.getSymbolicInts(name))
+    return ints;
+  return emitError() << "input '" << name << "' (" << attrName
+                     << ") must be computed from constants and the inputs' "
+                        "shapes; Kiln does not take it from tensor data";
 }
 
 FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis,
@@ -206,12 +322,19 @@ FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis,
   return axis < 0 ? axis + rank : axis;
 }
 
-void GraphImporter::foldNewOps(Operation *lastBefore,
-                               SmallVectorImpl<Value> &results) {
+LogicalResult GraphImporter::foldNewOps(Operation *lastBefore,
+                                        SmallVectorImpl<Value> &results) {
   Block *block = builder.getInsertionBlock();
   if (block->empty())
-    return;
+    return success();
   Operation *op = lastBefore ? lastBefore->getNextNode() : &block->front();
+  auto replace = [&](Operation *op, DenseElementsAttr folded) {
+    builder.setInsertionPoint(op);
+    Value constant = ConstantOp::create(builder, op->getLoc(), folded);
+    op->getResult(0).replaceAllUsesWith(constant);
+    llvm::replace(results, Value(op->getResult(0)), constant);
+    op->erase();
+  };
   while (op) {
     Operation *next = op->getNextNode();
     SmallVector<DenseElementsAttr> operands;
@@ -225,19 +348,41 @@ void GraphImporter::foldNewOps(Operation *lastBefore,
     auto type = op->getNumResults() == 1
                     ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
                     : RankedTensorType();
-    if (type && type.getNumElements() <= kImportFoldLimit &&
+    bool folded = false;
+    if (type && type.hasStaticShape() &&
+        type.getNumElements() <= kImportFoldLimit &&
         operands.size() == op->getNumOperands() && isConstantEvaluable(op)) {
-      if (DenseElementsAttr folded = evaluateConstantOp(op, operands)) {
-        builder.setInsertionPoint(op);
-        Value constant = ConstantOp::create(builder, op->getLoc(), folded);
-        op->getResult(0).replaceAllUsesWith(constant);
-        llvm::replace(results, Value(op->getResult(0)), constant);
-        op->erase();
+      if (DenseElementsAttr value = evaluateConstantOp(op, operands)) {
+        replace(op, value);
+        folded = true;
       }
+    }
+    if (!folded && type) {
+      if (std::optional<SymbolicInts> elements = evaluateSymbolicInts(
+              op, [&](Value v) { return getContents(v); })) {
+        SmallVector<int64_t> sizes = getStaticSizes(*elements);
+        if (!llvm::is_contained(sizes, ShapedType::kDynamic))
+          replace(op, DenseElementsAttr::get(type, ArrayRef<int64_t>(sizes)));
+        else
+          contents[op->getResult(0)] = std::move(*elements);
+        folded = !llvm::is_contained(sizes, ShapedType::kDynamic);
+      }
+    }
+    if (!folded && type && !type.hasStaticShape() &&
+        !shapes.count(op->getResult(0))) {
+      FailureOr<SymbolicInts> shape =
+          inferSymbolicShape(op, [&](Value v) { return getShape(v); });
+      if (failed(shape))
+        return op->emitError()
+               << "cannot tell how the dynamic dimensions of "
+               << op->getName() << " follow from its inputs' "
+               << "(named dimensions that broadcast against each other?)";
+      shapes[op->getResult(0)] = std::move(*shape);
     }
     op = next;
   }
   builder.setInsertionPointToEnd(block);
+  return success();
 }
 
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
@@ -268,7 +413,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   Operation *lastBefore = block->empty() ? nullptr : &block->back();
   if (failed(importFn(importer)))
     return failure();
-  foldNewOps(lastBefore, importer.results);
+  if (failed(foldNewOps(lastBefore, importer.results)))
+    return failure();
   assert(importer.results.size() <= static_cast<size_t>(node.output_size()) &&
          "op importer produced more results than the node has");
   for (auto [name, value] : llvm::zip(node.output(), importer.results))

@@ -2,6 +2,8 @@
 #ifndef KILN_LIB_IMPORT_GRAPHIMPORTER_H
 #define KILN_LIB_IMPORT_GRAPHIMPORTER_H
 
+#include "lib/Import/SymbolicShapes.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
@@ -28,12 +30,57 @@ mlir::DenseElementsAttr convertTensorProto(const onnx::TensorProto &tensor,
                                            mlir::MLIRContext *ctx,
                                            mlir::Location loc);
 
+/// A named dimension of the graph's inputs that stays dynamic: symbol
+/// `index` of the importer's shape expressions, read from dimension
+/// `sourceDim` of the function argument `source`.
+struct DimSymbol {
+  std::string name;
+  int64_t min, max;
+  mlir::Value source;
+  unsigned sourceDim;
+};
+
 /// Values and constants of one ONNX graph while its nodes are imported.
 class GraphImporter {
 public:
   /// `opsets` maps each imported domain ("" for ai.onnx) to its version.
   GraphImporter(mlir::OpBuilder &builder, llvm::StringMap<int64_t> opsets)
       : builder(builder), opsets(std::move(opsets)) {}
+
+  /// The graph's named dimensions, symbol k of the shape expressions being
+  /// dimension k here; `entry` is the function's entry block, where their
+  /// values are read.
+  void setSymbols(llvm::SmallVector<DimSymbol> dims, mlir::Block *entry) {
+    symbols = std::move(dims);
+    entryBlock = entry;
+  }
+  llvm::ArrayRef<DimSymbol> getSymbols() const { return symbols; }
+
+  /// The shape of `value` in terms of the named dimensions.
+  SymbolicInts getShape(mlir::Value value) const;
+  void setShape(mlir::Value value, SymbolicInts shape) {
+    shapes[value] = std::move(shape);
+  }
+  /// The elements of the int64 tensor `value` as expressions, if known
+  /// (a constant, or computed from shapes).
+  std::optional<SymbolicInts> getContents(mlir::Value value) const;
+  void setContents(mlir::Value value, SymbolicInts elements) {
+    contents[value] = std::move(elements);
+  }
+  /// The same for the graph value `name`.
+  std::optional<SymbolicInts> getSymbolicInts(llvm::StringRef name);
+
+  /// `expr` as users write sizes: "seq * 12" rather than "s0 * 12".
+  std::string describe(mlir::AffineExpr expr) const;
+
+  /// An `index` value computing `expr` (at the builder's insertion point;
+  /// the named dimensions are read once, at the start of the function).
+  mlir::FailureOr<mlir::Value> materialize(mlir::AffineExpr expr,
+                                           mlir::Location loc);
+  /// The values of `shape`'s non-constant sizes, in order.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  materializeDynamicSizes(llvm::ArrayRef<mlir::AffineExpr> shape,
+                          mlir::Location loc);
 
   mlir::OpBuilder &getBuilder() { return builder; }
   /// The opset version of `domain` ("" or "ai.onnx" for the default one).
@@ -73,9 +120,11 @@ private:
   /// Folds the ops importing a node created (those after `lastBefore`)
   /// whose operands are all constants, keeping `results` pointing at the
   /// replacements. Small results only: this is for shape computations,
-  /// weights are left to kiln-fold-constants.
-  void foldNewOps(mlir::Operation *lastBefore,
-                  llvm::SmallVectorImpl<mlir::Value> &results);
+  /// weights are left to kiln-fold-constants. Ops computing on shapes get
+  /// their results' elements as expressions (folded when constant), and
+  /// results of dynamic shape their shape; an error if one can't be told.
+  llvm::LogicalResult foldNewOps(mlir::Operation *lastBefore,
+                                 llvm::SmallVectorImpl<mlir::Value> &results);
   static constexpr int64_t kImportFoldLimit = 4096;
 
   mlir::OpBuilder &builder;
@@ -83,6 +132,14 @@ private:
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<const onnx::TensorProto *> constants;
   std::deque<onnx::TensorProto> ownedTensors;
+  llvm::SmallVector<DimSymbol> symbols;
+  mlir::Block *entryBlock = nullptr;
+  /// Values of the named dimensions, read at the function's start.
+  llvm::SmallVector<mlir::Value> symbolValues;
+  /// Shapes of values with dynamic dimensions (static ones are their type).
+  mlir::DenseMap<mlir::Value, SymbolicInts> shapes;
+  /// Elements of shape values that depend on named dimensions.
+  mlir::DenseMap<mlir::Value, SymbolicInts> contents;
 };
 
 /// One node being imported: its operands, attributes and results.
@@ -120,6 +177,11 @@ public:
   /// failure (with an error) if the input is not a compile-time constant.
   mlir::FailureOr<std::optional<llvm::SmallVector<int64_t>>>
   getIntsFromAttrOrInput(llvm::StringRef attrName, unsigned inputIndex) const;
+  /// Like getIntsFromAttrOrInput, but the input may also be computed from
+  /// the named dimensions (a shape value).
+  mlir::FailureOr<std::optional<SymbolicInts>>
+  getSymbolicIntsFromAttrOrInput(llvm::StringRef attrName,
+                                 unsigned inputIndex) const;
   /// Normalizes a possibly negative axis against `rank`; error if invalid.
   mlir::FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank) const;
 };

@@ -11,7 +11,9 @@
 #include "lib/Import/ExternalData.h"
 #include "lib/Import/GraphImporter.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -55,11 +57,89 @@ LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef path,
   return success();
 }
 
-/// The static tensor type of a graph input or output, or an error.
-/// `kind` ("graph input" or "graph output") names the value in messages.
-FailureOr<RankedTensorType> getValueType(const onnx::ValueInfoProto &info,
-                                         StringRef kind, MLIRContext *ctx,
-                                         Location loc) {
+/// Gives every graph input dimension a size from `options` or marks it a
+/// ranged named dimension, before ONNX's checker and shape inference run.
+LogicalResult applyInputShapes(onnx::ModelProto &model,
+                               const ImportOptions &options, Location loc) {
+  onnx::GraphProto &graph = *model.mutable_graph();
+  std::set<std::string> initializers, usedShapes, usedDims;
+  for (const onnx::TensorProto &tensor : graph.initializer())
+    initializers.insert(tensor.name());
+  for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
+    if (initializers.count(input.name()) || !input.type().has_tensor_type())
+      continue;
+    onnx::TypeProto::Tensor &tensor =
+        *input.mutable_type()->mutable_tensor_type();
+    auto given = options.inputShapes.find(input.name());
+    if (given != options.inputShapes.end()) {
+      usedShapes.insert(input.name());
+      const std::vector<int64_t> &dims = given->second;
+      if (tensor.has_shape() && tensor.shape().dim_size() !=
+                                    static_cast<int>(dims.size()))
+        return emitError(loc) << "--shape " << input.name() << " gives "
+                              << dims.size() << " dimensions, but the input "
+                              << "has rank " << tensor.shape().dim_size();
+      for (auto [i, size] : llvm::enumerate(dims)) {
+        if (tensor.has_shape() && tensor.shape().dim(i).has_dim_value() &&
+            tensor.shape().dim(i).dim_value() != size)
+          return emitError(loc)
+                 << "--shape " << input.name() << " gives dimension " << i
+                 << " the size " << size << ", but the model fixes it at "
+                 << tensor.shape().dim(i).dim_value();
+      }
+      tensor.clear_shape();
+      for (int64_t size : dims)
+        tensor.mutable_shape()->add_dim()->set_dim_value(size);
+      continue;
+    }
+    if (!tensor.has_shape())
+      return emitError(loc) << "graph input '" << input.name()
+                            << "' has no shape; give it with --shape "
+                            << input.name() << "=D0,D1,...";
+    for (auto [i, dim] :
+         llvm::enumerate(*tensor.mutable_shape()->mutable_dim())) {
+      if (dim.has_dim_value() && dim.dim_value() >= 0)
+        continue;
+      if (!dim.has_dim_param() || dim.dim_param().empty())
+        return emitError(loc) << "graph input '" << input.name()
+                              << "' dimension " << i
+                              << " has no size; give the input's shape with "
+                                 "--shape "
+                              << input.name() << "=D0,D1,...";
+      std::string param = dim.dim_param();
+      auto range = options.dims.find(param);
+      if (range == options.dims.end())
+        return emitError(loc)
+               << "graph input '" << input.name() << "' dimension " << i
+               << " is the named dimension '" << param
+               << "'; give its size with --dim " << param
+               << "=N or its range with --dim " << param << "=MIN..MAX";
+      usedDims.insert(param);
+      if (range->second.min == range->second.max)
+        dim.set_dim_value(range->second.min);
+    }
+  }
+  for (const auto &[name, dims] : options.inputShapes)
+    if (!usedShapes.count(name))
+      return emitError(loc) << "--shape names '" << name
+                            << "', which is not an input of the model";
+  for (const auto &[name, range] : options.dims) {
+    if (!usedDims.count(name))
+      return emitError(loc) << "--dim names '" << name
+                            << "', which no input of the model has";
+    if (range.min < 0 || range.min > range.max)
+      return emitError(loc) << "--dim " << name << " has the range "
+                            << range.min << ".." << range.max
+                            << "; it needs 0 <= MIN <= MAX";
+  }
+  return success();
+}
+
+/// The element type of a graph input or output, or an error. `kind`
+/// ("graph input" or "graph output") names the value in messages.
+FailureOr<Type> getValueElementType(const onnx::ValueInfoProto &info,
+                                    StringRef kind, MLIRContext *ctx,
+                                    Location loc) {
   if (!info.type().has_tensor_type())
     return emitError(loc) << kind << " '" << info.name()
                           << "' is not a tensor; Kiln supports tensors only";
@@ -70,22 +150,7 @@ FailureOr<RankedTensorType> getValueType(const onnx::ValueInfoProto &info,
                           << "' has element type "
                           << getOnnxTypeName(tensor.elem_type())
                           << "; Kiln supports FLOAT, INT64 and BOOL";
-  if (!tensor.has_shape())
-    return emitError(loc) << kind << " '" << info.name() << "' has no shape";
-  SmallVector<int64_t> shape;
-  for (auto [i, dim] : llvm::enumerate(tensor.shape().dim())) {
-    if (!dim.has_dim_value() || dim.dim_value() < 0) {
-      auto diag = emitError(loc)
-                  << kind << " '" << info.name() << "' dimension " << i;
-      if (dim.has_dim_param())
-        diag << " is the symbol '" << dim.dim_param() << "'";
-      else
-        diag << " is unknown";
-      return diag << "; Kiln needs static shapes today";
-    }
-    shape.push_back(dim.dim_value());
-  }
-  return RankedTensorType::get(shape, elementType);
+  return elementType;
 }
 
 Location getNodeLoc(const onnx::NodeProto &node, int index, MLIRContext *ctx) {
@@ -95,8 +160,33 @@ Location getNodeLoc(const onnx::NodeProto &node, int index, MLIRContext *ctx) {
   return NameLoc::get(StringAttr::get(ctx, name));
 }
 
+/// Attributes naming, per dimension of `shape`, its named dimension (""
+/// where fixed); fails for a size computed from several of them.
+FailureOr<ArrayAttr> getDimNames(ArrayRef<AffineExpr> shape,
+                                 const GraphImporter &importer,
+                                 const std::string &output, Location loc) {
+  Builder b(loc.getContext());
+  SmallVector<Attribute> names;
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (isa<AffineConstantExpr>(dim)) {
+      names.push_back(b.getStringAttr(""));
+      continue;
+    }
+    auto symbol = dyn_cast<AffineSymbolExpr>(dim);
+    if (!symbol)
+      return emitError(loc)
+             << "graph output '" << output << "' dimension " << i
+             << " has the size " << importer.describe(dim)
+             << "; Kiln's outputs take fixed sizes or named dimensions";
+    names.push_back(
+        b.getStringAttr(importer.getSymbols()[symbol.getPosition()].name));
+  }
+  return b.getArrayAttr(names);
+}
+
 LogicalResult importGraph(const onnx::GraphProto &graph,
-                          llvm::StringMap<int64_t> opsets, ModuleOp module,
+                          llvm::StringMap<int64_t> opsets,
+                          const ImportOptions &options, ModuleOp module,
                           Location fileLoc) {
   MLIRContext *ctx = module.getContext();
   OpBuilder builder(module.getBodyRegion());
@@ -107,61 +197,122 @@ LogicalResult importGraph(const onnx::GraphProto &graph,
     initializerNames.insert(tensor.name());
     importer.bindConstant(tensor.name(), &tensor);
   }
+  // Inputs' shapes: fixed sizes, and the named dimensions that stay
+  // dynamic (symbol k is the k-th to appear).
   SmallVector<Type> inputTypes;
-  SmallVector<std::string> inputNames;
+  SmallVector<const onnx::ValueInfoProto *> inputs;
+  SmallVector<SymbolicInts> inputShapes;
+  SmallVector<DimSymbol> symbols;
+  SmallVector<unsigned> symbolInputs; // the input providing each's value
   for (const onnx::ValueInfoProto &input : graph.input()) {
     if (initializerNames.count(input.name()))
       continue;
-    FailureOr<RankedTensorType> type =
-        getValueType(input, "graph input", ctx, fileLoc);
-    if (failed(type))
+    FailureOr<Type> elementType =
+        getValueElementType(input, "graph input", ctx, fileLoc);
+    if (failed(elementType))
       return failure();
-    inputTypes.push_back(*type);
-    inputNames.push_back(input.name());
+    SymbolicInts shape;
+    for (auto [d, dim] : llvm::enumerate(input.type().tensor_type().shape().dim())) {
+      if (dim.has_dim_value()) {
+        shape.push_back(getAffineConstantExpr(dim.dim_value(), ctx));
+        continue;
+      }
+      auto known = llvm::find_if(symbols, [&](const DimSymbol &symbol) {
+        return symbol.name == dim.dim_param();
+      });
+      if (known == symbols.end()) {
+        const DimRange &range = options.dims.at(dim.dim_param());
+        symbols.push_back({dim.dim_param(), range.min, range.max, Value(),
+                           static_cast<unsigned>(d)});
+        symbolInputs.push_back(inputs.size());
+        known = symbols.end() - 1;
+      }
+      shape.push_back(getAffineSymbolExpr(known - symbols.begin(), ctx));
+    }
+    inputTypes.push_back(RankedTensorType::get(getStaticSizes(shape), *elementType));
+    inputs.push_back(&input);
+    inputShapes.push_back(std::move(shape));
   }
 
   auto func = func::FuncOp::create(builder, fileLoc, "main",
                                    builder.getFunctionType(inputTypes, {}));
   Block *body = func.addEntryBlock();
-  for (auto [i, name] : llvm::enumerate(inputNames)) {
-    func.setArgAttr(i, kNameAttr, builder.getStringAttr(name));
-    importer.bindValue(name, body->getArgument(i));
+  for (auto [symbol, input] : llvm::zip(symbols, symbolInputs))
+    symbol.source = body->getArgument(input);
+  importer.setSymbols(symbols, body);
+  for (auto [i, input] : llvm::enumerate(inputs)) {
+    Value argument = body->getArgument(i);
+    func.setArgAttr(i, kNameAttr, builder.getStringAttr(input->name()));
+    importer.bindValue(input->name(), argument);
+    if (!cast<RankedTensorType>(argument.getType()).hasStaticShape()) {
+      importer.setShape(argument, inputShapes[i]);
+      FailureOr<ArrayAttr> names =
+          getDimNames(inputShapes[i], importer, input->name(), fileLoc);
+      func.setArgAttr(i, kDimNamesAttr, *names);
+    }
   }
 
-  builder.setInsertionPointToStart(body);
+  builder.setInsertionPointToEnd(body);
   for (auto [index, node] : llvm::enumerate(graph.node()))
     if (failed(importer.importNode(node, getNodeLoc(node, index, ctx))))
       return failure();
 
   SmallVector<Value> results;
+  SmallVector<ArrayAttr> resultDimNames;
   for (const onnx::ValueInfoProto &output : graph.output()) {
     FailureOr<Value> value = importer.lookup(output.name(), fileLoc);
     if (failed(value))
       return failure();
-    // A declared static output type must match what the graph computes.
-    FailureOr<RankedTensorType> declared =
-        getValueType(output, "graph output", ctx, fileLoc);
-    if (failed(declared))
+    if (failed(getValueElementType(output, "graph output", ctx, fileLoc)))
       return failure();
-    if (*declared != value->getType())
+    SymbolicInts shape = importer.getShape(*value);
+    // A declared output shape must agree with what the graph computes.
+    const onnx::TypeProto::Tensor &declared = output.type().tensor_type();
+    bool mismatch =
+        declared.has_shape() &&
+        declared.shape().dim_size() != static_cast<int>(shape.size());
+    for (auto [d, dim] : llvm::enumerate(declared.shape().dim())) {
+      if (mismatch || !dim.has_dim_value())
+        continue;
+      auto constant = dyn_cast<AffineConstantExpr>(shape[d]);
+      mismatch = !constant || constant.getValue() != dim.dim_value();
+    }
+    if (mismatch)
       return emitError(fileLoc)
-             << "graph output '" << output.name() << "' is declared as "
-             << *declared << " but computes " << value->getType();
+             << "graph output '" << output.name()
+             << "' is declared with another shape than the graph computes, "
+             << value->getType();
+    FailureOr<ArrayAttr> names =
+        getDimNames(shape, importer, output.name(), fileLoc);
+    if (failed(names))
+      return failure();
     results.push_back(*value);
+    resultDimNames.push_back(*names);
   }
   func::ReturnOp::create(builder, fileLoc, results);
   func.setFunctionType(
       builder.getFunctionType(inputTypes, ValueRange(results).getTypes()));
-  for (auto [i, output] : llvm::enumerate(graph.output()))
+  for (auto [i, output] : llvm::enumerate(graph.output())) {
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(output.name()));
+    if (!cast<RankedTensorType>(results[i].getType()).hasStaticShape())
+      func.setResultAttr(i, kDimNamesAttr, resultDimNames[i]);
+  }
+  if (!symbols.empty()) {
+    SmallVector<Attribute> dims;
+    for (const DimSymbol &symbol : symbols)
+      dims.push_back(DimAttr::get(ctx, symbol.name, symbol.min, symbol.max));
+    module->setAttr(kDimsAttr, builder.getArrayAttr(dims));
+  }
   return success();
 }
 
 } // namespace
 
 OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
-                                            MLIRContext &context) {
-  context.loadDialect<KilnDialect, func::FuncDialect>();
+                                            MLIRContext &context,
+                                            const ImportOptions &options) {
+  context.loadDialect<KilnDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
 
   uint64_t size = 0;
@@ -194,7 +345,8 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
     emitError(fileLoc) << "not a valid ONNX model: it has no graph";
     return nullptr;
   }
-  if (failed(loadAllExternalData(model, path, fileLoc)))
+  if (failed(loadAllExternalData(model, path, fileLoc)) ||
+      failed(applyInputShapes(model, options, fileLoc)))
     return nullptr;
 
   try {
@@ -217,8 +369,8 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  if (failed(
-          importGraph(model.graph(), getOpsetImports(model), *module, fileLoc)))
+  if (failed(importGraph(model.graph(), getOpsetImports(model), options,
+                         *module, fileLoc)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;

@@ -3,17 +3,33 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
-#include <numeric>
 
 using namespace mlir;
 using namespace kiln;
 
-Value kiln::createReshape(NodeImporter &node, Value input, ArrayRef<int64_t> shape) {
+FailureOr<Value> kiln::createReshape(NodeImporter &node, Value input,
+                                     ArrayRef<AffineExpr> shape) {
   auto type = RankedTensorType::get(
-      shape, cast<RankedTensorType>(input.getType()).getElementType());
-  if (type == input.getType())
+      getStaticSizes(shape),
+      cast<RankedTensorType>(input.getType()).getElementType());
+  if (type == input.getType() &&
+      ArrayRef<AffineExpr>(node.graph.getShape(input)) == shape)
     return input;
-  return ReshapeOp::create(node.b, node.loc, type, input);
+  FailureOr<SmallVector<Value>> dims =
+      node.graph.materializeDynamicSizes(shape, node.loc);
+  if (failed(dims))
+    return failure();
+  Value result = ReshapeOp::create(node.b, node.loc, type, input, *dims);
+  if (!type.hasStaticShape())
+    node.graph.setShape(result, SymbolicInts(shape));
+  return result;
+}
+
+Value kiln::createReshape(NodeImporter &node, Value input,
+                          ArrayRef<int64_t> shape) {
+  // Constant sizes need no computation, so this cannot fail.
+  return *createReshape(node, input,
+                        kiln::getConstantInts(node.b.getContext(), shape));
 }
 
 Value kiln::createScalar(NodeImporter &node, Type elementType, double value) {
@@ -25,12 +41,10 @@ Value kiln::createScalar(NodeImporter &node, Type elementType, double value) {
   return ConstantOp::create(node.b, node.loc, DenseElementsAttr::get(type, attr));
 }
 
-SmallVector<int64_t> kiln::getFlattenedShape(ArrayRef<int64_t> shape, int64_t axis) {
-  int64_t outer = std::accumulate(shape.begin(), shape.begin() + axis,
-                                  int64_t(1), std::multiplies<int64_t>());
-  int64_t inner = std::accumulate(shape.begin() + axis, shape.end(), int64_t(1),
-                                  std::multiplies<int64_t>());
-  return {outer, inner};
+SymbolicInts kiln::getFlattenedShape(MLIRContext *context,
+                                     ArrayRef<AffineExpr> shape, int64_t axis) {
+  return {getProduct(context, shape.take_front(axis)),
+          getProduct(context, shape.drop_front(axis))};
 }
 
 FailureOr<SmallVector<int64_t>>

@@ -37,7 +37,12 @@ llvm::LogicalResult addInferredResult(NodeImporter &node,
   return mlir::success();
 }
 
-/// `input` reshaped to `shape` (itself if the shape is unchanged).
+/// `input` reshaped to `shape` (itself if the shape is unchanged), the
+/// sizes of its dynamic dimensions computed where the node is.
+mlir::FailureOr<mlir::Value> createReshape(NodeImporter &node,
+                                           mlir::Value input,
+                                           llvm::ArrayRef<mlir::AffineExpr> shape);
+/// The same for a static shape.
 mlir::Value createReshape(NodeImporter &node, mlir::Value input,
                           llvm::ArrayRef<int64_t> shape);
 
@@ -47,8 +52,9 @@ mlir::Value createScalar(NodeImporter &node, mlir::Type elementType,
 
 /// The 2-D shape [prod(shape[:axis]), prod(shape[axis:])] that Flatten and
 /// pre-13 Softmax work on.
-llvm::SmallVector<int64_t> getFlattenedShape(llvm::ArrayRef<int64_t> shape,
-                                             int64_t axis);
+SymbolicInts getFlattenedShape(mlir::MLIRContext *context,
+                               llvm::ArrayRef<mlir::AffineExpr> shape,
+                               int64_t axis);
 
 /// Normalizes possibly negative `axes` against `rank`; an error if one is
 /// out of range or repeated. The result is in the given order.
@@ -78,6 +84,7 @@ llvm::LogicalResult importSlice(NodeImporter &node);
 llvm::LogicalResult importSplit(NodeImporter &node);
 llvm::LogicalResult importShape(NodeImporter &node);
 llvm::LogicalResult importConstantOfShape(NodeImporter &node);
+llvm::LogicalResult importRange(NodeImporter &node);
 
 } // namespace kiln
 

@@ -130,15 +130,25 @@ LogicalResult importSoftmax(NodeImporter &node) {
     return failure();
   Value operand = *input;
   int64_t softmaxAxis = *axis;
+  SymbolicInts shape = node.graph.getShape(operand);
   // Before opset 13, Softmax works on the input flattened to 2-D at `axis`.
   if (flattened) {
-    operand =
-        createReshape(node, operand, getFlattenedShape(type.getShape(), *axis));
+    FailureOr<Value> flat = createReshape(
+        node, operand, getFlattenedShape(node.b.getContext(), shape, *axis));
+    if (failed(flat))
+      return failure();
+    operand = *flat;
     softmaxAxis = 1;
   }
   Value result = SoftmaxOp::create(node.b, node.loc, operand.getType(), operand,
                                    node.b.getI64IntegerAttr(softmaxAxis));
-  node.results.push_back(createReshape(node, result, type.getShape()));
+  if (flattened) {
+    FailureOr<Value> reshaped = createReshape(node, result, shape);
+    if (failed(reshaped))
+      return failure();
+    result = *reshaped;
+  }
+  node.results.push_back(result);
   return success();
 }
 
@@ -277,5 +287,6 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Split", importSplit)
       .Case("Shape", importShape)
       .Case("ConstantOfShape", importConstantOfShape)
+      .Case("Range", importRange)
       .Default(nullptr);
 }

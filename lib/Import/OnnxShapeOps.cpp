@@ -8,6 +8,8 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Traits.h"
 
 #include <numeric>
@@ -68,52 +70,66 @@ LogicalResult kiln::importGather(NodeImporter &node) {
 }
 
 /// Computes Reshape's output shape: 0 copies the input dimension (unless
-/// allowzero) and one -1 takes the remaining elements.
+/// allowzero) and one -1 takes the remaining elements. Entries may depend
+/// on the named dimensions (the target shape computed from Shape ops).
 LogicalResult kiln::importReshape(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  FailureOr<std::optional<SmallVector<int64_t>>> shapeOrNone =
-      node.getOpset() < 5 ? FailureOr<std::optional<SmallVector<int64_t>>>(
-                                node.getIntsAttr("shape"))
-                          : node.getIntsFromAttrOrInput("shape", 1);
+  MLIRContext *context = node.b.getContext();
+  FailureOr<std::optional<SymbolicInts>> shapeOrNone =
+      node.getOpset() < 5
+          ? FailureOr<std::optional<SymbolicInts>>(
+                node.getIntsAttr("shape")
+                    ? std::optional<SymbolicInts>(kiln::getConstantInts(
+                          context, *node.getIntsAttr("shape")))
+                    : std::nullopt)
+          : node.getSymbolicIntsFromAttrOrInput("shape", 1);
   if (failed(shapeOrNone))
     return failure();
   if (!*shapeOrNone)
     return node.emitError() << "missing the target shape";
-  RankedTensorType type = node.getOperandType(0);
-  SmallVector<int64_t> shape = **shapeOrNone;
+  SymbolicInts inShape = node.graph.getShape(*input);
+  SymbolicInts shape = **shapeOrNone;
   bool allowZero = node.getIntAttr("allowzero", 0) != 0;
-  int64_t known = 1, inferred = -1;
+  AffineExpr known = getAffineConstantExpr(1, context);
+  int64_t inferred = -1;
   for (auto [i, dim] : llvm::enumerate(shape)) {
-    if (dim == 0 && !allowZero) {
-      if (static_cast<int64_t>(i) >= type.getRank())
-        return node.emitError()
-               << "shape entry " << i << " is 0 but the input has rank "
-               << type.getRank();
-      dim = type.getDimSize(i);
-    }
-    if (dim == -1) {
+    auto constant = dyn_cast<AffineConstantExpr>(dim);
+    if (constant && constant.getValue() == 0 && !allowZero) {
+      if (i >= inShape.size())
+        return node.emitError() << "shape entry " << i
+                                << " is 0 but the input has rank "
+                                << inShape.size();
+      dim = inShape[i];
+    } else if (constant && constant.getValue() == -1) {
       if (inferred != -1)
         return node.emitError() << "shape has more than one -1";
       inferred = i;
       continue;
+    } else if (constant && constant.getValue() < 0) {
+      return node.emitError() << "shape entry " << i << " is "
+                              << constant.getValue();
     }
-    if (dim < 0)
-      return node.emitError() << "shape entry " << i << " is " << dim;
-    known *= dim;
+    known = known * dim;
   }
+  AffineExpr total = getProduct(context, inShape);
   if (inferred != -1) {
-    if (known == 0 || type.getNumElements() % known != 0)
+    std::optional<AffineExpr> rest = divideExactly(total, known);
+    if (!rest || isa<AffineConstantExpr>(known) &&
+                     cast<AffineConstantExpr>(known).getValue() == 0)
       return node.emitError() << "cannot infer the -1 dimension of the shape";
-    shape[inferred] = type.getNumElements() / known;
-    known *= shape[inferred];
+    shape[inferred] = *rest;
+    known = known * *rest;
   }
-  if (known != type.getNumElements())
-    return node.emitError()
-           << "cannot reshape " << type << " (" << type.getNumElements()
-           << " elements) into " << known << " elements";
-  node.results.push_back(createReshape(node, *input, shape));
+  if (known != total)
+    return node.emitError() << "cannot reshape a tensor of "
+                            << node.graph.describe(total) << " elements into "
+                            << node.graph.describe(known) << " elements";
+  FailureOr<Value> result = createReshape(node, *input, shape);
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
   return success();
 }
 
@@ -121,15 +137,18 @@ LogicalResult kiln::importFlatten(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  RankedTensorType type = node.getOperandType(0);
-  int64_t rank = type.getRank();
+  SymbolicInts shape = node.graph.getShape(*input);
+  int64_t rank = shape.size();
   int64_t axis = node.getIntAttr("axis", 1);
   if (axis < -rank || axis > rank)
     return node.emitError() << "axis " << axis << " is out of range";
   if (axis < 0)
     axis += rank;
-  node.results.push_back(
-      createReshape(node, *input, getFlattenedShape(type.getShape(), axis)));
+  FailureOr<Value> result = createReshape(
+      node, *input, getFlattenedShape(node.b.getContext(), shape, axis));
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
   return success();
 }
 
@@ -143,17 +162,22 @@ LogicalResult kiln::importUnsqueeze(NodeImporter &node) {
     return failure();
   if (!*axesOrNone)
     return node.emitError() << "missing axes";
-  ArrayRef<int64_t> inShape = node.getOperandType(0).getShape();
+  SymbolicInts inShape = node.graph.getShape(*input);
   int64_t outRank = inShape.size() + (*axesOrNone)->size();
   FailureOr<SmallVector<int64_t>> inserted =
       normalizeAxes(node, **axesOrNone, outRank);
   if (failed(inserted))
     return failure();
-  SmallVector<int64_t> shape;
+  SymbolicInts shape;
   size_t next = 0;
   for (int64_t d = 0; d < outRank; ++d)
-    shape.push_back(llvm::is_contained(*inserted, d) ? 1 : inShape[next++]);
-  node.results.push_back(createReshape(node, *input, shape));
+    shape.push_back(llvm::is_contained(*inserted, d)
+                        ? getAffineConstantExpr(1, node.b.getContext())
+                        : inShape[next++]);
+  FailureOr<Value> result = createReshape(node, *input, shape);
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
   return success();
 }
 
@@ -165,7 +189,8 @@ LogicalResult kiln::importSqueeze(NodeImporter &node) {
       node.getIntsFromAttrOrInput("axes", 1);
   if (failed(axesOrNone))
     return failure();
-  ArrayRef<int64_t> inShape = node.getOperandType(0).getShape();
+  SymbolicInts inShape = node.graph.getShape(*input);
+  SmallVector<int64_t> sizes = getStaticSizes(inShape);
   int64_t rank = inShape.size();
   SmallVector<bool> removed(rank, false);
   if (*axesOrNone) {
@@ -174,45 +199,65 @@ LogicalResult kiln::importSqueeze(NodeImporter &node) {
     if (failed(axes))
       return failure();
     for (int64_t axis : *axes) {
-      if (inShape[axis] != 1)
-        return node.emitError() << "cannot squeeze axis " << axis << " of size "
-                                << inShape[axis];
+      if (sizes[axis] != 1)
+        return node.emitError() << "cannot squeeze axis " << axis
+                                << " of size "
+                                << node.graph.describe(inShape[axis]);
       removed[axis] = true;
     }
   } else {
     for (int64_t d = 0; d < rank; ++d)
-      removed[d] = inShape[d] == 1;
+      removed[d] = sizes[d] == 1;
   }
-  SmallVector<int64_t> shape;
+  SymbolicInts shape;
   for (int64_t d = 0; d < rank; ++d)
     if (!removed[d])
       shape.push_back(inShape[d]);
-  node.results.push_back(createReshape(node, *input, shape));
+  FailureOr<Value> result = createReshape(node, *input, shape);
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
   return success();
+}
+
+/// `input` broadcast to `shape` (itself if that changes nothing).
+static FailureOr<Value> createBroadcast(NodeImporter &node, Value input,
+                                        ArrayRef<AffineExpr> shape) {
+  auto type = RankedTensorType::get(
+      getStaticSizes(shape),
+      cast<RankedTensorType>(input.getType()).getElementType());
+  if (type == input.getType() &&
+      ArrayRef<AffineExpr>(node.graph.getShape(input)) == shape)
+    return input;
+  FailureOr<SmallVector<Value>> dims =
+      node.graph.materializeDynamicSizes(shape, node.loc);
+  if (failed(dims))
+    return failure();
+  Value result = BroadcastOp::create(node.b, node.loc, type, input, *dims);
+  if (!type.hasStaticShape())
+    node.graph.setShape(result, SymbolicInts(shape));
+  return result;
 }
 
 LogicalResult kiln::importExpand(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  FailureOr<std::optional<SmallVector<int64_t>>> targetOrNone =
-      node.getIntsFromAttrOrInput("shape", 1);
+  FailureOr<std::optional<SymbolicInts>> targetOrNone =
+      node.getSymbolicIntsFromAttrOrInput("shape", 1);
   if (failed(targetOrNone))
     return failure();
   if (!*targetOrNone)
     return node.emitError() << "missing the target shape";
-  const SmallVector<int64_t> *target = &**targetOrNone;
-  RankedTensorType type = node.getOperandType(0);
-  SmallVector<int64_t> shape;
-  if (!OpTrait::util::getBroadcastedShape(type.getShape(), *target, shape))
-    return node.emitError() << "cannot expand " << type << " to shape ["
-                            << ArrayRef<int64_t>(*target) << "]";
-  auto resultType = RankedTensorType::get(shape, type.getElementType());
-  node.results.push_back(
-      resultType == type
-          ? *input
-          : BroadcastOp::create(node.b, node.loc, resultType, *input)
-                .getResult());
+  FailureOr<SymbolicInts> shape =
+      broadcastShapes(node.graph.getShape(*input), **targetOrNone);
+  if (failed(shape))
+    return node.emitError() << "cannot expand " << input->getType()
+                            << " to the target shape";
+  FailureOr<Value> result = createBroadcast(node, *input, *shape);
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
   return success();
 }
 
@@ -255,6 +300,9 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
       strides(rank, 1);
   for (auto [i, axis] : llvm::enumerate(*normalized)) {
     int64_t dim = type.getDimSize(axis);
+    if (ShapedType::isDynamic(dim))
+      return node.emitError() << "slicing dimension " << axis << " of "
+                              << type << " is not supported: it is dynamic";
     int64_t step = steps ? (*steps)[i] : 1;
     if (step <= 0)
       return node.emitError() << "step " << step
@@ -291,6 +339,9 @@ LogicalResult kiln::importSplit(NodeImporter &node) {
   if (failed(axis) || failed(splitOrNone))
     return failure();
   int64_t dim = type.getDimSize(*axis);
+  if (ShapedType::isDynamic(dim))
+    return node.emitError() << "splitting dimension " << *axis << " of "
+                            << type << " is not supported: it is dynamic";
   int64_t parts = node.node.output_size();
   SmallVector<int64_t> split;
   if (*splitOrNone) {
@@ -324,12 +375,14 @@ LogicalResult kiln::importSplit(NodeImporter &node) {
   return success();
 }
 
-/// Shape of a statically shaped tensor: a compile-time constant.
+/// The input's shape: a constant, or, where it depends on named
+/// dimensions, a tensor computed from them whose elements the importer
+/// also keeps as expressions (what Reshape and Expand read).
 LogicalResult kiln::importShape(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  ArrayRef<int64_t> shape = node.getOperandType(0).getShape();
+  SymbolicInts shape = node.graph.getShape(*input);
   int64_t rank = shape.size();
   auto clamp = [&](int64_t index) {
     if (index < 0)
@@ -338,26 +391,48 @@ LogicalResult kiln::importShape(NodeImporter &node) {
   };
   int64_t start = clamp(node.getIntAttr("start", 0));
   int64_t end = clamp(node.getIntAttr("end", rank));
-  onnx::TensorProto tensor;
-  tensor.set_name(node.node.output(0));
-  tensor.set_data_type(onnx::TensorProto::INT64);
-  tensor.add_dims(std::max<int64_t>(end - start, 0));
-  for (int64_t d = start; d < end; ++d)
-    tensor.add_int64_data(shape[d]);
-  node.graph.bindOwnedConstant(node.node.output(0), std::move(tensor));
+  SymbolicInts elements(shape.begin() + start,
+                        shape.begin() + std::max(start, end));
+  SmallVector<int64_t> sizes = getStaticSizes(elements);
+  if (!llvm::is_contained(sizes, ShapedType::kDynamic)) {
+    onnx::TensorProto tensor;
+    tensor.set_name(node.node.output(0));
+    tensor.set_data_type(onnx::TensorProto::INT64);
+    tensor.add_dims(sizes.size());
+    for (int64_t size : sizes)
+      tensor.add_int64_data(size);
+    node.graph.bindOwnedConstant(node.node.output(0), std::move(tensor));
+    return success();
+  }
+  SmallVector<Value> values;
+  for (AffineExpr element : elements) {
+    FailureOr<Value> size = node.graph.materialize(element, node.loc);
+    if (failed(size))
+      return failure();
+    values.push_back(arith::IndexCastOp::create(node.b, node.loc,
+                                                node.b.getI64Type(), *size));
+  }
+  auto type = RankedTensorType::get({static_cast<int64_t>(values.size())},
+                                    node.b.getI64Type());
+  Value result = tensor::FromElementsOp::create(node.b, node.loc, type, values);
+  node.graph.setContents(result, std::move(elements));
+  node.results.push_back(result);
   return success();
 }
 
-/// A splat constant of the given (constant) shape.
+/// A tensor of the given shape filled with one value.
 LogicalResult kiln::importConstantOfShape(NodeImporter &node) {
-  FailureOr<std::optional<SmallVector<int64_t>>> shapeOrNone =
-      node.getIntsFromAttrOrInput("shape", 0);
+  FailureOr<std::optional<SymbolicInts>> shapeOrNone =
+      node.getSymbolicIntsFromAttrOrInput("shape", 0);
   if (failed(shapeOrNone))
     return failure();
   if (!*shapeOrNone)
     return node.emitError() << "missing the shape";
-  const SmallVector<int64_t> *shape = &**shapeOrNone;
-  if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
+  SymbolicInts shape = **shapeOrNone;
+  SmallVector<int64_t> sizes = getStaticSizes(shape);
+  if (llvm::any_of(sizes, [](int64_t d) {
+        return d < 0 && !ShapedType::isDynamic(d);
+      }))
     return node.emitError() << "the shape has a negative dimension";
   onnx::TensorProto value;
   if (const onnx::AttributeProto *attr = node.getAttr("value")) {
@@ -372,9 +447,68 @@ LogicalResult kiln::importConstantOfShape(NodeImporter &node) {
     return failure();
   if (element.getNumElements() != 1)
     return node.emitError() << "value must hold one element";
-  auto type = RankedTensorType::get(*shape, element.getElementType());
-  node.results.push_back(ConstantOp::create(
+  Attribute scalar = element.getValues<Attribute>()[0];
+  auto type = RankedTensorType::get(sizes, element.getElementType());
+  if (type.hasStaticShape()) {
+    node.results.push_back(ConstantOp::create(
+        node.b, node.loc, DenseElementsAttr::get(type, scalar)));
+    return success();
+  }
+  Value fill = ConstantOp::create(
       node.b, node.loc,
-      DenseElementsAttr::get(type, element.getValues<Attribute>()[0])));
+      DenseElementsAttr::get(
+          RankedTensorType::get({}, element.getElementType()), scalar));
+  FailureOr<Value> result = createBroadcast(node, fill, shape);
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
+  return success();
+}
+
+/// `start, start + delta, ...` up to `limit`: a constant when all three
+/// are, otherwise a kiln.range whose length may depend on named dimensions
+/// (torch's `arange(seq)` for position ids).
+LogicalResult kiln::importRange(NodeImporter &node) {
+  FailureOr<Value> start = node.getOperand(0), limit = node.getOperand(1),
+                   delta = node.getOperand(2);
+  if (failed(start) || failed(limit) || failed(delta))
+    return failure();
+  for (unsigned i = 0; i < 3; ++i)
+    if (node.getOperandType(i).getRank() != 0)
+      return node.emitError() << "start, limit and delta must be scalars";
+  if (failed(requireSameElementType(node, *start, *limit)) ||
+      failed(requireSameElementType(node, *start, *delta)))
+    return failure();
+  std::optional<SymbolicInts> first = node.graph.getContents(*start),
+                              last = node.graph.getContents(*limit),
+                              step = node.graph.getContents(*delta);
+  auto constantStep =
+      step ? dyn_cast<AffineConstantExpr>((*step)[0]) : AffineConstantExpr();
+  if (!first || !last || !constantStep || constantStep.getValue() <= 0)
+    return node.emitError() << "Kiln needs start and limit computed from "
+                               "constants and the inputs' shapes, and a "
+                               "positive constant delta";
+  // The length ceil((limit - start) / delta); a named dimension is never
+  // below its lower bound, which the model's own shapes make >= start.
+  AffineExpr length = ((*last)[0] - (*first)[0]).ceilDiv(constantStep.getValue());
+  if (auto constant = dyn_cast<AffineConstantExpr>(length);
+      constant && constant.getValue() < 0)
+    length = getAffineConstantExpr(0, node.b.getContext());
+  Type elementType = node.getOperandType(0).getElementType();
+  if (!elementType.isInteger(64))
+    return node.emitError() << "Kiln computes Range in int64 only";
+  auto type =
+      RankedTensorType::get(getStaticSizes({length}), elementType);
+  Value size;
+  if (!type.hasStaticShape()) {
+    FailureOr<Value> materialized = node.graph.materialize(length, node.loc);
+    if (failed(materialized))
+      return failure();
+    size = *materialized;
+  }
+  Value result = RangeOp::create(node.b, node.loc, type, *start, *delta, size);
+  if (!type.hasStaticShape())
+    node.graph.setShape(result, {length});
+  node.results.push_back(result);
   return success();
 }

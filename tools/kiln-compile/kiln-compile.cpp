@@ -50,6 +50,17 @@ llvm::cl::opt<kiln::OptLevel> optLevel(
                    "tiled, vectorized matrix products; vectorizable math"),
         clEnumValN(kiln::OptLevel::O3, "O3", "-O2 with LLVM's O3")),
     llvm::cl::init(kiln::OptLevel::O2));
+llvm::cl::list<std::string> inputShapes(
+    "shape",
+    llvm::cl::desc("Fix every dimension of an input: NAME=D0,D1,... "
+                   "(repeatable)"),
+    llvm::cl::value_desc("name=dims"));
+llvm::cl::list<std::string> dimSizes(
+    "dim",
+    llvm::cl::desc("Fix a named input dimension (SYMBOL=N), or keep it "
+                   "dynamic within a range (SYMBOL=MIN..MAX; buffers are "
+                   "sized for MAX) (repeatable)"),
+    llvm::cl::value_desc("symbol=size"));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -105,6 +116,41 @@ private:
   std::string file;
 };
 
+/// A size from the command line; false if `text` is not a count.
+bool parseSize(StringRef text, int64_t &size) {
+  return !text.getAsInteger(10, size) && size >= 0;
+}
+
+/// Reads --shape and --dim into `options`; returns the problem, or "".
+std::string parseShapeOptions(kiln::ImportOptions &options) {
+  for (StringRef option : inputShapes) {
+    auto [name, dims] = option.split('=');
+    if (name.empty() || dims.empty())
+      return "--shape needs NAME=D0,D1,..., got '" + option.str() + "'";
+    std::vector<int64_t> &shape = options.inputShapes[name.str()];
+    SmallVector<StringRef> parts;
+    dims.split(parts, ',');
+    for (StringRef part : parts) {
+      int64_t size;
+      if (!parseSize(part.trim(), size))
+        return "--shape " + name.str() + ": '" + part.str() +
+               "' is not a size";
+      shape.push_back(size);
+    }
+  }
+  for (StringRef option : dimSizes) {
+    auto [name, value] = option.split('=');
+    auto [low, high] = value.split("..");
+    kiln::DimRange range;
+    if (name.empty() || !parseSize(low, range.min) ||
+        !parseSize(high.empty() ? low : high, range.max))
+      return "--dim needs SYMBOL=N or SYMBOL=MIN..MAX, got '" + option.str() +
+             "'";
+    options.dims[name.str()] = range;
+  }
+  return "";
+}
+
 std::string defaultOutputPath() {
   SmallString<256> path(llvm::sys::path::filename(inputPath));
   const char *extension = "so";
@@ -152,7 +198,13 @@ int main(int argc, char **argv) {
     module =
         parseSourceFile<ModuleOp>(inputPath, sourceMgr, ParserConfig(&context));
   } else {
-    module = kiln::importOnnxModel(inputPath, context);
+    kiln::ImportOptions importOptions;
+    std::string problem = parseShapeOptions(importOptions);
+    if (!problem.empty()) {
+      llvm::errs() << "kiln-compile: error: " << problem << "\n";
+      return 1;
+    }
+    module = kiln::importOnnxModel(inputPath, context, importOptions);
   }
   if (!module)
     return 1;

@@ -17,6 +17,11 @@ namespace kiln {
 
 /// Names an entry's argument or result after the ONNX value.
 inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
+/// Names, for each dimension of an entry's argument or result, the named
+/// dimension (#kiln.dim) that gives its size, "" where the size is fixed.
+inline constexpr llvm::StringLiteral kDimNamesAttr = "kiln.dim_names";
+/// The module's named dimensions: an array of #kiln.dim.
+inline constexpr llvm::StringLiteral kDimsAttr = "kiln.dims";
 /// Marks the error status result that kiln-insert-runtime-checks adds.
 inline constexpr llvm::StringLiteral kStatusAttr = "kiln.status";
 /// The entry function's error messages, indexed by status code - 1.

@@ -307,6 +307,14 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
     return emitOptionalError(loc, "offsets, sizes and strides need ", rank,
                              " entries each");
   for (int64_t d = 0; d < rank; ++d) {
+    // A dynamic size takes a dynamic dimension whole.
+    if (ShapedType::isDynamic(sizes[d])) {
+      if (!inputType.isDynamicDim(d) || offsets[d] != 0 || strides[d] != 1)
+        return emitOptionalError(loc, "dimension ", d,
+                                 " has a dynamic size but is not a whole "
+                                 "dynamic dimension");
+      continue;
+    }
     if (offsets[d] < 0 || sizes[d] < 0 || strides[d] < 1)
       return emitOptionalError(loc, "dimension ", d,
                                " has a negative offset or size, or a stride "

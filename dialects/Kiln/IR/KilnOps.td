@@ -343,7 +343,8 @@ def Kiln_SliceOp : Kiln_Op<"slice",
   let description = [{
     Takes `sizes[d]` elements along each dimension `d`, starting at
     `offsets[d]` and stepping by `strides[d]` (at least 1). ONNX Slice and
-    Split import to this op; every element read lies inside the input.
+    Split import to this op; every element read lies inside the input. A
+    dynamic size (`?`) keeps a dynamic dimension whole.
 
     ```mlir
     %0 = kiln.slice %x offsets = [0, 128] sizes = [16, 128] strides = [1, 1] : tensor<16x384xf32> -> tensor<16x128xf32>

@@ -1,0 +1,272 @@
+//===- SymbolicShapes.cpp - shapes in terms of named dimensions -----------===//
+#include "lib/Import/SymbolicShapes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kiln;
+
+SmallVector<int64_t> kiln::getStaticSizes(ArrayRef<AffineExpr> shape) {
+  SmallVector<int64_t> sizes;
+  for (AffineExpr dim : shape) {
+    auto constant = dyn_cast<AffineConstantExpr>(dim);
+    sizes.push_back(constant ? constant.getValue() : ShapedType::kDynamic);
+  }
+  return sizes;
+}
+
+SymbolicInts kiln::getConstantInts(MLIRContext *context,
+                                   ArrayRef<int64_t> values) {
+  SymbolicInts exprs;
+  for (int64_t value : values)
+    exprs.push_back(getAffineConstantExpr(value, context));
+  return exprs;
+}
+
+static bool isConstant(AffineExpr expr, int64_t value) {
+  auto constant = dyn_cast<AffineConstantExpr>(expr);
+  return constant && constant.getValue() == value;
+}
+
+FailureOr<SymbolicInts> kiln::broadcastShapes(ArrayRef<AffineExpr> a,
+                                              ArrayRef<AffineExpr> b) {
+  if (a.size() < b.size())
+    std::swap(a, b);
+  SymbolicInts result(a);
+  size_t offset = a.size() - b.size();
+  for (auto [i, dim] : llvm::enumerate(b)) {
+    AffineExpr &out = result[offset + i];
+    if (dim == out || isConstant(dim, 1))
+      continue;
+    if (isConstant(out, 1) || isa<AffineConstantExpr>(dim)) {
+      if (isa<AffineConstantExpr>(out) && !isConstant(out, 1))
+        return failure();
+      out = dim;
+      continue;
+    }
+    if (!isa<AffineConstantExpr>(out))
+      return failure();
+  }
+  return result;
+}
+
+AffineExpr kiln::getProduct(MLIRContext *context, ArrayRef<AffineExpr> values) {
+  AffineExpr product = getAffineConstantExpr(1, context);
+  for (AffineExpr value : values)
+    product = product * value;
+  return product;
+}
+
+namespace {
+
+/// `coefficient * s_i * s_j * ...`, the form products of sizes take.
+struct Monomial {
+  int64_t coefficient = 1;
+  SmallVector<unsigned> symbols; // sorted, with repeats
+};
+
+std::optional<Monomial> getMonomial(AffineExpr expr) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return Monomial{constant.getValue(), {}};
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return Monomial{1, {symbol.getPosition()}};
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary || binary.getKind() != AffineExprKind::Mul)
+    return std::nullopt;
+  std::optional<Monomial> lhs = getMonomial(binary.getLHS()),
+                          rhs = getMonomial(binary.getRHS());
+  if (!lhs || !rhs)
+    return std::nullopt;
+  lhs->coefficient *= rhs->coefficient;
+  llvm::append_range(lhs->symbols, rhs->symbols);
+  llvm::sort(lhs->symbols);
+  return lhs;
+}
+
+} // namespace
+
+std::optional<AffineExpr> kiln::divideExactly(AffineExpr dividend,
+                                              AffineExpr divisor) {
+  std::optional<Monomial> a = getMonomial(dividend), b = getMonomial(divisor);
+  if (!a || !b || b->coefficient == 0 || a->coefficient % b->coefficient != 0)
+    return std::nullopt;
+  AffineExpr quotient =
+      getAffineConstantExpr(a->coefficient / b->coefficient,
+                            dividend.getContext());
+  SmallVector<unsigned> remaining = a->symbols;
+  for (unsigned symbol : b->symbols) {
+    auto it = llvm::find(remaining, symbol);
+    if (it == remaining.end())
+      return std::nullopt;
+    remaining.erase(it);
+  }
+  for (unsigned symbol : remaining)
+    quotient = quotient * getAffineSymbolExpr(symbol, dividend.getContext());
+  return quotient;
+}
+
+FailureOr<SymbolicInts> kiln::inferSymbolicShape(
+    Operation *op, function_ref<SymbolicInts(Value)> shapeOf) {
+  auto shape = [&](unsigned i) { return shapeOf(op->getOperand(i)); };
+  return TypeSwitch<Operation *, FailureOr<SymbolicInts>>(op)
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp>(
+          [&](auto) { return broadcastShapes(shape(0), shape(1)); })
+      .Case([&](SelectOp) -> FailureOr<SymbolicInts> {
+        FailureOr<SymbolicInts> values = broadcastShapes(shape(1), shape(2));
+        if (failed(values))
+          return failure();
+        return broadcastShapes(shape(0), *values);
+      })
+      .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
+            ErfOp, CastOp, SoftmaxOp, LayerNormOp>(
+          [&](auto) -> FailureOr<SymbolicInts> { return shape(0); })
+      .Case([&](MatMulOp) -> FailureOr<SymbolicInts> {
+        SymbolicInts lhs = shape(0), rhs = shape(1);
+        ArrayRef<AffineExpr> lhsBatch =
+            lhs.size() > 2 ? ArrayRef(lhs).drop_back(2) : ArrayRef<AffineExpr>();
+        ArrayRef<AffineExpr> rhsBatch =
+            rhs.size() > 2 ? ArrayRef(rhs).drop_back(2) : ArrayRef<AffineExpr>();
+        FailureOr<SymbolicInts> result = broadcastShapes(lhsBatch, rhsBatch);
+        if (failed(result))
+          return failure();
+        if (lhs.size() >= 2)
+          result->push_back(lhs[lhs.size() - 2]);
+        if (rhs.size() >= 2)
+          result->push_back(rhs.back());
+        return result;
+      })
+      .Case([&](TransposeOp transpose) -> FailureOr<SymbolicInts> {
+        SymbolicInts input = shape(0), result;
+        for (int64_t p : transpose.getPerm())
+          result.push_back(input[p]);
+        return result;
+      })
+      .Case([&](ConcatOp concat) -> FailureOr<SymbolicInts> {
+        SymbolicInts result = shape(0);
+        int64_t axis = concat.getAxis();
+        for (unsigned i = 1; i < op->getNumOperands(); ++i)
+          result[axis] = result[axis] + shape(i)[axis];
+        return result;
+      })
+      .Case([&](GatherOp gather) -> FailureOr<SymbolicInts> {
+        SymbolicInts data = shape(0), indices = shape(1);
+        int64_t axis = gather.getAxis();
+        SymbolicInts result(data.begin(), data.begin() + axis);
+        llvm::append_range(result, indices);
+        result.append(data.begin() + axis + 1, data.end());
+        return result;
+      })
+      .Case<ReduceSumOp, ReduceMeanOp>([&](auto reduce) {
+        SymbolicInts input = shape(0), result;
+        ArrayRef<int64_t> axes = reduce.getAxes();
+        for (auto [d, dim] : llvm::enumerate(input)) {
+          if (!llvm::is_contained(axes, static_cast<int64_t>(d)))
+            result.push_back(dim);
+          else if (reduce.getKeepDims())
+            result.push_back(getAffineConstantExpr(1, op->getContext()));
+        }
+        return FailureOr<SymbolicInts>(result);
+      })
+      .Case([&](SliceOp slice) -> FailureOr<SymbolicInts> {
+        // Sliced dimensions have static sizes; the others keep the input's.
+        SymbolicInts input = shape(0), result;
+        for (auto [d, size] : llvm::enumerate(slice.getSizes()))
+          result.push_back(ShapedType::isDynamic(size)
+                               ? input[d]
+                               : getAffineConstantExpr(size, op->getContext()));
+        return result;
+      })
+      .Default([](Operation *) { return failure(); });
+}
+
+/// Elementwise `combine` of two element lists under broadcasting.
+static std::optional<SymbolicInts>
+combineElements(ArrayRef<AffineExpr> lhs, ArrayRef<AffineExpr> rhs,
+                function_ref<std::optional<AffineExpr>(AffineExpr, AffineExpr)>
+                    combine) {
+  if (lhs.size() != rhs.size() && lhs.size() != 1 && rhs.size() != 1)
+    return std::nullopt;
+  SymbolicInts result;
+  for (size_t i = 0; i < std::max(lhs.size(), rhs.size()); ++i) {
+    std::optional<AffineExpr> value =
+        combine(lhs[lhs.size() == 1 ? 0 : i], rhs[rhs.size() == 1 ? 0 : i]);
+    if (!value)
+      return std::nullopt;
+    result.push_back(*value);
+  }
+  return result;
+}
+
+std::optional<SymbolicInts> kiln::evaluateSymbolicInts(
+    Operation *op,
+    function_ref<std::optional<SymbolicInts>(Value)> contentsOf) {
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (op->getNumResults() != 1 || !type || !type.hasStaticShape() ||
+      type.getRank() > 1 || !type.getElementType().isInteger(64))
+    return std::nullopt;
+  SmallVector<SymbolicInts> operands;
+  for (Value operand : op->getOperands()) {
+    if (!isa<RankedTensorType>(operand.getType()))
+      continue;
+    std::optional<SymbolicInts> contents = contentsOf(operand);
+    if (!contents)
+      return std::nullopt;
+    operands.push_back(std::move(*contents));
+  }
+  return TypeSwitch<Operation *, std::optional<SymbolicInts>>(op)
+      .Case([&](GatherOp) -> std::optional<SymbolicInts> {
+        SymbolicInts result;
+        int64_t size = operands[0].size();
+        for (AffineExpr index : operands[1]) {
+          auto constant = dyn_cast<AffineConstantExpr>(index);
+          if (!constant || constant.getValue() < -size ||
+              constant.getValue() >= size)
+            return std::nullopt;
+          int64_t i = constant.getValue();
+          result.push_back(operands[0][i < 0 ? i + size : i]);
+        }
+        return result;
+      })
+      .Case([&](ConcatOp) {
+        SymbolicInts result;
+        for (const SymbolicInts &operand : operands)
+          llvm::append_range(result, operand);
+        return std::optional<SymbolicInts>(result);
+      })
+      .Case<ReshapeOp, CastOp>(
+          [&](auto) { return std::optional<SymbolicInts>(operands[0]); })
+      .Case([&](SliceOp slice) -> std::optional<SymbolicInts> {
+        SymbolicInts result;
+        for (int64_t i = 0; i < slice.getSizes()[0]; ++i)
+          result.push_back(
+              operands[0][slice.getOffsets()[0] + i * slice.getStrides()[0]]);
+        return result;
+      })
+      .Case([&](AddOp) {
+        return combineElements(operands[0], operands[1],
+                               [](AffineExpr a, AffineExpr b) { return a + b; });
+      })
+      .Case([&](SubOp) {
+        return combineElements(operands[0], operands[1],
+                               [](AffineExpr a, AffineExpr b) { return a - b; });
+      })
+      .Case([&](MulOp) {
+        return combineElements(operands[0], operands[1],
+                               [](AffineExpr a, AffineExpr b) { return a * b; });
+      })
+      .Case([&](DivOp) {
+        // Sizes are not negative, where floor and ONNX's truncation agree.
+        return combineElements(
+            operands[0], operands[1],
+            [](AffineExpr a, AffineExpr b) -> std::optional<AffineExpr> {
+              auto divisor = dyn_cast<AffineConstantExpr>(b);
+              if (!divisor || divisor.getValue() <= 0)
+                return std::nullopt;
+              return a.floorDiv(divisor.getValue());
+            });
+      })
+      .Default([](Operation *) { return std::nullopt; });
+}
