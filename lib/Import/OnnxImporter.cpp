@@ -62,28 +62,51 @@ LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef path,
 LogicalResult applyInputShapes(onnx::ModelProto &model,
                                const ImportOptions &options, Location loc) {
   onnx::GraphProto &graph = *model.mutable_graph();
-  std::set<std::string> initializers, usedShapes, usedDims;
+  std::set<std::string> initializers, inputNames, dimParams;
   for (const onnx::TensorProto &tensor : graph.initializer())
     initializers.insert(tensor.name());
+  SmallVector<onnx::ValueInfoProto *> inputs;
   for (onnx::ValueInfoProto &input : *graph.mutable_input()) {
     if (initializers.count(input.name()) || !input.type().has_tensor_type())
       continue;
+    inputs.push_back(&input);
+    inputNames.insert(input.name());
+    for (const onnx::TensorShapeProto::Dimension &dim :
+         input.type().tensor_type().shape().dim())
+      if (dim.has_dim_param())
+        dimParams.insert(dim.dim_param());
+  }
+  // The options must fit the model before they are applied.
+  for (const auto &[name, dims] : options.inputShapes)
+    if (!inputNames.count(name))
+      return emitError(loc) << "--shape names '" << name
+                            << "', which is not an input of the model";
+  for (const auto &[name, range] : options.dims) {
+    if (!dimParams.count(name))
+      return emitError(loc) << "--dim names '" << name
+                            << "', which no input of the model has";
+    if (range.min < 0 || range.min > range.max)
+      return emitError(loc) << "--dim " << name << " has the range "
+                            << range.min << ".." << range.max
+                            << "; it needs 0 <= MIN <= MAX";
+  }
+
+  for (onnx::ValueInfoProto *input : inputs) {
     onnx::TypeProto::Tensor &tensor =
-        *input.mutable_type()->mutable_tensor_type();
-    auto given = options.inputShapes.find(input.name());
+        *input->mutable_type()->mutable_tensor_type();
+    auto given = options.inputShapes.find(input->name());
     if (given != options.inputShapes.end()) {
-      usedShapes.insert(input.name());
       const std::vector<int64_t> &dims = given->second;
       if (tensor.has_shape() && tensor.shape().dim_size() !=
                                     static_cast<int>(dims.size()))
-        return emitError(loc) << "--shape " << input.name() << " gives "
+        return emitError(loc) << "--shape " << input->name() << " gives "
                               << dims.size() << " dimensions, but the input "
                               << "has rank " << tensor.shape().dim_size();
       for (auto [i, size] : llvm::enumerate(dims)) {
         if (tensor.has_shape() && tensor.shape().dim(i).has_dim_value() &&
             tensor.shape().dim(i).dim_value() != size)
           return emitError(loc)
-                 << "--shape " << input.name() << " gives dimension " << i
+                 << "--shape " << input->name() << " gives dimension " << i
                  << " the size " << size << ", but the model fixes it at "
                  << tensor.shape().dim(i).dim_value();
       }
@@ -93,44 +116,30 @@ LogicalResult applyInputShapes(onnx::ModelProto &model,
       continue;
     }
     if (!tensor.has_shape())
-      return emitError(loc) << "graph input '" << input.name()
+      return emitError(loc) << "graph input '" << input->name()
                             << "' has no shape; give it with --shape "
-                            << input.name() << "=D0,D1,...";
+                            << input->name() << "=D0,D1,...";
     for (auto [i, dim] :
          llvm::enumerate(*tensor.mutable_shape()->mutable_dim())) {
       if (dim.has_dim_value() && dim.dim_value() >= 0)
         continue;
       if (!dim.has_dim_param() || dim.dim_param().empty())
-        return emitError(loc) << "graph input '" << input.name()
+        return emitError(loc) << "graph input '" << input->name()
                               << "' dimension " << i
                               << " has no size; give the input's shape with "
                                  "--shape "
-                              << input.name() << "=D0,D1,...";
+                              << input->name() << "=D0,D1,...";
       std::string param = dim.dim_param();
       auto range = options.dims.find(param);
       if (range == options.dims.end())
         return emitError(loc)
-               << "graph input '" << input.name() << "' dimension " << i
+               << "graph input '" << input->name() << "' dimension " << i
                << " is the named dimension '" << param
                << "'; give its size with --dim " << param
                << "=N or its range with --dim " << param << "=MIN..MAX";
-      usedDims.insert(param);
       if (range->second.min == range->second.max)
         dim.set_dim_value(range->second.min);
     }
-  }
-  for (const auto &[name, dims] : options.inputShapes)
-    if (!usedShapes.count(name))
-      return emitError(loc) << "--shape names '" << name
-                            << "', which is not an input of the model";
-  for (const auto &[name, range] : options.dims) {
-    if (!usedDims.count(name))
-      return emitError(loc) << "--dim names '" << name
-                            << "', which no input of the model has";
-    if (range.min < 0 || range.min > range.max)
-      return emitError(loc) << "--dim " << name << " has the range "
-                            << range.min << ".." << range.max
-                            << "; it needs 0 <= MIN <= MAX";
   }
   return success();
 }
