@@ -123,8 +123,8 @@ LogicalResult kiln::importReshape(NodeImporter &node) {
     known = known * *rest;
   }
   if (known != total)
-    return node.emitError() << "cannot reshape a tensor of "
-                            << node.graph.describe(total) << " elements into "
+    return node.emitError() << "cannot reshape " << input->getType() << " ("
+                            << node.graph.describe(total) << " elements) into "
                             << node.graph.describe(known) << " elements";
   FailureOr<Value> result = createReshape(node, *input, shape);
   if (failed(result))
