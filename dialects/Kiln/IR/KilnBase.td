@@ -26,6 +26,10 @@ def Kiln_Dialect : Dialect {
   }];
   let hasConstantMaterializer = 1;
   let useDefaultAttributePrinterParser = 1;
+  // Sizes of dynamic dimensions are computed with these (tensor.dim, and
+  // arith on index values).
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 class Kiln_Op<string mnemonic, list<Trait> traits = []>

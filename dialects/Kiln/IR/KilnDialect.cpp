@@ -2,6 +2,8 @@
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -21,6 +23,7 @@ void KilnDialect::initialize() {
 #define GET_ATTRDEF_LIST
 #include "dialects/Kiln/IR/KilnAttributes.cpp.inc"
       >();
+  registerShapeReification(*getContext());
 }
 
 LogicalResult DimAttr::verify(function_ref<InFlightDiagnostic()> emitError,

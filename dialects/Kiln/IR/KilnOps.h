@@ -19,6 +19,10 @@ struct StateResource : mlir::SideEffects::Resource::Base<StateResource> {
   llvm::StringRef getName() final { return "kiln.state"; }
 };
 
+/// Lets every kiln op compute its result's sizes from its operands'
+/// (ReifyRankedShapedTypeOpInterface); the dialect does this when loaded.
+void registerShapeReification(mlir::MLIRContext &context);
+
 /// Result type of an ONNX multidirectional broadcast of `lhs` and `rhs`.
 llvm::LogicalResult
 inferBroadcastResultType(std::optional<mlir::Location> loc, mlir::Type lhs,

@@ -5,7 +5,10 @@
 // of scores, its running row maxima and sums and the output rows stay in
 // L1, and the full scores tensor is never built. Every step is a linalg op on
 // static shapes, updating the carried state in place, so the matmul and
-// vector schedules apply and the state bufferizes without copies.
+// vector schedules apply and the state bufferizes without copies. Dynamic
+// query or key counts keep the blocks static: full blocks over a run-time
+// count, then smaller static blocks for what is left (the online softmax
+// takes the keys in any partition).
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -73,10 +76,21 @@ struct Rows {
 struct Operands {
   Rows q, v;
   Value kt, mask;
-  int64_t queries, depth, keys, valueDepth;
+  int64_t depth, valueDepth;
+  OpFoldResult queries, keys; // static or run-time counts
   float scale;
   std::optional<float> fill;
 };
+
+/// Key block sizes for a run-time key count: blocks of `keyColumns`, then
+/// of 16, then single keys, each block shape static.
+SmallVector<int64_t> getDynamicKeyBlocks(int64_t keyColumns) {
+  SmallVector<int64_t> sizes = {keyColumns};
+  for (int64_t size : {int64_t(16), int64_t(1)})
+    if (size < sizes.back())
+      sizes.push_back(size);
+  return sizes;
+}
 
 class AttentionKernel {
 public:
@@ -296,16 +310,10 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
       splat(b, {rows}, -std::numeric_limits<double>::infinity()),
       splat(b, {rows}, 0),
       linalg::FillOp::create(b, loc, zero, destination).getResult(0)};
-  int64_t columns = std::min(keyColumns, ops.keys);
-  int64_t fullBlocks = ops.keys / columns, tail = ops.keys % columns;
-  if (fullBlocks == 1) {
-    state = emitKeyBlock(b, bh, q0, query, b.getIndexAttr(0), columns, state);
-  } else if (fullBlocks > 1) {
-    Value lower = arith::ConstantIndexOp::create(b, loc, 0);
-    Value upper = arith::ConstantIndexOp::create(b, loc, fullBlocks * columns);
-    Value step = arith::ConstantIndexOp::create(b, loc, columns);
+  // Key blocks of static sizes: one loop per size over its run of keys.
+  auto keyLoop = [&](Value lower, Value upper, int64_t columns) {
     auto loop = scf::ForOp::create(
-        b, loc, lower, upper, step,
+        b, loc, lower, upper, arith::ConstantIndexOp::create(b, loc, columns),
         ValueRange{state.max, state.sum, state.output},
         [&](OpBuilder &nb, Location l, Value k0, ValueRange carried) {
           State next = emitKeyBlock(nb, bh, q0, query, k0, columns,
@@ -314,10 +322,31 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
                                ValueRange{next.max, next.sum, next.output});
         });
     state = {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
+  };
+  if (std::optional<int64_t> keys = getConstantIntValue(ops.keys)) {
+    int64_t columns = std::min(keyColumns, *keys);
+    int64_t fullBlocks = *keys / columns, tail = *keys % columns;
+    if (fullBlocks == 1)
+      state = emitKeyBlock(b, bh, q0, query, b.getIndexAttr(0), columns, state);
+    else if (fullBlocks > 1)
+      keyLoop(arith::ConstantIndexOp::create(b, loc, 0),
+              arith::ConstantIndexOp::create(b, loc, fullBlocks * columns),
+              columns);
+    if (tail > 0)
+      state = emitKeyBlock(b, bh, q0, query,
+                           b.getIndexAttr(fullBlocks * columns), tail, state);
+  } else {
+    Value keyCount = cast<Value>(ops.keys);
+    Value lower = arith::ConstantIndexOp::create(b, loc, 0);
+    for (int64_t columns : getDynamicKeyBlocks(keyColumns)) {
+      // Up to the last multiple of this block size.
+      Value size = arith::ConstantIndexOp::create(b, loc, columns);
+      Value upper = arith::MulIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, keyCount, size), size);
+      keyLoop(lower, upper, columns);
+      lower = upper;
+    }
   }
-  if (tail > 0)
-    state = emitKeyBlock(b, bh, q0, query, b.getIndexAttr(fullBlocks * columns),
-                         tail, state);
   // Normalize by the row sums, in place.
   AffineMap all = AffineMap::getMultiDimIdentityMap(2, ctx);
   AffineMap perRow = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
@@ -346,36 +375,61 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     for (int64_t dim : batchShape)
       batch *= dim;
     Operands ops;
-    ops.queries = resultType.getDimSize(resultType.getRank() - 1 -
-                                        (op.getResultSeqFirst() ? 2 : 1));
+    int64_t querySeq = resultType.getRank() - 1 - (op.getQuerySeqFirst() ? 2 : 1);
+    ops.queries =
+        tensor::getMixedSize(rewriter, loc, adaptor.getQuery(), querySeq);
     ops.depth = keyT[keyT.size() - 2];
-    ops.keys = keyT.back();
+    ops.keys = tensor::getMixedSize(rewriter, loc, adaptor.getKeyT(),
+                                    keyT.size() - 1);
     ops.valueDepth = resultType.getShape().back();
     ops.scale = op.getScale().convertToFloat();
     if (std::optional<APFloat> fill = op.getMaskFill())
       ops.fill = fill->convertToFloat();
-    if (batch == 0 || ops.queries == 0 || ops.valueDepth == 0 || ops.keys == 0)
+    if (ShapedType::isDynamicShape(batchShape) ||
+        ShapedType::isDynamic(ops.depth) ||
+        ShapedType::isDynamic(ops.valueDepth))
+      return rewriter.notifyMatchFailure(
+          op, "dynamic batch, heads or depth");
+    if (batch == 0 || ops.valueDepth == 0 ||
+        isConstantIntValue(ops.queries, 0) || isConstantIntValue(ops.keys, 0))
       return rewriter.notifyMatchFailure(op, "empty attention");
     Type f32 = rewriter.getF32Type();
     int64_t heads = batchShape.empty() ? 1 : batchShape.back();
-    auto rowsType = [&](int64_t rows, int64_t columns, bool seqFirst) {
+    // A run-time row count is the one dynamic size of the flattened forms.
+    auto rowsType = [&](OpFoldResult rows, int64_t columns, bool seqFirst) {
+      int64_t count = getConstantIntValue(rows).value_or(ShapedType::kDynamic);
       if (seqFirst)
-        return RankedTensorType::get({batch / heads, rows, heads, columns},
+        return RankedTensorType::get({batch / heads, count, heads, columns},
                                      f32);
-      return RankedTensorType::get({batch, rows, columns}, f32);
+      return RankedTensorType::get({batch, count, columns}, f32);
     };
-    auto flat = [&](Value v, int64_t rows, int64_t columns, bool seqFirst) {
-      return Rows{
-          reshapeTensor(rewriter, loc, v, rowsType(rows, columns, seqFirst)),
-          seqFirst ? heads : 0};
+    auto dynamicRows = [](OpFoldResult rows) {
+      return isa<Value>(rows) ? SmallVector<Value>{cast<Value>(rows)}
+                              : SmallVector<Value>();
+    };
+    auto flat = [&](Value v, OpFoldResult rows, int64_t columns,
+                    bool seqFirst) {
+      return Rows{reshapeTensor(rewriter, loc, v,
+                                rowsType(rows, columns, seqFirst),
+                                dynamicRows(rows)),
+                  seqFirst ? heads : 0};
     };
     ops.q =
         flat(adaptor.getQuery(), ops.queries, ops.depth, op.getQuerySeqFirst());
-    ops.kt = reshapeTensor(rewriter, loc, adaptor.getKeyT(),
-                           rowsType(ops.depth, ops.keys, false));
+    ops.kt = reshapeTensor(
+        rewriter, loc, adaptor.getKeyT(),
+        RankedTensorType::get(
+            {batch, ops.depth,
+             getConstantIntValue(ops.keys).value_or(ShapedType::kDynamic)},
+            f32),
+        dynamicRows(ops.keys));
     ops.v = flat(adaptor.getValue(), ops.keys, ops.valueDepth,
                  op.getValueSeqFirst());
     if (Value mask = adaptor.getMask()) {
+      auto maskType = cast<RankedTensorType>(mask.getType());
+      if (ShapedType::isDynamicShape(
+              maskType.getShape().drop_back(std::min<int64_t>(2, maskType.getRank()))))
+        return rewriter.notifyMatchFailure(op, "mask with dynamic batch");
       // Filling with -inf is adding -inf (scores are finite): such a mask
       // becomes an additive one.
       bool additive = !ops.fill || (std::isinf(*ops.fill) && *ops.fill < 0);
@@ -384,22 +438,20 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
         ops.fill.reset();
     }
 
-    int64_t rows = std::min(queryRows, ops.queries);
-    int64_t fullBlocks = ops.queries / rows, tail = ops.queries % rows;
     AttentionKernel kernel(ops, loc, keyColumns);
     bool resultSeqFirst = op.getResultSeqFirst();
     Value result = createEmptyTensor(
-        rewriter, loc, rowsType(ops.queries, ops.valueDepth, resultSeqFirst));
+        rewriter, loc, rowsType(ops.queries, ops.valueDepth, resultSeqFirst),
+        dynamicRows(ops.queries));
     // One parallel loop over (batch entry, block of rows), then one over
-    // the batch for the rows left over.
+    // (batch entry, row) for the rows left over.
     auto parallelBlocks =
-        [&](int64_t count, int64_t blockRows,
+        [&](OpFoldResult count, int64_t blockRows,
             function_ref<std::pair<Value, OpFoldResult>(OpBuilder &, Value)>
                 position) {
-          auto loop = scf::ForallOp::create(
-              rewriter, loc,
-              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(count)},
-              ValueRange{result}, std::nullopt);
+          auto loop = scf::ForallOp::create(rewriter, loc,
+                                            ArrayRef<OpFoldResult>{count},
+                                            ValueRange{result}, std::nullopt);
           OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
           auto [bh, q0] = position(b, loop.getInductionVar(0));
           Rows out{loop.getRegionIterArgs()[0], resultSeqFirst ? heads : 0};
@@ -415,21 +467,55 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                                                 offsets, sizes, strides);
           result = loop.getResult(0);
         };
-    if (fullBlocks > 0)
-      parallelBlocks(batch * fullBlocks, rows, [&](OpBuilder &b, Value i) {
-        Value blocks = arith::ConstantIndexOp::create(b, loc, fullBlocks);
-        Value bh = arith::DivUIOp::create(b, loc, i, blocks);
-        Value block = arith::RemUIOp::create(b, loc, i, blocks);
-        Value q0 = arith::MulIOp::create(
-            b, loc, block, arith::ConstantIndexOp::create(b, loc, rows));
-        return std::pair<Value, OpFoldResult>(bh, q0);
-      });
-    if (tail > 0)
-      parallelBlocks(batch, tail, [&](OpBuilder &b, Value i) {
-        return std::pair<Value, OpFoldResult>(
-            i, b.getIndexAttr(fullBlocks * rows));
-      });
-    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, resultType));
+    // Iteration i of `perEntry` iterations per batch entry, as (entry,
+    // first row); `first` is the first row of the run.
+    auto position = [&](OpBuilder &b, Value i, Value perEntry, int64_t step,
+                        Value first) {
+      Value bh = arith::DivUIOp::create(b, loc, i, perEntry);
+      Value index = arith::RemUIOp::create(b, loc, i, perEntry);
+      Value q0 = arith::AddIOp::create(
+          b, loc, first,
+          arith::MulIOp::create(b, loc, index,
+                                arith::ConstantIndexOp::create(b, loc, step)));
+      return std::pair<Value, OpFoldResult>(bh, q0);
+    };
+    if (std::optional<int64_t> queries = getConstantIntValue(ops.queries)) {
+      int64_t rows = std::min(queryRows, *queries);
+      int64_t fullBlocks = *queries / rows, tail = *queries % rows;
+      if (fullBlocks > 0)
+        parallelBlocks(rewriter.getIndexAttr(batch * fullBlocks), rows,
+                       [&](OpBuilder &b, Value i) {
+                         return position(
+                             b, i, arith::ConstantIndexOp::create(b, loc, fullBlocks),
+                             rows, arith::ConstantIndexOp::create(b, loc, 0));
+                       });
+      if (tail > 0)
+        parallelBlocks(rewriter.getIndexAttr(batch), tail,
+                       [&](OpBuilder &b, Value i) {
+                         return std::pair<Value, OpFoldResult>(
+                             i, b.getIndexAttr(fullBlocks * rows));
+                       });
+    } else {
+      // Blocks of queryRows rows, then single rows.
+      Value queryCount = cast<Value>(ops.queries);
+      Value rows = arith::ConstantIndexOp::create(rewriter, loc, queryRows);
+      Value fullBlocks =
+          arith::DivUIOp::create(rewriter, loc, queryCount, rows);
+      Value full = arith::MulIOp::create(rewriter, loc, fullBlocks, rows);
+      Value tail = arith::SubIOp::create(rewriter, loc, queryCount, full);
+      Value batchSize = arith::ConstantIndexOp::create(rewriter, loc, batch);
+      parallelBlocks(
+          OpFoldResult(arith::MulIOp::create(rewriter, loc, batchSize, fullBlocks)),
+          queryRows, [&](OpBuilder &b, Value i) {
+            return position(b, i, fullBlocks, queryRows,
+                            arith::ConstantIndexOp::create(b, loc, 0));
+          });
+      parallelBlocks(
+          OpFoldResult(arith::MulIOp::create(rewriter, loc, batchSize, tail)), 1,
+          [&](OpBuilder &b, Value i) { return position(b, i, tail, 1, full); });
+    }
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, resultType,
+                                         getDynamicResultSizes(rewriter, op)));
     return success();
   }
 
@@ -457,8 +543,11 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     bool expand = maskEntries != 1 && maskBatch != batchShape;
     SmallVector<int64_t> resultShape(expand ? batchShape : maskBatch);
     resultShape.append({shape[rank - 2], shape[rank - 1]});
-    Value expanded =
-        reshapeTensor(b, loc, mask, RankedTensorType::get(shape, elementType));
+    // Only the last two dimensions (queries, keys) may be dynamic; every
+    // form below keeps them, so their sizes serve all the reshapes.
+    SmallVector<Value> dynamicSizes = getDynamicSizes(b, loc, mask);
+    Value expanded = reshapeTensor(
+        b, loc, mask, RankedTensorType::get(shape, elementType), dynamicSizes);
     if (expand || resultElement != elementType) {
       // Batch dimensions the mask broadcasts over only some of (a per-batch
       // padding mask with several heads) are written out.
@@ -468,7 +557,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
       expanded =
           linalg::GenericOp::create(
               b, loc, resultType, expanded,
-              createEmptyTensor(b, loc, resultType),
+              createEmptyTensor(b, loc, resultType, dynamicSizes),
               ArrayRef<AffineMap>{
                   getBroadcastMap(ctx, shape, resultShape, rank), identity},
               SmallVector<IteratorType>(rank, IteratorType::parallel),
@@ -493,7 +582,8 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     return reshapeTensor(
         b, loc, expanded,
         RankedTensorType::get({entries, shape[rank - 2], shape[rank - 1]},
-                              resultElement));
+                              resultElement),
+        dynamicSizes);
   }
 
   int64_t queryRows, keyColumns;

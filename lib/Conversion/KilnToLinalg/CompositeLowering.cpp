@@ -28,6 +28,9 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     SmallVector<int64_t> axes;
     int64_t count = 1;
     for (int64_t d = axis; d < rank; ++d) {
+      if (type.isDynamicDim(d))
+        return rewriter.notifyMatchFailure(
+            op, "normalizing over a dynamic dimension");
       axes.push_back(d);
       count *= type.getDimSize(d);
     }
@@ -68,7 +71,9 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
     auto generic = linalg::GenericOp::create(
         rewriter, loc, type,
         ValueRange{centered, squares, adaptor.getScale(), adaptor.getBias()},
-        createEmptyTensor(rewriter, loc, type), maps, iterators,
+        createEmptyTensor(rewriter, loc, type,
+                          getDynamicSizes(rewriter, loc, adaptor.getInput())),
+        maps, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value n = createScalarConstant(b, l, f32, static_cast<double>(count));
           Value eps = createScalarConstant(b, l, f32, epsilon);
@@ -158,6 +163,9 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto resultType = cast<RankedTensorType>(op.getType());
+    if (!resultType.hasStaticShape() ||
+        !cast<RankedTensorType>(op.getInput().getType()).hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic convolution");
     Type f32 = resultType.getElementType();
     Value zero = createScalarConstant(rewriter, loc, f32, 0);
     Value input = adaptor.getInput();

@@ -3,7 +3,9 @@
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -29,7 +31,8 @@ struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
                   ConversionPatternRewriter &rewriter) const override {
     rewriter.replaceOp(op,
                        reshapeTensor(rewriter, op.getLoc(), adaptor.getInput(),
-                                     cast<RankedTensorType>(op.getType())));
+                                     cast<RankedTensorType>(op.getType()),
+                                     adaptor.getDims()));
     return success();
   }
 };
@@ -41,7 +44,8 @@ struct TransposeLowering : OpConversionPattern<TransposeOp> {
   matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto resultType = cast<RankedTensorType>(op.getType());
-    Value init = createEmptyTensor(rewriter, op.getLoc(), resultType);
+    Value init = createEmptyTensor(rewriter, op.getLoc(), resultType,
+                                   getDynamicResultSizes(rewriter, op));
     auto transpose = linalg::TransposeOp::create(
         rewriter, op.getLoc(), adaptor.getInput(), init, op.getPerm());
     rewriter.replaceOp(op, transpose.getResult());
@@ -55,10 +59,17 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   LogicalResult
   matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    // A dynamic size keeps its dimension whole.
+    SmallVector<OpFoldResult> sizes;
+    for (auto [d, size] : llvm::enumerate(op.getSizes()))
+      sizes.push_back(ShapedType::isDynamic(size)
+                          ? OpFoldResult(tensor::DimOp::create(
+                                rewriter, op.getLoc(), adaptor.getInput(), d))
+                          : rewriter.getIndexAttr(size));
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
         op, cast<RankedTensorType>(op.getType()), adaptor.getInput(),
-        ValueRange(), ValueRange(), ValueRange(), op.getOffsets(),
-        op.getSizes(), op.getStrides());
+        getAsIndexOpFoldResult(op.getContext(), op.getOffsets()), sizes,
+        getAsIndexOpFoldResult(op.getContext(), op.getStrides()));
     return success();
   }
 };
@@ -74,19 +85,26 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     int64_t axis = static_cast<int64_t>(op.getAxis());
     unsigned rank = resultType.getRank();
-    Value result = createEmptyTensor(rewriter, loc, resultType);
-    int64_t offset = 0;
+    Value result = createEmptyTensor(rewriter, loc, resultType,
+                                     getDynamicResultSizes(rewriter, op));
+    OpFoldResult offset = rewriter.getIndexAttr(0);
     for (Value input : adaptor.getInputs()) {
-      auto inputType = cast<RankedTensorType>(input.getType());
       SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
-      offsets[axis] = rewriter.getIndexAttr(offset);
-      SmallVector<OpFoldResult> sizes;
-      for (int64_t size : inputType.getShape())
-        sizes.push_back(rewriter.getIndexAttr(size));
+      offsets[axis] = offset;
+      SmallVector<OpFoldResult> sizes =
+          tensor::getMixedSizes(rewriter, loc, input);
       SmallVector<OpFoldResult> strides(rank, rewriter.getIndexAttr(1));
       result = tensor::InsertSliceOp::create(rewriter, loc, input, result,
                                              offsets, sizes, strides);
-      offset += inputType.getDimSize(axis);
+      std::optional<int64_t> before = getConstantIntValue(offset),
+                             size = getConstantIntValue(sizes[axis]);
+      offset = before && size
+                   ? OpFoldResult(rewriter.getIndexAttr(*before + *size))
+                   : OpFoldResult(arith::AddIOp::create(
+                         rewriter, loc,
+                         getValueOrCreateConstantIndexOp(rewriter, loc, offset),
+                         getValueOrCreateConstantIndexOp(rewriter, loc,
+                                                         sizes[axis])));
     }
     rewriter.replaceOp(op, result);
     return success();
@@ -110,7 +128,22 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     int64_t axis = static_cast<int64_t>(op.getAxis());
     unsigned rank = resultType.getRank();
     int64_t indicesRank = indicesType.getRank();
-    int64_t axisSize = dataType.getDimSize(axis);
+    // The size of the gathered axis and its last index, as i64 (computed
+    // at run time if the axis is dynamic).
+    Type i64 = rewriter.getI64Type();
+    Value axisSize, lastIndex;
+    if (dataType.isDynamicDim(axis)) {
+      axisSize = arith::IndexCastOp::create(
+          rewriter, loc, i64,
+          tensor::DimOp::create(rewriter, loc, adaptor.getData(), axis));
+      lastIndex = arith::SubIOp::create(
+          rewriter, loc, axisSize, createScalarConstant(rewriter, loc, i64, 1));
+    } else {
+      axisSize = createScalarConstant(rewriter, loc, i64,
+                                      dataType.getDimSize(axis));
+      lastIndex = createScalarConstant(rewriter, loc, i64,
+                                       dataType.getDimSize(axis) - 1);
+    }
 
     SmallVector<AffineExpr> indexExprs;
     for (int64_t i = 0; i < indicesRank; ++i)
@@ -123,13 +156,12 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     Value data = adaptor.getData();
     auto generic = linalg::GenericOp::create(
         rewriter, loc, resultType, adaptor.getIndices(),
-        createEmptyTensor(rewriter, loc, resultType), maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Type i64 = b.getI64Type();
+        createEmptyTensor(rewriter, loc, resultType,
+                          getDynamicResultSizes(rewriter, op)),
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
           Value index = args[0];
           Value zero = createScalarConstant(b, l, i64, 0);
-          Value size = createScalarConstant(b, l, i64, axisSize);
-          Value last = createScalarConstant(b, l, i64, axisSize - 1);
+          Value size = axisSize, last = lastIndex;
           Value isNegative = arith::CmpIOp::create(
               b, l, arith::CmpIPredicate::slt, index, zero);
           index = arith::SelectOp::create(
@@ -147,6 +179,47 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
                 linalg::IndexOp::create(b, l, d - 1 + indicesRank));
           linalg::YieldOp::create(
               b, l, tensor::ExtractOp::create(b, l, data, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// `start + i * delta` for every index i of the result.
+struct RangeLowering : OpConversionPattern<RangeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RangeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getResult().getType();
+    Type elementType = type.getElementType();
+    MLIRContext *ctx = op.getContext();
+    AffineMap scalar = AffineMap::get(1, 0, ctx);
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, type, ValueRange{adaptor.getStart(), adaptor.getDelta()},
+        createEmptyTensor(rewriter, loc, type,
+                          adaptor.getSize() ? ValueRange(adaptor.getSize())
+                                            : ValueRange()),
+        ArrayRef<AffineMap>{scalar, scalar, identity},
+        utils::IteratorType::parallel,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value i = linalg::IndexOp::create(b, l, 0);
+          Value step, value;
+          if (isa<FloatType>(elementType)) {
+            step = arith::UIToFPOp::create(
+                b, l, elementType,
+                arith::IndexCastUIOp::create(b, l, b.getI64Type(), i));
+            value = arith::AddFOp::create(
+                b, l, args[0], arith::MulFOp::create(b, l, step, args[1]));
+          } else {
+            step = arith::IndexCastOp::create(b, l, elementType, i);
+            value = arith::AddIOp::create(
+                b, l, args[0], arith::MulIOp::create(b, l, step, args[1]));
+          }
+          linalg::YieldOp::create(b, l, value);
         });
     rewriter.replaceOp(op, generic.getResults());
     return success();
@@ -203,6 +276,7 @@ struct CheckIndexRangeLowering : OpConversionPattern<CheckIndexRangeOp> {
 void kiln::populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns
       .add<ConstantLowering, ReshapeLowering, TransposeLowering, SliceLowering,
-           ConcatLowering, GatherLowering, CheckIndexRangeLowering>(
+           ConcatLowering, GatherLowering, RangeLowering,
+           CheckIndexRangeLowering>(
           patterns.getContext());
 }

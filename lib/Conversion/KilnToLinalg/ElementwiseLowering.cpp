@@ -150,18 +150,26 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
     auto resultType = cast<RankedTensorType>(op.getType());
     unsigned rank = resultType.getRank();
     MLIRContext *ctx = op.getContext();
+    // The tensors: a broadcast's result sizes are index operands besides.
+    SmallVector<Value> inputs;
     SmallVector<AffineMap> maps;
-    for (Value operand : adaptor.getOperands())
-      maps.push_back(getBroadcastMap(
-          ctx, cast<RankedTensorType>(operand.getType()).getShape(),
-          resultType.getShape(), rank));
+    for (Value operand : adaptor.getOperands()) {
+      auto type = dyn_cast<RankedTensorType>(operand.getType());
+      if (!type)
+        continue;
+      inputs.push_back(operand);
+      maps.push_back(getBroadcastMap(ctx, type.getShape(),
+                                     resultType.getShape(), rank));
+    }
     maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
     Type resultElementType = resultType.getElementType();
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, resultType, adaptor.getOperands(),
-        createEmptyTensor(rewriter, loc, resultType), maps, iterators,
+        rewriter, loc, resultType, inputs,
+        createEmptyTensor(rewriter, loc, resultType,
+                          getDynamicResultSizes(rewriter, op)),
+        maps, iterators,
         [&](OpBuilder &b, Location bodyLoc, ValueRange args) {
           Value result = createScalarOp(op, b, bodyLoc, args.drop_back(),
                                         resultElementType);

@@ -2,20 +2,49 @@
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
 
 using namespace mlir;
 
 Value kiln::createEmptyTensor(OpBuilder &b, Location loc,
-                              RankedTensorType type) {
-  return tensor::EmptyOp::create(b, loc, type.getShape(),
-                                 type.getElementType());
+                              RankedTensorType type, ValueRange dynamicSizes) {
+  return tensor::EmptyOp::create(b, loc, type, dynamicSizes);
 }
 
 Value kiln::createFilledTensor(OpBuilder &b, Location loc,
-                               RankedTensorType type, Value value) {
-  Value empty = createEmptyTensor(b, loc, type);
+                               RankedTensorType type, Value value,
+                               ValueRange dynamicSizes) {
+  Value empty = createEmptyTensor(b, loc, type, dynamicSizes);
   return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+}
+
+SmallVector<Value> kiln::getDynamicSizes(OpBuilder &b, Location loc,
+                                         Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(b, loc, value, d));
+  return sizes;
+}
+
+SmallVector<Value> kiln::getDynamicResultSizes(OpBuilder &b, Operation *op) {
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  if (type.hasStaticShape())
+    return {};
+  ReifiedRankedShapedTypeDims shapes;
+  LogicalResult reified =
+      cast<ReifyRankedShapedTypeOpInterface>(op).reifyResultShapes(b, shapes);
+  assert(succeeded(reified) && "kiln ops with dynamic results reify them");
+  (void)reified;
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      sizes.push_back(
+          getValueOrCreateConstantIndexOp(b, op->getLoc(), shapes[0][d]));
+  return sizes;
 }
 
 AffineMap kiln::getBroadcastMap(MLIRContext *ctx,
@@ -34,12 +63,10 @@ AffineMap kiln::getBroadcastMap(MLIRContext *ctx,
 }
 
 Value kiln::reshapeTensor(OpBuilder &b, Location loc, Value value,
-                          RankedTensorType type) {
+                          RankedTensorType type, ValueRange dynamicSizes) {
   auto sourceType = cast<RankedTensorType>(value.getType());
-  if (sourceType == type)
+  if (sourceType == type && type.getNumDynamicDims() == 0)
     return value;
-  auto flatType = RankedTensorType::get({sourceType.getNumElements()},
-                                        sourceType.getElementType());
   auto allDims = [](int64_t rank) {
     ReassociationIndices group;
     for (int64_t i = 0; i < rank; ++i)
@@ -49,18 +76,27 @@ Value kiln::reshapeTensor(OpBuilder &b, Location loc, Value value,
   // A rank-0 tensor has an empty reassociation with its 1-element 1-D form.
   Value flat = value;
   if (sourceType.getRank() == 0)
-    flat = tensor::ExpandShapeOp::create(b, loc, flatType, value,
-                                         ArrayRef<ReassociationIndices>{});
+    flat = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get({1}, sourceType.getElementType()), value,
+        ArrayRef<ReassociationIndices>{});
   else if (sourceType.getRank() != 1)
-    flat = tensor::CollapseShapeOp::create(b, loc, flatType, value,
+    flat = tensor::CollapseShapeOp::create(b, loc, value,
                                            allDims(sourceType.getRank()));
   if (type.getRank() == 0)
     return tensor::CollapseShapeOp::create(b, loc, type, flat,
                                            ArrayRef<ReassociationIndices>{});
   if (type.getRank() == 1)
-    return flat;
+    return flat.getType() == type
+               ? flat
+               : tensor::CastOp::create(b, loc, type, flat).getResult();
+  SmallVector<OpFoldResult> outputShape;
+  size_t next = 0;
+  for (int64_t size : type.getShape())
+    outputShape.push_back(ShapedType::isDynamic(size)
+                              ? OpFoldResult(dynamicSizes[next++])
+                              : b.getIndexAttr(size));
   return tensor::ExpandShapeOp::create(b, loc, type, flat,
-                                       allDims(type.getRank()));
+                                       allDims(type.getRank()), outputShape);
 }
 
 Value kiln::createScalarConstant(OpBuilder &b, Location loc, Type type,
@@ -91,7 +127,11 @@ Value kiln::createReduction(
     outExprs.push_back(getAffineDimExpr(d, ctx));
   }
   auto resultType = RankedTensorType::get(shape, inputType.getElementType());
-  Value init = createFilledTensor(b, loc, resultType, initValue);
+  SmallVector<Value> sizes;
+  for (unsigned d = 0; d < rank; ++d)
+    if (!llvm::is_contained(axes, d) && inputType.isDynamicDim(d))
+      sizes.push_back(tensor::DimOp::create(b, loc, input, d));
+  Value init = createFilledTensor(b, loc, resultType, initValue, sizes);
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
                                  AffineMap::get(rank, 0, outExprs, ctx)};
   auto generic = linalg::GenericOp::create(
@@ -119,7 +159,8 @@ Value kiln::createBroadcastCombine(
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::parallel);
   auto generic = linalg::GenericOp::create(
-      b, loc, type, ValueRange{full, reduced}, createEmptyTensor(b, loc, type),
+      b, loc, type, ValueRange{full, reduced},
+      createEmptyTensor(b, loc, type, getDynamicSizes(b, loc, full)),
       maps, iterators, [&](OpBuilder &nb, Location l, ValueRange args) {
         linalg::YieldOp::create(nb, l, combine(nb, l, args[0], args[1]));
       });

@@ -9,13 +9,26 @@
 
 namespace kiln {
 
-/// An uninitialized tensor of `type` (a `tensor.empty`).
+/// An uninitialized tensor of `type` (a `tensor.empty`); `dynamicSizes`
+/// gives the sizes of its dynamic dimensions, in order.
 mlir::Value createEmptyTensor(mlir::OpBuilder &b, mlir::Location loc,
-                              mlir::RankedTensorType type);
+                              mlir::RankedTensorType type,
+                              mlir::ValueRange dynamicSizes = {});
 
 /// A tensor of `type` filled with the scalar `value`.
 mlir::Value createFilledTensor(mlir::OpBuilder &b, mlir::Location loc,
-                               mlir::RankedTensorType type, mlir::Value value);
+                               mlir::RankedTensorType type, mlir::Value value,
+                               mlir::ValueRange dynamicSizes = {});
+
+/// The sizes of `value`'s dynamic dimensions (`tensor.dim`s), in order.
+llvm::SmallVector<mlir::Value> getDynamicSizes(mlir::OpBuilder &b,
+                                               mlir::Location loc,
+                                               mlir::Value value);
+
+/// The sizes of the dynamic dimensions of `op`'s (only) result, computed
+/// from its operands (kiln ops reify their result shapes).
+llvm::SmallVector<mlir::Value> getDynamicResultSizes(mlir::OpBuilder &b,
+                                                     mlir::Operation *op);
 
 /// The indexing map that reads an operand of `operandShape` inside a loop
 /// nest over `resultRank` dimensions under ONNX broadcasting: operand
@@ -27,9 +40,11 @@ mlir::AffineMap getBroadcastMap(mlir::MLIRContext *ctx,
                                 unsigned numLoops);
 
 /// Reshapes `value` to `type` (same element count) through a collapse to 1-D
-/// and an expand, so any static reshape is expressible without copies.
+/// and an expand, so any reshape is expressible without copies;
+/// `dynamicSizes` are the sizes of `type`'s dynamic dimensions.
 mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Value value, mlir::RankedTensorType type);
+                          mlir::Value value, mlir::RankedTensorType type,
+                          mlir::ValueRange dynamicSizes = {});
 
 /// A scalar constant of `type` (f32 or i64) holding `value`.
 mlir::Value createScalarConstant(mlir::OpBuilder &b, mlir::Location loc,

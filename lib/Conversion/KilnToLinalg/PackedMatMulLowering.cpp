@@ -78,7 +78,31 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
     int64_t k = lhsType.getShape().back();
     if (k == 0)
       return rewriter.notifyMatchFailure(op, "empty reduction");
-    int64_t rows = lhsType.getNumElements() / k;
+    // The lhs's rows: all its leading dimensions, a run-time count when
+    // one of them is dynamic.
+    int64_t rows = 1;
+    Value rowCount;
+    for (int64_t d = 0; d + 1 < lhsType.getRank(); ++d) {
+      if (!lhsType.isDynamicDim(d)) {
+        rows *= lhsType.getDimSize(d);
+        continue;
+      }
+      Value size = tensor::DimOp::create(rewriter, loc, adaptor.getLhs(), d);
+      rowCount = rowCount ? arith::MulIOp::create(rewriter, loc, rowCount, size)
+                                .getResult()
+                          : size;
+    }
+    SmallVector<Value> dynamicRows;
+    if (rowCount) {
+      if (rows != 1)
+        rowCount = arith::MulIOp::create(
+            rewriter, loc, rowCount,
+            arith::ConstantIndexOp::create(rewriter, loc, rows));
+      rows = ShapedType::kDynamic;
+      dynamicRows.push_back(rowCount);
+    }
+    OpFoldResult rowSize = rowCount ? OpFoldResult(rowCount)
+                                    : OpFoldResult(rewriter.getIndexAttr(rows));
     int64_t width = panelsType.getDimSize(2);
     int64_t columns = resultType.getShape().back();
     int64_t fullPanels = columns / width, tail = columns % width;
@@ -86,7 +110,8 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
     auto panelType = RankedTensorType::get({k, width}, elementType);
     auto blockType = RankedTensorType::get({rows, width}, elementType);
     Value lhs = reshapeTensor(rewriter, loc, adaptor.getLhs(),
-                              RankedTensorType::get({rows, k}, elementType));
+                              RankedTensorType::get({rows, k}, elementType),
+                              dynamicRows);
     Value zero = createScalarConstant(rewriter, loc, elementType, 0);
 
     auto multiply = [&](OpBuilder &b, OpFoldResult p) {
@@ -110,7 +135,7 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
         AffineMap rowMap = AffineMap::get(2, 0, getAffineDimExpr(1, ctx));
         init = linalg::GenericOp::create(
                    b, loc, blockType, ValueRange{panelBias},
-                   ValueRange{createEmptyTensor(b, loc, blockType)},
+                   ValueRange{createEmptyTensor(b, loc, blockType, dynamicRows)},
                    ArrayRef<AffineMap>{
                        rowMap, AffineMap::getMultiDimIdentityMap(2, ctx)},
                    SmallVector<utils::IteratorType>(
@@ -120,7 +145,7 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
                    })
                    .getResult(0);
       } else {
-        init = createFilledTensor(b, loc, blockType, zero);
+        init = createFilledTensor(b, loc, blockType, zero, dynamicRows);
       }
       Value block = linalg::MatmulOp::create(b, loc, blockType,
                                              ValueRange{lhs, panel}, init)
@@ -132,8 +157,8 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
     SmallVector<OpFoldResult> unitStrides(2, rewriter.getIndexAttr(1));
     Value residual;
     if (adaptor.getResidual())
-      residual =
-          reshapeTensor(rewriter, loc, adaptor.getResidual(), flatResultType);
+      residual = reshapeTensor(rewriter, loc, adaptor.getResidual(),
+                               flatResultType, dynamicRows);
     // The residual's columns [column, column + count) added to `block` in
     // place, last in the epilogue.
     auto addResidual = [&](OpBuilder &b, Value block, OpFoldResult column,
@@ -144,8 +169,7 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
       Value part = tensor::ExtractSliceOp::create(
           b, loc, type, residual,
           ArrayRef<OpFoldResult>{b.getIndexAttr(0), column},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(count)},
-          unitStrides);
+          ArrayRef<OpFoldResult>{rowSize, b.getIndexAttr(count)}, unitStrides);
       AffineMap identity = AffineMap::getMultiDimIdentityMap(2, getContext());
       return linalg::GenericOp::create(
                  b, loc, type, ValueRange{part}, ValueRange{block},
@@ -158,7 +182,8 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
                  })
           .getResult(0);
     };
-    Value result = createEmptyTensor(rewriter, loc, flatResultType);
+    Value result =
+        createEmptyTensor(rewriter, loc, flatResultType, dynamicRows);
     if (fullPanels > 0) {
       auto loop = scf::ForallOp::create(
           rewriter, loc,
@@ -173,8 +198,7 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
       tensor::ParallelInsertSliceOp::create(
           b, loc, block, loop.getRegionIterArgs()[0],
           ArrayRef<OpFoldResult>{b.getIndexAttr(0), column},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(rows), b.getIndexAttr(width)},
-          unitStrides);
+          ArrayRef<OpFoldResult>{rowSize, b.getIndexAttr(width)}, unitStrides);
       result = loop.getResult(0);
     }
     if (tail > 0) {
@@ -184,8 +208,7 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
           block,
           ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
                                  rewriter.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
-                                 rewriter.getIndexAttr(tail)},
+          ArrayRef<OpFoldResult>{rowSize, rewriter.getIndexAttr(tail)},
           unitStrides);
       valid = addResidual(rewriter, valid,
                           rewriter.getIndexAttr(fullPanels * width), tail);
@@ -193,11 +216,11 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
           rewriter, loc, valid, result,
           ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
                                  rewriter.getIndexAttr(fullPanels * width)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(rows),
-                                 rewriter.getIndexAttr(tail)},
+          ArrayRef<OpFoldResult>{rowSize, rewriter.getIndexAttr(tail)},
           unitStrides);
     }
-    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, resultType));
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, resultType,
+                                         getDynamicResultSizes(rewriter, op)));
     return success();
   }
 };

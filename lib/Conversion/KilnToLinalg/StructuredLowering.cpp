@@ -106,9 +106,13 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
   matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    if (Value named =
-            createNamedMatMul(rewriter, loc, adaptor.getLhs(), adaptor.getRhs(),
-                              cast<RankedTensorType>(op.getType()))) {
+    auto type = cast<RankedTensorType>(op.getType());
+    Value named;
+    if (type.hasStaticShape() && op.getLhs().getType().hasStaticShape() &&
+        op.getRhs().getType().hasStaticShape())
+      named = createNamedMatMul(rewriter, loc, adaptor.getLhs(),
+                                adaptor.getRhs(), type);
+    if (named) {
       rewriter.replaceOp(op, named);
       return success();
     }
@@ -153,7 +157,8 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     bool isFloat = isa<FloatType>(elementType);
     Value init =
         createFilledTensor(rewriter, loc, resultType,
-                           createScalarConstant(rewriter, loc, elementType, 0));
+                           createScalarConstant(rewriter, loc, elementType, 0),
+                           getDynamicResultSizes(rewriter, op));
     auto generic = linalg::GenericOp::create(
         rewriter, loc, resultType,
         ValueRange{adaptor.getLhs(), adaptor.getRhs()}, init, maps, iterators,
@@ -265,7 +270,8 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
     Type elementType = op.getType().getElementType();
     int64_t axis = static_cast<int64_t>(op.getAxis());
     auto type = cast<RankedTensorType>(op.getType());
-    if (axis == type.getRank() - 1 && type.getShape().back() > 0) {
+    if (axis == type.getRank() - 1 && type.hasStaticShape() &&
+        type.getShape().back() > 0) {
       rewriter.replaceOp(op, createRowSoftmax(rewriter, loc, input, type));
       return success();
     }
@@ -318,12 +324,39 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
           return arith::AddIOp::create(b, l, x, acc);
         });
     if (isMean) {
+      // The element count, computed at run time where an axis is dynamic.
       int64_t count = 1;
-      for (int64_t axis : axes)
-        count *= inputType.getDimSize(axis);
+      Value dynamicCount;
+      for (int64_t axis : axes) {
+        if (!inputType.isDynamicDim(axis)) {
+          count *= inputType.getDimSize(axis);
+          continue;
+        }
+        Value size =
+            tensor::DimOp::create(rewriter, loc, adaptor.getInput(), axis);
+        dynamicCount = dynamicCount ? arith::MulIOp::create(
+                                          rewriter, loc, dynamicCount, size)
+                                          .getResult()
+                                    : size;
+      }
       // The mean of no integers is left at 0 instead of dividing by zero.
       if (!isFloat && count == 0)
         count = 1;
+      Value n = createScalarConstant(rewriter, loc, elementType,
+                                     static_cast<double>(count));
+      if (dynamicCount) {
+        Value total = arith::MulIOp::create(
+            rewriter, loc, dynamicCount,
+            arith::ConstantIndexOp::create(rewriter, loc, count));
+        if (!isFloat)
+          total = arith::MaxUIOp::create(
+              rewriter, loc, total,
+              arith::ConstantIndexOp::create(rewriter, loc, 1));
+        n = arith::IndexCastUIOp::create(rewriter, loc, rewriter.getI64Type(),
+                                         total);
+        if (isFloat)
+          n = arith::UIToFPOp::create(rewriter, loc, elementType, n);
+      }
       auto sumType = cast<RankedTensorType>(sum.getType());
       unsigned rank = sumType.getRank();
       AffineMap identity =
@@ -333,11 +366,10 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
       sum =
           linalg::GenericOp::create(
               rewriter, loc, sumType, sum,
-              createEmptyTensor(rewriter, loc, sumType),
+              createEmptyTensor(rewriter, loc, sumType,
+                                getDynamicSizes(rewriter, loc, sum)),
               SmallVector<AffineMap>{identity, identity}, iterators,
               [&](OpBuilder &b, Location l, ValueRange args) {
-                Value n = createScalarConstant(b, l, elementType,
-                                               static_cast<double>(count));
                 Value mean =
                     isFloat
                         ? arith::DivFOp::create(b, l, args[0], n).getResult()
@@ -347,7 +379,8 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
               .getResult(0);
     }
     rewriter.replaceOp(op, reshapeTensor(rewriter, loc, sum,
-                                         cast<RankedTensorType>(op.getType())));
+                                         cast<RankedTensorType>(op.getType()),
+                                         getDynamicResultSizes(rewriter, op)));
     return success();
   }
 };
