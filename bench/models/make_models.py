@@ -16,8 +16,14 @@ For each model MODEL this writes OUT/MODEL/model.onnx, input_<i>.pb and
 output_0.pb, the last computed by PyTorch itself (an independent
 reference). --layers overrides the depth, for quick tests.
 
+With --dynamic-lengths L1,L2,... (minilm and gpt2) the model is exported
+with dynamic batch and sequence axes, as exporters write them for real use,
+into OUT/MODEL-dynamic, with one set of inputs and PyTorch's output per
+sequence length in test_data_set_<k>/ (ONNX's test-data layout).
+
 usage: /usr/bin/python3 make_models.py OUT [--models minilm,gpt2,vit]
                                            [--layers N] [--seed S]
+                                           [--dynamic-lengths L1,L2,...]
 (needs Debian's python3-torch, python3-onnx and python3-numpy)
 """
 import argparse
@@ -166,18 +172,25 @@ class ViT(nn.Module):
         return self.head(self.norm(x)[:, 0])
 
 
+def make_inputs(name, length, generator):
+    """Example inputs (name -> tensor) of `name` for `length` tokens."""
+    if name == "minilm":
+        ids = torch.randint(0, 30522, (1, length), generator=generator)
+        mask = torch.ones(1, length, dtype=torch.int64)
+        mask[0, max(1, length * 25 // 32):] = 0  # padding, for the mask path
+        return {"input_ids": ids, "attention_mask": mask}
+    ids = torch.randint(0, 50257, (1, length), generator=generator)
+    return {"input_ids": ids}
+
+
 def build(name, layers, generator):
     """The model and example inputs (name -> tensor) for `name`."""
     if name == "minilm":
         model = MiniLM(**({"layers": layers} if layers else {}))
-        ids = torch.randint(0, 30522, (1, 128), generator=generator)
-        mask = torch.ones(1, 128, dtype=torch.int64)
-        mask[0, 100:] = 0  # padding, so the mask path is exercised
-        return model, {"input_ids": ids, "attention_mask": mask}, ["last_hidden_state"]
+        return model, make_inputs(name, 128, generator), ["last_hidden_state"]
     if name == "gpt2":
         model = GPT2(**({"layers": layers} if layers else {}))
-        ids = torch.randint(0, 50257, (1, 128), generator=generator)
-        return model, {"input_ids": ids}, ["logits"]
+        return model, make_inputs(name, 128, generator), ["logits"]
     if name == "vit":
         model = ViT(**({"layers": layers} if layers else {}))
         pixels = torch.randn(1, 3, 224, 224, generator=generator)
@@ -201,7 +214,13 @@ def main():
                         help="ONNX opset; below 17 LayerNorm is exported as "
                              "its decomposition (folders get an -opsetN "
                              "suffix)")
+    parser.add_argument("--dynamic-lengths", default="",
+                        help="export with dynamic batch and sequence axes and "
+                             "write a test data set per sequence length")
     args = parser.parse_args()
+    if args.dynamic_lengths:
+        export_dynamic(args)
+        return
     torch.manual_seed(args.seed)
     for name in args.models.split(","):
         generator = torch.Generator().manual_seed(args.seed)
@@ -225,6 +244,42 @@ def main():
         write_tensor(os.path.join(folder, "output_0.pb"),
                      expected.numpy().astype(np.float32), output_names[0])
         print(f"{name}: {folder}/model.onnx")
+
+
+def export_dynamic(args):
+    lengths = [int(n) for n in args.dynamic_lengths.split(",")]
+    torch.manual_seed(args.seed)
+    for name in args.models.split(","):
+        if name not in ("minilm", "gpt2"):
+            raise SystemExit(f"{name} has no sequence axis to make dynamic")
+        generator = torch.Generator().manual_seed(args.seed)
+        model, inputs, output_names = build(name, args.layers, generator)
+        model.eval()
+        folder = os.path.join(args.out, name + "-dynamic")
+        os.makedirs(folder, exist_ok=True)
+        axes = {input_name: {0: "batch", 1: "seq"} for input_name in inputs}
+        axes[output_names[0]] = {0: "batch", 1: "seq"}
+        with torch.no_grad():
+            torch.onnx.export(model, tuple(inputs.values()),
+                              os.path.join(folder, "model.onnx"),
+                              opset_version=args.opset,
+                              do_constant_folding=True,
+                              input_names=list(inputs),
+                              output_names=output_names,
+                              dynamic_axes=axes)
+        onnx.checker.check_model(os.path.join(folder, "model.onnx"))
+        for k, length in enumerate(lengths):
+            data = os.path.join(folder, f"test_data_set_{k}")
+            os.makedirs(data, exist_ok=True)
+            sample = make_inputs(name, length, generator)
+            with torch.no_grad():
+                expected = model(*sample.values())
+            for i, (input_name, tensor) in enumerate(sample.items()):
+                write_tensor(os.path.join(data, f"input_{i}.pb"),
+                             tensor.numpy(), input_name)
+            write_tensor(os.path.join(data, "output_0.pb"),
+                         expected.numpy().astype(np.float32), output_names[0])
+        print(f"{name}: {folder}/model.onnx, lengths {lengths}")
 
 
 if __name__ == "__main__":

@@ -41,14 +41,18 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
   std::string pipeline =
       std::string("kiln-lower-state,"
                   "convert-kiln-to-linalg,"
-                  "canonicalize,") +
+                  "canonicalize,"
+                  "kiln-bind-dimensions,") +
       (optimize ? "kiln-fuse-elementwise,"
+                  "kiln-tile-dynamic-dims,"
+                  "canonicalize,"
                   "kiln-tile-and-vectorize-contractions,"
                   "kiln-vectorize-generics,"
                 : "") +
       "eliminate-empty-tensors,"
       "one-shot-bufferize{bufferize-function-boundaries "
       "function-boundary-type-conversion=identity-layout-map},"
+      "kiln-bind-dimensions,"
       "kiln-promote-loop-buffers,"
       "kiln-allocate-result-buffers,"
       "buffer-results-to-out-params{add-result-attr hoist-static-allocs "
@@ -75,7 +79,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       "convert-arith-to-llvm,"
       "convert-cf-to-llvm,"
       "finalize-memref-to-llvm,"
-      "convert-func-to-llvm{use-bare-ptr-memref-call-conv},"
+      "convert-func-to-llvm,"
       "reconcile-unrealized-casts";
   return parsePassPipeline(pipeline, pm, llvm::errs());
 }

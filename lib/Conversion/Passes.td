@@ -80,6 +80,40 @@ def TileAndVectorizeContractionsPass
   ];
 }
 
+def TileDynamicDimsPass : Pass<"kiln-tile-dynamic-dims"> {
+  let summary = "Split a dynamic dimension into loops of static tiles";
+  let description = [{
+    For each linalg op on tensors with exactly one dynamic loop, a parallel
+    one (a sequence of tokens, say): two `scf.forall` loops replace it,
+    one over the full tiles of `matmul-rows` (products) or `generic-rows`
+    (everything else) along that loop, each tile a statically shaped copy of
+    the op, and one over the remaining iterations one at a time, also
+    static. The vectorizing schedules, which need static shapes, then apply
+    to every tile; sizes that are multiples of the tile run full tiles only.
+    Ops with dynamic reductions or several dynamic loops are left as they
+    are (correct, but not vectorized).
+
+    ```mlir
+    %0 = linalg.matmul ins(%a, %b : tensor<?x384xf32>, tensor<384x32xf32>) ...
+    // becomes
+    %full = scf.forall (%i) = (0) to (%rows_8) step (8) shared_outs(...) {
+      ... linalg.matmul ins(... : tensor<8x384xf32>, tensor<384x32xf32>) ...
+    }
+    %0 = scf.forall (%i) = (%rows_8) to (%rows) step (1) shared_outs(...) {
+      ... linalg.matmul ins(... : tensor<1x384xf32>, tensor<384x32xf32>) ...
+    }
+    ```
+  }];
+  let options = [
+    Option<"matmulRows", "matmul-rows", "int64_t", "8",
+           "Rows of a full tile of a matrix product (the register rows)">,
+    Option<"genericRows", "generic-rows", "int64_t", "16",
+           "Rows of a full tile of any other op">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
 def FuseElementwisePass : Pass<"kiln-fuse-elementwise"> {
   let summary = "Fuse chains of elementwise linalg ops into single loops";
   let description = [{
@@ -171,8 +205,10 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     function with an arena of its own reserves that many bytes of the
     caller's arena while the call runs and passes a view of them, so an
     entry's arena (the `memref<Nxi8>` type of its argument) holds everything
-    it calls. A function without buffers gets no arena. Allocations inside
-    loops, of dynamic shape or of sub-byte elements stay on the heap.
+    it calls. A function without buffers gets no arena. A buffer of dynamic
+    shape gets the place its largest size needs, the upper bound of each
+    dynamic size (ValueBounds; see kiln-bind-dimensions). Allocations inside
+    loops, of unbounded size or of sub-byte elements stay on the heap.
 
     Without it every call mallocs and frees its intermediates, which for
     large ones means fresh pages from the kernel each time.
@@ -225,6 +261,32 @@ def LowerStatePass : Pass<"kiln-lower-state", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::bufferization::BufferizationDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
                            "mlir::tensor::TensorDialect", "mlir::linalg::LinalgDialect"];
+}
+
+def BindDimensionsPass : Pass<"kiln-bind-dimensions", "mlir::ModuleOp"> {
+  let summary = "Read each named dimension once, clamped to its maximum";
+  let description = [{
+    For each entry point, reads every named dimension (the `kiln.dim_names`
+    of its arguments, ranges from the module's `kiln.dims`) once at the
+    entry's start, as `affine.min(size, max)`, and replaces every
+    `tensor.dim` / `memref.dim` of an argument's named dimension by that
+    value. The runtime checks each call's sizes against the range, so the
+    clamp changes nothing at run time; it gives the size an upper bound
+    that ValueBounds can see, and so every buffer sized from it can be
+    planned in the arena at its largest (kiln-plan-memory). Runs after the
+    lowering to linalg and again after bufferization.
+
+    ```mlir
+    func.func @main(%x: tensor<1x?xf32> {kiln.dim_names = ["", "seq"]}) ... {
+      %d = tensor.dim %x, %c1 : tensor<1x?xf32>
+    // becomes
+      %0 = tensor.dim %x, %c1 : tensor<1x?xf32>
+      %seq = affine.min affine_map<(d0) -> (d0, 512)>(%0)
+      // every use of %d uses %seq
+    ```
+  }];
+  let dependentDialects = ["mlir::affine::AffineDialect", "mlir::tensor::TensorDialect",
+                           "mlir::memref::MemRefDialect"];
 }
 
 def ExportEntriesPass : Pass<"kiln-export-entries", "mlir::ModuleOp"> {
@@ -299,7 +361,7 @@ def OutlineParallelLoopsPass
 
     Values the body uses that have no side effects (constants, views) are
     recomputed inside it; the others are passed, so they must be scalars or
-    statically shaped identity-layout memrefs. Loops that don't qualify, or
+    identity-layout memrefs. Loops that don't qualify, or
     carry reductions, stay serial.
   }];
   let options = [

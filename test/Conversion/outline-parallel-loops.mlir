@@ -14,9 +14,14 @@
 // CHECK: scf.parallel {{.*}} init
 // CHECK: return
 
-// A buffer whose shape isn't static can't be passed: that loop stays, and
-// the function needs no executor.
-// CHECK: func.func @dynamic(%{{.*}}: memref<?x32xf32>, %{{.*}}: memref<64x32xf32>) {
+// A buffer of dynamic shape crosses the call like any other (its sizes are
+// in its descriptor).
+// CHECK: func.func @dynamic(%[[DIN:.*]]: memref<?x32xf32>, %[[DOUT:.*]]: memref<64x32xf32>, %[[DEXEC:.*]]: !llvm.ptr {kiln.executor})
+// CHECK: call @kiln.parallel_for.dynamic_parallel(%[[DEXEC]], %{{.*}}, %[[DIN]], %[[DOUT]])
+
+// A buffer with another layout can't be passed: that loop stays, and the
+// function needs no executor.
+// CHECK: func.func @strided(%{{.*}}: memref<64x32xf32, strided<[64, 1]>>, %{{.*}}: memref<64x32xf32>) {
 // CHECK-NOT: call
 // CHECK: scf.parallel
 
@@ -83,6 +88,18 @@ func.func @dynamic(%in: memref<?x32xf32>, %out: memref<64x32xf32>) {
   return
 }
 
+func.func @strided(%in: memref<64x32xf32, strided<[64, 1]>>, %out: memref<64x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
+    %x = memref.load %in[%i, %j] : memref<64x32xf32, strided<[64, 1]>>
+    memref.store %x, %out[%i, %j] : memref<64x32xf32>
+  }
+  return
+}
+
 func.func @caller(%in: memref<64x32xf32>) {
   call @helper(%in) : (memref<64x32xf32>) -> ()
   return
@@ -101,3 +118,4 @@ func.func private @helper(%buf: memref<64x32xf32>) {
   }
   return
 }
+

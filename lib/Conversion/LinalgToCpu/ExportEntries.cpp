@@ -10,6 +10,7 @@
 #include "lib/Conversion/Passes.h"
 
 #include "dialects/Kiln/IR/EntryPoints.h"
+#include "dialects/Kiln/IR/KilnDialect.h"
 #include "kiln/Config.h"
 #include "lib/Conversion/LinalgToCpu/AbiLayout.h"
 
@@ -34,6 +35,8 @@ struct TensorArgument {
   std::string name;
   int32_t dtype;
   MemRefType type;
+  /// The signature's dims: sizes, or KILN_ABI_DIM_REF of a named dimension.
+  SmallVector<int64_t> dims;
 };
 
 /// What the artifact says about one entry, and where its arguments are.
@@ -56,7 +59,8 @@ FailureOr<int32_t> getDtype(Type element) {
   return failure();
 }
 
-FailureOr<Entry> describeEntry(func::FuncOp func) {
+FailureOr<Entry> describeEntry(func::FuncOp func,
+                               const llvm::StringMap<unsigned> &dimIndex) {
   Entry entry;
   entry.func = func;
   if (func.getNumResults() != 0)
@@ -87,12 +91,27 @@ FailureOr<Entry> describeEntry(func::FuncOp func) {
     std::string fallback = (isOutput ? "output_" : "input_") +
                            std::to_string(list.size());
     auto type = dyn_cast<MemRefType>(argument.getType());
-    if (!type || !type.getLayout().isIdentity() || !type.hasStaticShape())
+    auto names = func.getArgAttrOfType<ArrayAttr>(i, kDimNamesAttr);
+    SmallVector<int64_t> dims;
+    for (int64_t d = 0; type && d < type.getRank(); ++d) {
+      if (!type.isDynamicDim(d)) {
+        dims.push_back(type.getDimSize(d));
+        continue;
+      }
+      auto name = names ? dyn_cast<StringAttr>(names[d]) : StringAttr();
+      auto known = name ? dimIndex.find(name) : dimIndex.end();
+      if (known == dimIndex.end())
+        break;
+      dims.push_back(KILN_ABI_DIM_REF(known->second));
+    }
+    if (!type || !type.getLayout().isIdentity() ||
+        static_cast<int64_t>(dims.size()) != type.getRank())
       return func.emitError()
              << "entry point '" << func.getSymName() << "' "
              << (isOutput ? "output" : "input") << " #" << list.size()
              << " has type " << argument.getType()
-             << "; artifacts take statically shaped tensors";
+             << "; artifacts take dense tensors whose dynamic dimensions are "
+                "named dimensions of the module";
     FailureOr<int32_t> dtype = getDtype(type.getElementType());
     if (failed(dtype))
       return func.emitError()
@@ -101,7 +120,7 @@ FailureOr<Entry> describeEntry(func::FuncOp func) {
              << " has element type " << type.getElementType()
              << "; artifacts take f32, i64 and i1 tensors";
     auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
-    list.push_back({i, name ? name.str() : fallback, *dtype, type});
+    list.push_back({i, name ? name.str() : fallback, *dtype, type, dims});
   }
   if (!entry.status)
     return func.emitError() << "internal error: entry point '"
@@ -158,8 +177,10 @@ public:
 
 /// A memref of the dense row-major `type` over `data`: its LLVM descriptor,
 /// cast to the memref type (the cast cancels against the one the LLVM
-/// conversion makes for the call's operand).
-Value buildMemRef(LLVMBuilder &llvm, MemRefType type, Value data) {
+/// conversion makes for the call's operand). Dynamic sizes are loaded from
+/// the i64 array `dims`.
+Value buildMemRef(LLVMBuilder &llvm, MemRefType type, Value data,
+                  Value dims = {}) {
   MLIRContext *context = type.getContext();
   Type i64 = llvm.b.getI64Type();
   int64_t rank = type.getRank();
@@ -169,12 +190,21 @@ Value buildMemRef(LLVMBuilder &llvm, MemRefType type, Value data) {
     auto arrayType = LLVM::LLVMArrayType::get(i64, rank);
     fieldTypes.append({arrayType, arrayType});
     SmallVector<Value> sizes, strides(rank);
-    for (int64_t size : type.getShape())
-      sizes.push_back(llvm.i64(size));
-    int64_t stride = 1;
+    for (auto [d, size] : llvm::enumerate(type.getShape())) {
+      if (!ShapedType::isDynamic(size)) {
+        sizes.push_back(llvm.i64(size));
+        continue;
+      }
+      assert(dims && "a dynamic size needs the call's dims");
+      sizes.push_back(LLVM::LoadOp::create(llvm.b, llvm.loc, i64,
+                                           llvm.element(dims, i64, d)));
+    }
+    // Row-major strides (LLVM folds the products of constant sizes).
+    Value stride = llvm.i64(1);
     for (int64_t d = rank - 1; d >= 0; --d) {
-      strides[d] = llvm.i64(stride);
-      stride *= type.getDimSize(d);
+      strides[d] = stride;
+      if (d > 0)
+        stride = LLVM::MulOp::create(llvm.b, llvm.loc, stride, sizes[d]);
     }
     fields.push_back(llvm.aggregate(arrayType, sizes));
     fields.push_back(llvm.aggregate(arrayType, strides));
@@ -215,7 +245,12 @@ LLVM::LLVMFuncOp buildWrapper(OpBuilder &b, Entry &entry) {
       Value data = llvm.loadField(
           buffer, bufferType,
           KILN_ABI_INDEX(abi::kBufferFields, kiln_abi_buffer, data));
-      arguments[tensor.index] = buildMemRef(llvm, tensor.type, data);
+      Value dims;
+      if (!tensor.type.hasStaticShape())
+        dims = llvm.loadField(
+            buffer, bufferType,
+            KILN_ABI_INDEX(abi::kBufferFields, kiln_abi_buffer, dims));
+      arguments[tensor.index] = buildMemRef(llvm, tensor.type, data, dims);
     }
   };
   unpack(entry.inputs,
@@ -291,9 +326,9 @@ public:
     auto tensorType = abi::getStructType(context, abi::kTensorFields);
     SmallVector<std::array<StringRef, 2>> symbols; // name, dims
     for (const TensorArgument &tensor : tensors)
-      symbols.push_back({string(tensor.name),
-                         tensor.type.getRank() ? int64Array(tensor.type.getShape())
-                                               : StringRef()});
+      symbols.push_back({string(tensor.name), tensor.dims.empty()
+                                                  ? StringRef()
+                                                  : int64Array(tensor.dims)});
     return global(LLVM::LLVMArrayType::get(tensorType, tensors.size()),
                   [&](LLVMBuilder &llvm) {
                     SmallVector<Value> rows;
@@ -325,8 +360,27 @@ public:
   }
 
   /// The artifact descriptor's symbol.
-  StringRef artifact(MutableArrayRef<Entry> entries, int64_t stateSize,
-                     DenseElementsAttr stateInit) {
+  /// The table of named dimensions, or "" for none.
+  StringRef dimTable(ArrayRef<DimAttr> dims) {
+    if (dims.empty())
+      return "";
+    auto dimType = abi::getStructType(context, abi::kDimFields);
+    SmallVector<StringRef> names;
+    for (DimAttr dim : dims)
+      names.push_back(string(dim.getName()));
+    auto type = LLVM::LLVMArrayType::get(dimType, dims.size());
+    return global(type, [&](LLVMBuilder &llvm) {
+      SmallVector<Value> rows;
+      for (auto [dim, name] : llvm::zip(dims, names))
+        rows.push_back(llvm.aggregate(dimType, {llvm.address(name),
+                                                llvm.i64(dim.getMin()),
+                                                llvm.i64(dim.getMax())}));
+      return llvm.aggregate(type, rows);
+    });
+  }
+
+  StringRef artifact(MutableArrayRef<Entry> entries, ArrayRef<DimAttr> dims,
+                     int64_t stateSize, DenseElementsAttr stateInit) {
     auto entryType = abi::getStructType(context, abi::kEntryFields);
     struct Tables {
       StringRef name, inputs, outputs, errors;
@@ -350,6 +404,7 @@ public:
              addressOrNull(llvm, table.errors), llvm.i64(entry.scratchSize)}));
       return llvm.aggregate(entriesType, rows);
     });
+    StringRef dimensions = dimTable(dims);
     StringRef producer = string("kiln " KILN_VERSION);
     StringRef initial =
         stateInit ? global(LLVM::LLVMArrayType::get(b.getI8Type(),
@@ -362,7 +417,8 @@ public:
           artifactType,
           {llvm.i32(KILN_ABI_VERSION), llvm.i32(sizeof(kiln_abi_artifact)),
            llvm.i32(sizeof(kiln_abi_entry)), llvm.i32(entries.size()),
-           llvm.address(entryTable), llvm.i32(0), llvm.null(),
+           llvm.address(entryTable), llvm.i32(dims.size()),
+           addressOrNull(llvm, dimensions),
            llvm.i64(stateSize), addressOrNull(llvm, initial),
            llvm.address(producer)});
     });
@@ -399,11 +455,18 @@ struct ExportEntriesPass
     : kiln::impl::ExportEntriesPassBase<ExportEntriesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<Entry> entries;
+    SmallVector<DimAttr> dims;
+    llvm::StringMap<unsigned> dimIndex;
+    if (auto table = module->getAttrOfType<ArrayAttr>(kDimsAttr))
+      for (auto dim : table.getAsRange<DimAttr>()) {
+        dimIndex[dim.getName()] = dims.size();
+        dims.push_back(dim);
+      }
+    std::vector<Entry> entries;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!isEntryPoint(func))
         continue;
-      FailureOr<Entry> entry = describeEntry(func);
+      FailureOr<Entry> entry = describeEntry(func, dimIndex);
       if (failed(entry))
         return signalPassFailure();
       entries.push_back(std::move(*entry));
@@ -422,7 +485,9 @@ struct ExportEntriesPass
     DescriptorBuilder descriptor(module);
     for (Entry &entry : entries)
       entry.wrapper = buildWrapper(descriptor.builder(), entry);
-    descriptor.getter(descriptor.artifact(entries, stateSize, stateInit));
+    descriptor.getter(
+        descriptor.artifact(entries, dims, stateSize, stateInit));
+    module->removeAttr(kDimsAttr);
 
     // The descriptor now holds what the attributes said (LLVM has no use
     // for them on any function); the entries are the wrappers' internals.

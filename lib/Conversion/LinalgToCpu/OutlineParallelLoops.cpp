@@ -66,11 +66,11 @@ double estimateWork(Operation *op) {
   return own + trips * inner;
 }
 
-/// Types the bare-pointer calling convention passes to a function.
+/// Types a loop body takes as arguments: scalars, pointers, and buffers
+/// of identity layout (their sizes travel in their descriptors).
 bool isPassable(Type type) {
   if (auto memref = dyn_cast<MemRefType>(type))
-    return memref.hasStaticShape() && memref.getLayout().isIdentity() &&
-           !memref.getMemorySpace();
+    return memref.getLayout().isIdentity() && !memref.getMemorySpace();
   return type.isIntOrIndexOrFloat() || isa<LLVM::LLVMPointerType>(type);
 }
 

@@ -4,7 +4,8 @@
 // arena, its `kiln.scratch` argument. A call to a function with an arena of
 // its own (its frame) is a buffer of the caller live at the call, which
 // passes the callee a view of that place: the session's one arena holds the
-// entry's buffers and those of everything it calls.
+// entry's buffers and those of everything it calls. A buffer of dynamic
+// shape takes the place of its largest (bounded) size.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/Passes.h"
@@ -14,6 +15,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_PLANMEMORYPASS
@@ -56,6 +59,28 @@ int64_t getLastUse(Value value, Block &block,
   return last;
 }
 
+/// The most elements `alloc` can hold: its static sizes times the upper
+/// bound of each dynamic one (a named dimension's maximum, through
+/// kiln-bind-dimensions); nullopt if a size has no bound.
+std::optional<int64_t> getMaxElements(memref::AllocOp alloc) {
+  int64_t count = 1;
+  unsigned next = 0;
+  for (int64_t size : alloc.getType().getShape()) {
+    if (ShapedType::isDynamic(size)) {
+      FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+          presburger::BoundType::UB,
+          ValueBoundsConstraintSet::Variable(alloc.getDynamicSizes()[next++]),
+          /*stopCondition=*/nullptr, /*closedUB=*/true);
+      if (failed(bound) || *bound < 0)
+        return std::nullopt;
+      size = *bound;
+    }
+    if (llvm::MulOverflow(count, size, count))
+      return std::nullopt;
+  }
+  return count;
+}
+
 /// First fit: the lowest aligned offset not overlapping a buffer that is
 /// live at the same time.
 void assignOffsets(MutableArrayRef<Buffer> buffers) {
@@ -90,10 +115,13 @@ int64_t planFunction(func::FuncOp func,
   for (auto alloc : block.getOps<memref::AllocOp>()) {
     MemRefType type = alloc.getType();
     unsigned bits = type.getElementTypeBitWidth();
-    if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
-        bits % 8 != 0 || type.getMemorySpace())
+    if (!type.getLayout().isIdentity() || bits % 8 != 0 ||
+        type.getMemorySpace())
       continue;
-    int64_t bytes = type.getNumElements() * (bits / 8);
+    std::optional<int64_t> elements = getMaxElements(alloc);
+    int64_t bytes;
+    if (!elements || llvm::MulOverflow(*elements, int64_t(bits / 8), bytes))
+      continue;
     buffers.push_back(
         {alloc, bytes, order[alloc], getLastUse(alloc, block, order)});
   }
@@ -131,7 +159,7 @@ int64_t planFunction(func::FuncOp func,
     }
     auto alloc = cast<memref::AllocOp>(buffer.op);
     Value view = memref::ViewOp::create(b, loc, alloc.getType(), arena,
-                                        offset, ValueRange());
+                                        offset, alloc.getDynamicSizes());
     // The arena outlives the call; freeing a view of it would be wrong.
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
