@@ -134,14 +134,20 @@ struct FuseAttentionPattern : OpRewritePattern<MatMulOp> {
     auto keyTType = cast<RankedTensorType>(keyT.getType());
     auto valueType = cast<RankedTensorType>(value.getType());
     ArrayRef<int64_t> batch = scoresType.getShape().drop_back(2);
+    // The kernel blocks over queries and keys, which may be dynamic; batch
+    // dimensions (batch, heads) and depths must be static.
+    if (ShapedType::isDynamicShape(batch))
+      return rewriter.notifyMatchFailure(output, "dynamic batch dimensions");
     for (RankedTensorType type : {queryType, keyTType, valueType})
       if (type.getRank() != rank || type.getShape().drop_back(2) != batch ||
           !type.getElementType().isF32())
         return rewriter.notifyMatchFailure(output, "batch dimensions differ");
+    if (queryType.isDynamicDim(rank - 1) || valueType.isDynamicDim(rank - 1))
+      return rewriter.notifyMatchFailure(output, "dynamic depth");
     // Empty tensors have nothing to compute; the unfused ops handle them.
     for (RankedTensorType type :
          {queryType, keyTType, valueType, output.getType()})
-      if (type.getNumElements() == 0)
+      if (llvm::is_contained(type.getShape(), 0))
         return rewriter.notifyMatchFailure(output, "empty operand");
 
     rewriter.setInsertionPoint(output);

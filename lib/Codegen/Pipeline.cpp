@@ -68,6 +68,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
                   "kiln-approximate-math,"
                 : "") +
       "kiln-export-entries,"
+      "kiln-scope-loop-allocas,"
       "convert-math-to-funcs,"
       "convert-scf-to-cf,"
       "expand-strided-metadata,"

@@ -289,6 +289,37 @@ def BindDimensionsPass : Pass<"kiln-bind-dimensions", "mlir::ModuleOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def ScopeLoopAllocasPass : Pass<"kiln-scope-loop-allocas"> {
+  let summary = "Free a sequential loop body's stack buffers every iteration";
+  let description = [{
+    Saves the stack pointer at the start of the body of every `scf.for`
+    and `scf.parallel` that directly contains a `memref.alloca`, and
+    restores it before the body's terminator, so the buffers are released
+    at the end of each iteration. Parallel loops are allocation scopes in
+    MLIR's semantics, but once they run sequentially (an outlined body's
+    loop over its range, or a loop left serial) and are lowered to control
+    flow, nothing frees their allocas: the stack grew with the trip count.
+    Runs right before loops are lowered. (`memref.alloca_scope` says the
+    same but must stay one block, and the loops inside it are lowered to
+    control flow first.)
+
+    ```mlir
+    scf.for %i = %lb to %ub step %c1 {
+      %scores = memref.alloca() : memref<16x256xf32>
+      ...
+    }
+    // becomes
+    scf.for %i = %lb to %ub step %c1 {
+      %sp = llvm.intr.stacksave : !llvm.ptr
+      %scores = memref.alloca() : memref<16x256xf32>
+      ...
+      llvm.intr.stackrestore %sp : !llvm.ptr
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
 def ExportEntriesPass : Pass<"kiln-export-entries", "mlir::ModuleOp"> {
   let summary = "Give each entry point its ABI wrapper and describe the artifact";
   let description = [{

@@ -126,7 +126,7 @@ def Kiln_AttentionOp : Kiln_Op<"attention", [Pure]> {
   }];
   let arguments = (ins Kiln_FloatTensor:$query, Kiln_FloatTensor:$key_t,
                        Kiln_FloatTensor:$value,
-                       Optional<StaticShapeTensorOf<[F32, I1]>>:$mask,
+                       Optional<RankedTensorOf<[F32, I1]>>:$mask,
                        F32Attr:$scale, OptionalAttr<F32Attr>:$mask_fill,
                        UnitAttr:$query_seq_first, UnitAttr:$value_seq_first,
                        UnitAttr:$result_seq_first);

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 
@@ -40,9 +41,36 @@ std::optional<int64_t> getTripCount(Value lower, Value upper, Value step) {
   return *ub <= *lb ? 0 : llvm::divideCeil(*ub - *lb, *st);
 }
 
+/// The largest trip count a loop can have: its count if constant, else
+/// from the upper bound of its end (a dynamic loop sized by a named
+/// dimension, bounded by kiln-bind-dimensions).
+std::optional<int64_t> getMaxTripCount(Value lower, Value upper, Value step) {
+  if (std::optional<int64_t> trip = getTripCount(lower, upper, step))
+    return trip;
+  std::optional<int64_t> st = getConstantIntValue(step);
+  FailureOr<int64_t> ub = ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(upper),
+      /*stopCondition=*/nullptr, /*closedUB=*/true);
+  FailureOr<int64_t> lb = ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::LB, ValueBoundsConstraintSet::Variable(lower));
+  if (!st || *st <= 0 || failed(ub) || failed(lb))
+    return std::nullopt;
+  return *ub <= *lb ? 0 : llvm::divideCeil(*ub - *lb, *st);
+}
+
+/// The trip count of a loop dimension as a value computed where `b` is.
+Value createTripCount(OpBuilder &b, Location loc, Value lower, Value upper,
+                      Value step) {
+  if (std::optional<int64_t> trip = getTripCount(lower, upper, step))
+    return arith::ConstantIndexOp::create(b, loc, *trip);
+  Value span = arith::SubIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, upper, lower), lower);
+  return arith::CeilDivUIOp::create(b, loc, span, step);
+}
+
 /// Scalar operations one execution of `op` runs (a vector op counts its
-/// elements), its loops multiplied out; a loop whose trip count isn't
-/// constant counts as one iteration.
+/// elements), its loops multiplied out at their largest trip counts; a
+/// loop without a bound counts as one iteration.
 double estimateWork(Operation *op) {
   double own = 1;
   for (Type type : op->getResultTypes())
@@ -55,13 +83,13 @@ double estimateWork(Operation *op) {
         inner += estimateWork(&nested);
   double trips = 1;
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
-    trips =
-        getTripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())
-            .value_or(1);
+    trips = getMaxTripCount(loop.getLowerBound(), loop.getUpperBound(),
+                            loop.getStep())
+                .value_or(1);
   } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
     for (auto [lb, ub, step] :
          llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-      trips *= getTripCount(lb, ub, step).value_or(1);
+      trips *= getMaxTripCount(lb, ub, step).value_or(1);
   }
   return own + trips * inner;
 }
@@ -109,10 +137,11 @@ LogicalResult outlineLoop(scf::ParallelOp loop, func::FuncOp func,
   if (!loop.getInitVals().empty())
     return success();
   unsigned rank = loop.getNumLoops();
+  // Trip counts at their largest (run-time counts for dynamic loops).
   SmallVector<int64_t> trips;
   for (auto [lb, ub, step] :
        llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    std::optional<int64_t> trip = getTripCount(lb, ub, step);
+    std::optional<int64_t> trip = getMaxTripCount(lb, ub, step);
     if (!trip)
       break;
     trips.push_back(*trip);
@@ -176,7 +205,10 @@ LogicalResult outlineLoop(scf::ParallelOp loop, func::FuncOp func,
   for (int dim = flat - 1; dim >= 0; --dim) {
     Value index = remaining;
     if (dim > 0) {
-      Value trip = arith::ConstantIndexOp::create(b, loc, trips[dim]);
+      Value trip = createTripCount(b, loc,
+                                   mapping.lookup(loop.getLowerBound()[dim]),
+                                   mapping.lookup(loop.getUpperBound()[dim]),
+                                   mapping.lookup(loop.getStep()[dim]));
       index = arith::RemUIOp::create(b, loc, remaining, trip);
       remaining = arith::DivUIOp::create(b, loc, remaining, trip);
     }
@@ -211,8 +243,27 @@ LogicalResult outlineLoop(scf::ParallelOp loop, func::FuncOp func,
   func::ReturnOp::create(b, loc);
 
   b.setInsertionPoint(loop);
-  SmallVector<Value> operands = {*executor,
-                                 arith::ConstantIndexOp::create(b, loc, count)};
+  // The iterations to share: constant unless a trip count is dynamic.
+  int64_t constantTotal = 1;
+  Value dynamicTotal;
+  for (unsigned dim = 0; dim < flat; ++dim) {
+    Value lb = loop.getLowerBound()[dim], ub = loop.getUpperBound()[dim],
+          step = loop.getStep()[dim];
+    if (std::optional<int64_t> trip = getTripCount(lb, ub, step)) {
+      constantTotal *= *trip;
+      continue;
+    }
+    Value trip = createTripCount(b, loc, lb, ub, step);
+    dynamicTotal = dynamicTotal
+                       ? arith::MulIOp::create(b, loc, dynamicTotal, trip)
+                       : trip;
+  }
+  Value total = arith::ConstantIndexOp::create(b, loc, constantTotal);
+  if (dynamicTotal)
+    total = constantTotal == 1
+                ? dynamicTotal
+                : arith::MulIOp::create(b, loc, dynamicTotal, total);
+  SmallVector<Value> operands = {*executor, total};
   llvm::append_range(operands, inputs->arguments);
   func::CallOp::create(b, loc, dispatch, operands);
   loop.erase();
