@@ -64,3 +64,26 @@ func.func private @callee(%buf: memref<16x16xf32>) {
 func.func @no_buffers(%in: memref<4xf32>) {
   return
 }
+
+// A buffer of dynamic size takes the place of its largest: 512 rows of
+// 384 floats, bounded through affine.min (kiln-bind-dimensions); it is
+// viewed with its run-time size. A size without a bound stays on the heap.
+// CHECK-LABEL: func.func @dynamic
+// CHECK-SAME: %[[DARENA:[a-z0-9]+]]: memref<786432xi8> {kiln.scratch})
+// CHECK: %[[ROWS:.*]] = affine.min
+// CHECK: memref.view %[[DARENA]][%{{.*}}][%[[ROWS]]] : memref<786432xi8> to memref<?x384xf32>
+// CHECK: memref.alloc(%{{.*}}) : memref<?xf32>
+#clamp = affine_map<(d0) -> (d0, 512)>
+func.func @dynamic(%ids: memref<1x?xi64>, %n: index) {
+  %c1 = arith.constant 1 : index
+  %raw = memref.dim %ids, %c1 : memref<1x?xi64>
+  %rows = affine.min #clamp(%raw)
+  %a = memref.alloc(%rows) : memref<?x384xf32>
+  %unbounded = memref.alloc(%n) : memref<?xf32>
+  %c0 = arith.constant 0 : index
+  %f = arith.constant 1.0 : f32
+  memref.store %f, %a[%c0, %c0] : memref<?x384xf32>
+  memref.store %f, %unbounded[%c0] : memref<?xf32>
+  memref.dealloc %unbounded : memref<?xf32>
+  return
+}

@@ -182,6 +182,49 @@ def main():
              helper.make_node("Softmax", ["logits"], ["y"], name="probs", axis=-1)],
             [vinfo("x", TensorProto.FLOAT, [2, 8])],
             [vinfo("y", TensorProto.FLOAT, [2, 4])], [w1, b1, w2]), out_dir)
+    elif kind == "shape-chain":
+        # The spellings exporters write for dynamic axes: a reshape whose
+        # target comes from Shape -> Gather -> Unsqueeze -> Concat, Range
+        # over a sequence length, ConstantOfShape of a shape. With
+        # test_data_set_<k> for batch 2 and sequence lengths 1, 5 and 9,
+        # the expected outputs computed with numpy.
+        def ints(name, values):
+            return helper.make_node(
+                "Constant", [], [name], name=name,
+                value=numpy_helper.from_array(np.array(values, np.int64), name))
+        nodes = [
+            helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+            ints("zero", 0), ints("one", 1), ints("axes", [0]),
+            ints("two_four", [2, 4]),
+            helper.make_node("Gather", ["shape", "zero"], ["batch"], name="batch"),
+            helper.make_node("Gather", ["shape", "one"], ["seq"], name="seq"),
+            helper.make_node("Unsqueeze", ["batch", "axes"], ["batch1"], name="batch1"),
+            helper.make_node("Unsqueeze", ["seq", "axes"], ["seq1"], name="seq1"),
+            helper.make_node("Concat", ["batch1", "seq1", "two_four"], ["target"],
+                             name="target", axis=0),
+            helper.make_node("Reshape", ["x", "target"], ["heads"], name="heads"),
+            helper.make_node("Range", ["zero", "seq", "one"], ["positions"],
+                             name="positions"),
+            helper.make_node("Concat", ["batch1", "seq1"], ["mask_shape"],
+                             name="mask_shape", axis=0),
+            helper.make_node("ConstantOfShape", ["mask_shape"], ["ones"], name="ones",
+                             value=numpy_helper.from_array(np.array([1], np.int64), "v")),
+        ]
+        save(graph_model(nodes, [vinfo("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+                         [vinfo("heads", TensorProto.FLOAT, ["batch", "seq", 2, 4]),
+                          vinfo("positions", TensorProto.INT64, ["seq"]),
+                          vinfo("ones", TensorProto.INT64, ["batch", "seq"])]),
+             out_dir)
+        for k, seq in enumerate((1, 5, 9)):
+            folder = os.path.join(out_dir, f"test_data_set_{k}")
+            os.makedirs(folder, exist_ok=True)
+            x = np.arange(2 * seq * 8, dtype=np.float32).reshape(2, seq, 8)
+            for name, array in (("input_0", x),
+                                ("output_0", x.reshape(2, seq, 2, 4)),
+                                ("output_1", np.arange(seq, dtype=np.int64)),
+                                ("output_2", np.ones((2, seq), np.int64))):
+                with open(os.path.join(folder, name + ".pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(array, name).SerializeToString())
     else:
         sys.exit(f"unknown model kind '{kind}'")
 

@@ -341,8 +341,12 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
     for (int64_t columns : getDynamicKeyBlocks(keyColumns)) {
       // Up to the last multiple of this block size.
       Value size = arith::ConstantIndexOp::create(b, loc, columns);
-      Value upper = arith::MulIOp::create(
-          b, loc, arith::DivUIOp::create(b, loc, keyCount, size), size);
+      Value upper =
+          columns == 1
+              ? keyCount
+              : arith::MulIOp::create(
+                    b, loc, arith::DivUIOp::create(b, loc, keyCount, size), size)
+                    .getResult();
       keyLoop(lower, upper, columns);
       lower = upper;
     }

@@ -1,0 +1,32 @@
+// RUN: kiln-opt %s -kiln-export-entries | FileCheck %s
+
+// A dynamic dimension is one of the module's named dimensions: the
+// wrapper reads its size from the call's dims (kiln_abi_buffer field 1)
+// and the signature refers to the dimension as -(k + 1); the artifact
+// lists the dimensions with their ranges.
+// CHECK: llvm.func internal @kiln_entry.main(%[[CALL:.*]]: !llvm.ptr) -> i32
+// CHECK: %[[BUF:.*]] = llvm.getelementptr %{{.*}}[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.struct<(ptr, ptr)>
+// CHECK: %[[DATA_ADDR:.*]] = llvm.getelementptr %[[BUF]][0, 0]
+// CHECK: %[[DIMS_ADDR:.*]] = llvm.getelementptr %[[BUF]][0, 1]
+// CHECK: %[[DIMS:.*]] = llvm.load %[[DIMS_ADDR]] : !llvm.ptr -> !llvm.ptr
+// CHECK: %[[SIZE_ADDR:.*]] = llvm.getelementptr %[[DIMS]][1] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK: %[[SIZE:.*]] = llvm.load %[[SIZE_ADDR]] : !llvm.ptr -> i64
+// CHECK: builtin.unrealized_conversion_cast %{{.*}} : !llvm.struct<(ptr, ptr, i64, array<3 x i64>, array<3 x i64>)> to memref<1x?x384xf32>
+// The input's dims [1, seq, 384] with seq the dimension #0.
+// CHECK-DAG: llvm.mlir.global private constant @{{.*}}(dense<[1, -1, 384]> : tensor<3xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[SEQ:kiln.abi.[0-9]+]]("seq\00")
+// CHECK: llvm.mlir.global private constant @[[DIMS_TABLE:kiln.abi.[0-9]+]]() {{.*}} : !llvm.array<1 x struct<(ptr, i64, i64)>>
+// CHECK: llvm.mlir.addressof @[[SEQ]]
+// CHECK: llvm.mlir.constant(1 : i64)
+// CHECK: llvm.mlir.constant(512 : i64)
+// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr)>
+// CHECK: llvm.mlir.addressof @[[DIMS_TABLE]]
+// The table went into the descriptor.
+// CHECK-NOT: kiln.dims
+module attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>]} {
+  func.func @main(%x: memref<1x?x384xf32> {kiln.name = "x", kiln.dim_names = ["", "seq", ""]},
+                  %y: memref<1x?x384xf32> {bufferize.result, kiln.name = "y", kiln.dim_names = ["", "seq", ""]},
+                  %status: memref<i32> {bufferize.result, kiln.status}) {
+    return
+  }
+}

@@ -1,0 +1,53 @@
+# Compiles MODEL_DIR/model.onnx (exported with dynamic axes) once, with the
+# dimensions DIMS (--dim values separated by commas), at -O2 and -O0, and
+# runs every MODEL_DIR/test_data_set_<k> (one sequence length each) through
+# it: -O2 against PyTorch's output, -O2 against -O0 (max relative error <= 1e-5),
+# and -O2 on 1 thread against 3 threads (bit for bit).
+string(REPLACE "," ";" dims "${DIMS}")
+set(dim_args)
+foreach(dim ${dims})
+  list(APPEND dim_args --dim ${dim})
+endforeach()
+
+function(run_checked)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE result)
+  if(NOT result EQUAL 0)
+    string(REPLACE ";" " " command "${ARGN}")
+    message(FATAL_ERROR "failed: ${command}")
+  endif()
+endfunction()
+
+foreach(level O0 O2)
+  run_checked(${KILN_BIN}/kiln-compile -${level} ${MODEL_DIR}/model.onnx
+              ${dim_args} -o ${MODEL_DIR}/model-${level}.so)
+endforeach()
+
+file(GLOB sets LIST_DIRECTORIES true "${MODEL_DIR}/test_data_set_*")
+list(SORT sets)
+list(LENGTH sets count)
+if(count EQUAL 0)
+  message(FATAL_ERROR "no test data sets in ${MODEL_DIR}")
+endif()
+foreach(set ${sets})
+  file(GLOB inputs "${set}/input_*.pb")
+  list(SORT inputs)
+  set(input_args)
+  foreach(input ${inputs})
+    list(APPEND input_args --input ${input})
+  endforeach()
+  foreach(run O0:1 O2:1 O2:3)
+    string(REPLACE ":" ";" run ${run})
+    list(GET run 0 level)
+    list(GET run 1 threads)
+    set(out ${set}/out-${level}-${threads})
+    file(MAKE_DIRECTORY ${out})
+    run_checked(${KILN_BIN}/kiln-run ${MODEL_DIR}/model-${level}.so
+                ${input_args} --repeat 1 --threads ${threads} --save ${out})
+  endforeach()
+  run_checked(${KILN_BIN}/kiln-run ${MODEL_DIR}/model-O2.so ${input_args}
+              --expect ${set}/output_0.pb --rtol 1e-4 --atol ${ATOL} --repeat 1)
+  run_checked(${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_outputs.py
+              ${set}/out-O2-1/output_0.pb ${set}/out-O0-1/output_0.pb 1e-5)
+  run_checked(${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_outputs.py
+              ${set}/out-O2-3/output_0.pb ${set}/out-O2-1/output_0.pb 0)
+endforeach()
