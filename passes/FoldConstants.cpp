@@ -5,6 +5,7 @@
 
 #include "dialects/Kiln/IR/ConstantEvaluation.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -28,6 +29,20 @@ struct FoldConstantOperands : RewritePattern {
                                 PatternRewriter &rewriter) const override {
     if (!isConstantEvaluable(op))
       return failure();
+    // Data movement of a weight (a transposed embedding) works on its
+    // bytes, which may be a resource blob; the weight goes once unused.
+    if (auto weight = op->getNumOperands() == 1
+                          ? op->getOperand(0).getDefiningOp<ConstantOp>()
+                          : ConstantOp()) {
+      if (ElementsAttr moved = evaluateDataMovement(op, weight.getValue())) {
+        if (cast<ShapedType>(moved.getType()).getNumElements() >
+            std::max(maxElements, weight.getType().getNumElements()))
+          return rewriter.notifyMatchFailure(op, "result too large to fold");
+        rewriter.replaceOpWithNewOp<ConstantOp>(op, moved);
+        eraseIfUnused(rewriter, weight, weight.getValue());
+        return success();
+      }
+    }
     SmallVector<DenseElementsAttr> operands;
     int64_t operandElements = 0;
     for (Value operand : op->getOperands()) {

@@ -9,9 +9,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
-#include "passes/ConstantMatch.h"
-
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -29,27 +28,24 @@ using namespace kiln;
 
 namespace {
 
-/// `weight` ([K, N], f32, not a splat) as ceil(N / width) panels of
-/// [K, width], the last one padded with zeros.
-DenseElementsAttr packPanels(DenseElementsAttr weight, int64_t width) {
-  auto type = cast<RankedTensorType>(weight.getType());
+/// `weight` ([K, N], f32 bytes) as ceil(N / width) panels of [K, width],
+/// the last one padded with zeros.
+ElementsAttr packPanels(ArrayRef<char> weight, RankedTensorType type,
+                        int64_t width) {
   int64_t rows = type.getDimSize(0), columns = type.getDimSize(1);
   int64_t panels = llvm::divideCeil(columns, width);
-  ArrayRef<char> raw = weight.getRawData();
-  std::vector<float> packed(panels * rows * width, 0.0f);
-  const char *source = raw.data();
-  for (int64_t p = 0; p < panels; ++p) {
-    int64_t count = std::min(width, columns - p * width);
-    for (int64_t k = 0; k < rows; ++k)
-      std::memcpy(&packed[(p * rows + k) * width],
-                  source + (k * columns + p * width) * sizeof(float),
-                  count * sizeof(float));
-  }
   auto packedType =
       RankedTensorType::get({panels, rows, width}, type.getElementType());
-  return DenseElementsAttr::getFromRawBuffer(
-      packedType, ArrayRef<char>(reinterpret_cast<const char *>(packed.data()),
-                                 packed.size() * sizeof(float)));
+  return createElements(packedType, [&](MutableArrayRef<char> packed) {
+    std::fill(packed.begin(), packed.end(), 0);
+    for (int64_t p = 0; p < panels; ++p) {
+      int64_t count = std::min(width, columns - p * width);
+      for (int64_t k = 0; k < rows; ++k)
+        std::memcpy(packed.data() + (p * rows + k) * width * sizeof(float),
+                    weight.data() + (k * columns + p * width) * sizeof(float),
+                    count * sizeof(float));
+    }
+  });
 }
 
 struct PackConstantRhs : OpRewritePattern<MatMulOp> {
@@ -59,21 +55,23 @@ struct PackConstantRhs : OpRewritePattern<MatMulOp> {
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
     auto weight = op.getRhs().getDefiningOp<ConstantOp>();
-    DenseElementsAttr dense = getConstantElements(op.getRhs());
     auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
-    if (!dense || dense.isSplat() || !dense.getElementType().isF32() ||
-        lhsType.getRank() < 2)
+    if (!weight || lhsType.getRank() < 2)
       return failure();
-    auto type = cast<RankedTensorType>(dense.getType());
-    if (type.getRank() != 2 || type.getDimSize(1) == 0 ||
-        type.getDimSize(0) == 0)
+    std::optional<ArrayRef<char>> bytes = getRawBytes(weight.getValue());
+    auto type = cast<RankedTensorType>(weight.getType());
+    if (!bytes || !type.getElementType().isF32() || type.getRank() != 2 ||
+        type.getDimSize(1) == 0 || type.getDimSize(0) == 0)
       return failure();
     rewriter.setInsertionPoint(weight);
-    auto panels =
-        ConstantOp::create(rewriter, weight.getLoc(), packPanels(dense, width));
+    auto panels = ConstantOp::create(rewriter, weight.getLoc(),
+                                     packPanels(*bytes, type, width));
     rewriter.setInsertionPoint(op);
     rewriter.replaceOpWithNewOp<PackedMatMulOp>(
         op, op.getType(), op.getLhs(), panels, Value(), Value(), StringAttr());
+    // The unpacked weight goes as soon as nothing uses it, so a model's
+    // weights are in memory about once while they are packed.
+    eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }
 

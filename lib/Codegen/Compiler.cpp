@@ -1,17 +1,20 @@
 //===- Compiler.cpp - from a kiln module to an artifact on disk -----------===//
 #include "lib/Codegen/Compiler.h"
 
+#include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
+#include "dialects/Kiln/IR/Weights.h"
 #include "kiln/Config.h"
 #include "kiln/abi.h"
+#include "lib/Codegen/ParallelCodegen.h"
 #include "lib/Codegen/ParallelDispatch.h"
 #include "lib/Codegen/Pipeline.h"
+#include "lib/Codegen/WeightsObject.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Verifier.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
@@ -19,9 +22,12 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <future>
 
 using namespace mlir;
 using namespace kiln;
@@ -147,32 +153,99 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
       .run(module, mam);
 }
 
-LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
-                          llvm::raw_pwrite_stream &os, Location loc) {
-  llvm::legacy::PassManager pm;
-  if (machine.addPassesToEmitFile(pm, os, nullptr,
-                                  llvm::CodeGenFileType::ObjectFile))
-    return emitError(loc) << "the code generator cannot emit an object file";
-  pm.run(module);
-  return success();
+/// How many parts machine code is generated in: one per hardware thread, up
+/// to four, and no more parts than functions.
+unsigned countCodegenParts(const llvm::Module &module) {
+  unsigned functions = 0;
+  for (const llvm::Function &function : module)
+    functions += !function.isDeclaration();
+  unsigned threads = llvm::hardware_concurrency().compute_thread_count();
+  return std::max(1u, std::min({threads, 4u, functions}));
 }
 
 /// Makes everything the module defines internal but the descriptor's
 /// getter, so an artifact exports one symbol and LLVM may inline the rest.
+/// The weights it declares are defined hidden in the weights object, so
+/// they are addressed directly rather than through the GOT.
 void exportDescriptorOnly(llvm::Module &module) {
   for (llvm::Function &function : module)
     if (!function.isDeclaration() &&
         function.getName() != KILN_ABI_ARTIFACT_SYMBOL)
       function.setLinkage(llvm::GlobalValue::InternalLinkage);
-  for (llvm::GlobalVariable &global : module.globals())
-    if (!global.isDeclaration())
+  for (llvm::GlobalVariable &global : module.globals()) {
+    if (!global.isDeclaration()) {
       global.setLinkage(llvm::GlobalValue::InternalLinkage);
+      continue;
+    }
+    global.setVisibility(llvm::GlobalValue::HiddenVisibility);
+    global.setDSOLocal(true);
+  }
 }
 
-/// Links `objectPath` into the shared library `outputPath` with lld; the
+/// The weights kiln-externalize-weights took out of the code, written to
+/// their own object on a second thread while LLVM works on the code: the
+/// write is bound by page faults, LLVM by the CPU.
+class WeightsWriter {
+public:
+  ~WeightsWriter() {
+    if (pending.valid())
+      llvm::consumeError(pending.get());
+  }
+
+  /// Takes the weights listed on `module` off it; false if there are none.
+  bool take(ModuleOp module) {
+    auto list = module->getAttrOfType<ArrayAttr>(kWeightsAttr);
+    if (!list)
+      return false;
+    module->removeAttr(kWeightsAttr);
+    for (auto entry : list.getAsRange<DictionaryAttr>()) {
+      auto value = cast<ElementsAttr>(entry.get("value"));
+      std::optional<ArrayRef<char>> bytes = getRawBytes(value);
+      assert(bytes && "kiln-externalize-weights lists raw data only");
+      weights.push_back({cast<StringAttr>(entry.get("name")).str(), *bytes});
+      if (auto resource = dyn_cast<DenseResourceElementsAttr>(value))
+        resources.push_back(resource);
+    }
+    return true;
+  }
+
+  LogicalResult start(StringRef outputPath, const llvm::Triple &triple,
+                      Location loc) {
+    SmallString<256> base(outputPath);
+    base += ".weights.o";
+    if (failed(output.create(base, loc)))
+      return failure();
+    pending = std::async(std::launch::async, [this, triple] {
+      return writeWeightsObject(output.os(), triple, weights,
+                                kWeightAlignment);
+    });
+    return success();
+  }
+
+  /// Waits for the object and frees the weights' blobs, which nothing in
+  /// `module` refers to any more.
+  LogicalResult finish(ModuleOp module, Location loc) {
+    if (llvm::Error error = pending.get())
+      return emitError(loc) << llvm::toString(std::move(error));
+    releaseUnusedWeights(module, resources);
+    weights.clear();
+    return output.close(loc);
+  }
+
+  StringRef path() const { return output.path(); }
+
+private:
+  SmallVector<WeightSymbol> weights;
+  SmallVector<DenseResourceElementsAttr> resources;
+  PendingOutput output;
+  std::future<llvm::Error> pending;
+};
+
+/// Links `objectPaths` into the shared library `outputPath` with lld; the
 /// library's soname is the file name of `finalPath`.
-LogicalResult linkSharedLibrary(StringRef objectPath, StringRef outputPath,
-                                StringRef finalPath, Location loc) {
+LogicalResult linkSharedLibrary(ArrayRef<StringRef> objectPaths,
+                                StringRef outputPath, StringRef finalPath,
+                                Location loc) {
   std::string soname = llvm::sys::path::filename(finalPath).str();
   SmallVector<StringRef> args = {KILN_LLD_PATH,
                                  "-shared",
@@ -185,10 +258,9 @@ LogicalResult linkSharedLibrary(StringRef objectPath, StringRef outputPath,
                                  "-soname",
                                  soname,
                                  "-o",
-                                 outputPath,
-                                 objectPath,
-                                 KILN_LIBM_PATH,
-                                 KILN_LIBC_PATH};
+                                 outputPath};
+  llvm::append_range(args, objectPaths);
+  args.append({KILN_LIBM_PATH, KILN_LIBC_PATH});
   std::string error;
   int status = llvm::sys::ExecuteAndWait(KILN_LLD_PATH, args, std::nullopt, {},
                                          0, 0, &error);
@@ -217,21 +289,37 @@ LogicalResult kiln::compileModule(ModuleOp module,
   TimingScope noTiming;
   TimingScope &timing = options.timing ? *options.timing : noTiming;
   auto runPipeline = [&](StringRef name,
-                         LogicalResult (*build)(OpPassManager &, OptLevel)) {
+                         function_ref<LogicalResult(OpPassManager &)> build) {
     PassManager pm(module.getContext());
     if (options.configurePassManager &&
         failed(options.configurePassManager(pm)))
       return failure();
-    if (failed(build(pm, options.optLevel)))
+    if (failed(build(pm)))
       return LogicalResult(emitError(loc)
                            << "internal error: invalid pipeline");
     TimingScope scope = timing.nest(name);
     pm.enableTiming(scope);
     return pm.run(module);
   };
-  if (failed(runPipeline("Graph passes", buildGraphPipeline)) ||
-      failed(
-          runPipeline("Lower to the LLVM dialect", buildCpuLoweringPipeline)))
+  // Only a library links a second object; the other outputs are one file.
+  bool externalWeights = options.emit == EmitKind::Library;
+  if (failed(runPipeline("Graph passes",
+                         [&](OpPassManager &pm) {
+                           return buildGraphPipeline(pm, options.optLevel);
+                         })) ||
+      failed(runPipeline("Lower to the LLVM dialect", [&](OpPassManager &pm) {
+        return buildCpuLoweringPipeline(pm, options.optLevel,
+                                        externalWeights);
+      })))
+    return failure();
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      createTargetMachine(options.targetCpu, loc);
+  if (failed(machine))
+    return failure();
+  WeightsWriter weights;
+  if (weights.take(module) &&
+      failed(weights.start(options.outputPath, (*machine)->getTargetTriple(),
+                           loc)))
     return failure();
 
   llvm::LLVMContext llvmContext;
@@ -240,10 +328,6 @@ LogicalResult kiln::compileModule(ModuleOp module,
       translateModuleToLLVMIR(module, llvmContext, "kiln");
   if (!llvmModule)
     return emitError(loc) << "translation to LLVM IR failed";
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(options.targetCpu, loc);
-  if (failed(machine))
-    return failure();
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
   std::string dispatchError = lowerParallelDispatch(*llvmModule);
@@ -269,28 +353,57 @@ LogicalResult kiln::compileModule(ModuleOp module,
   TimingScope codegen = timing.nest("Generate machine code");
   if (options.emit == EmitKind::Object) {
     PendingOutput output;
-    if (failed(output.create(options.outputPath, loc)) ||
-        failed(writeObject(*llvmModule, **machine, output.os(), loc)))
+    if (failed(output.create(options.outputPath, loc)))
       return failure();
+    if (llvm::Error error = writeObject(*llvmModule, **machine, output.os()))
+      return emitError(loc) << llvm::toString(std::move(error));
     return output.commit(loc);
   }
 
   // lld writes the library itself; reserving its temporary name first also
-  // reports an unwritable output before the object is made.
-  PendingOutput library, object;
+  // reports an unwritable output before the objects are made.
+  PendingOutput library;
   if (failed(library.create(options.outputPath, loc)) ||
       failed(library.close(loc)))
     return failure();
+  unsigned parts = countCodegenParts(*llvmModule);
+  SmallVector<std::unique_ptr<llvm::TargetMachine>> machines;
+  SmallVector<std::unique_ptr<PendingOutput>> objectFiles;
+  SmallVector<llvm::raw_pwrite_stream *> streams;
+  machines.push_back(std::move(*machine));
   SmallString<256> objectBase(options.outputPath);
   objectBase += ".o";
-  if (failed(object.create(objectBase, loc)) ||
-      failed(writeObject(*llvmModule, **machine, object.os(), loc)) ||
-      failed(object.close(loc)))
-    return failure();
+  for (unsigned part = 0; part < parts; ++part) {
+    if (part > 0) {
+      machine = createTargetMachine(options.targetCpu, loc);
+      if (failed(machine))
+        return failure();
+      machines.push_back(std::move(*machine));
+    }
+    auto &object = objectFiles.emplace_back(std::make_unique<PendingOutput>());
+    if (failed(object->create(objectBase, loc)))
+      return failure();
+    streams.push_back(&object->os());
+  }
+  if (llvm::Error error =
+          writeObjectsInParallel(*llvmModule, machines, streams))
+    return emitError(loc) << llvm::toString(std::move(error));
+  SmallVector<StringRef, 4> objects;
+  for (auto &object : objectFiles) {
+    if (failed(object->close(loc)))
+      return failure();
+    objects.push_back(object->path());
+  }
   codegen.stop();
+  if (!weights.path().empty()) {
+    TimingScope waiting = timing.nest("Finish writing weights");
+    if (failed(weights.finish(module, loc)))
+      return failure();
+    objects.push_back(weights.path());
+  }
   TimingScope linking = timing.nest("Link with lld");
-  if (failed(linkSharedLibrary(object.path(), library.path(),
-                               options.outputPath, loc)))
+  if (failed(linkSharedLibrary(objects, library.path(), options.outputPath,
+                               loc)))
     return failure();
   return library.commit(loc);
 }

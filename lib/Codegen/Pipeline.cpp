@@ -33,7 +33,8 @@ LogicalResult kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
 }
 
 LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
-                                             OptLevel level) {
+                                             OptLevel level,
+                                             bool externalWeights) {
   registerKilnPasses();
   bool optimize = level >= OptLevel::O2;
   // Written as text so --mlir-print-ir-after-all names each step as a user
@@ -67,6 +68,7 @@ LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
       (optimize ? "kiln-outline-parallel-loops,"
                   "kiln-approximate-math,"
                 : "") +
+      (externalWeights ? "kiln-externalize-weights," : "") +
       "kiln-export-entries,"
       "kiln-scope-loop-allocas,"
       "convert-math-to-funcs,"

@@ -25,8 +25,11 @@ llvm::LogicalResult buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level);
 /// artifact descriptor (kiln-export-entries), then LLVM. From -O2, matrix
 /// products are tiled and vectorized, exp/erf/tanh approximated by
 /// polynomials and parallel loops run on the runtime's executor.
+/// With `externalWeights`, large constants are declared external and listed
+/// in the module's `kiln.weights` for the compiler to write separately.
 llvm::LogicalResult buildCpuLoweringPipeline(mlir::OpPassManager &pm,
-                                             OptLevel level);
+                                             OptLevel level,
+                                             bool externalWeights);
 
 } // namespace kiln
 

@@ -3,6 +3,7 @@
 
 #include "dialects/Kiln/IR/ConstantEvaluation.h"
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -34,39 +35,58 @@ std::string kiln::getOnnxTypeName(int32_t onnxType) {
   return "type #" + std::to_string(onnxType);
 }
 
-DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
-                                           MLIRContext *ctx, Location loc) {
+namespace {
+
+/// The tensor type `tensor` declares, with its element count checked so a
+/// hostile file can't overflow it.
+FailureOr<RankedTensorType> getTensorType(const onnx::TensorProto &tensor,
+                                          MLIRContext *ctx, Location loc) {
   Type elementType = getElementType(ctx, tensor.data_type());
-  if (!elementType) {
-    emitError(loc) << "tensor '" << tensor.name() << "' has element type "
-                   << getOnnxTypeName(tensor.data_type())
-                   << "; Kiln supports FLOAT, INT64 and BOOL";
-    return {};
-  }
-  // Element counts are checked so a hostile file can't overflow them.
+  if (!elementType)
+    return emitError(loc) << "tensor '" << tensor.name()
+                          << "' has element type "
+                          << getOnnxTypeName(tensor.data_type())
+                          << "; Kiln supports FLOAT, INT64 and BOOL";
   int64_t numElements = 1;
-  for (int64_t dim : tensor.dims()) {
+  for (int64_t dim : tensor.dims())
     if (dim < 0 || llvm::MulOverflow(numElements, dim, numElements) ||
-        numElements > (int64_t(1) << 40)) {
-      emitError(loc) << "tensor '" << tensor.name()
-                     << "' has an invalid or oversized shape";
-      return {};
-    }
-  }
-  auto type = RankedTensorType::get(
+        numElements > (int64_t(1) << 40))
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' has an invalid or oversized shape";
+  return RankedTensorType::get(
       SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()),
       elementType);
-  const size_t elementSize = elementType.isInteger(1) ? 1
-                             : elementType.isF32()    ? 4
-                                                      : 8;
+}
+
+/// Whether `tensor`'s raw data has the size its `type` needs, one byte per
+/// bool.
+LogicalResult checkRawSize(const onnx::TensorProto &tensor,
+                           RankedTensorType type, Location loc) {
+  uint64_t elementSize = type.getElementType().isInteger(1)
+                             ? 1
+                             : getElementBytes(type.getElementType());
+  uint64_t needed = type.getNumElements() * elementSize;
+  if (tensor.raw_data().size() == needed)
+    return success();
+  return emitError(loc) << "tensor '" << tensor.name() << "' holds "
+                        << tensor.raw_data().size()
+                        << " bytes of data but its shape needs " << needed;
+}
+
+} // namespace
+
+DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
+                                           MLIRContext *ctx, Location loc) {
+  FailureOr<RankedTensorType> tensorType = getTensorType(tensor, ctx, loc);
+  if (failed(tensorType))
+    return {};
+  RankedTensorType type = *tensorType;
+  Type elementType = type.getElementType();
+  int64_t numElements = type.getNumElements();
   if (tensor.has_raw_data()) {
-    const std::string &raw = tensor.raw_data();
-    if (raw.size() != static_cast<uint64_t>(numElements) * elementSize) {
-      emitError(loc) << "tensor '" << tensor.name() << "' holds " << raw.size()
-                     << " bytes of data but its shape needs "
-                     << numElements * elementSize;
+    if (failed(checkRawSize(tensor, type, loc)))
       return {};
-    }
+    const std::string &raw = tensor.raw_data();
     if (elementType.isInteger(1)) {
       SmallVector<bool> flags;
       for (char byte : raw)
@@ -97,6 +117,20 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
   return DenseElementsAttr::get(type, ArrayRef<bool>(flags));
 }
 
+ElementsAttr kiln::takeTensorProto(onnx::TensorProto &tensor,
+                                   MLIRContext *ctx, Location loc) {
+  Type elementType = getElementType(ctx, tensor.data_type());
+  if (!tensor.has_raw_data() || !elementType ||
+      getElementBytes(elementType) == 0 ||
+      static_cast<int64_t>(tensor.raw_data().size()) < kResourceBytes)
+    return convertTensorProto(tensor, ctx, loc);
+  FailureOr<RankedTensorType> type = getTensorType(tensor, ctx, loc);
+  if (failed(type) || failed(checkRawSize(tensor, *type, loc)))
+    return {};
+  return createElements(*type, std::make_unique<std::string>(
+                                   std::move(*tensor.mutable_raw_data())));
+}
+
 //===----------------------------------------------------------------------===//
 // GraphImporter
 //===----------------------------------------------------------------------===//
@@ -108,12 +142,14 @@ FailureOr<Value> GraphImporter::lookup(StringRef name, Location loc) {
   auto constant = constants.find(name);
   if (constant == constants.end())
     return emitError(loc) << "value '" << name << "' is not defined";
-  DenseElementsAttr attr =
-      convertTensorProto(*constant->second, builder.getContext(), loc);
+  ElementsAttr attr =
+      takeTensorProto(*constant->second, builder.getContext(), loc);
   if (!attr)
     return failure();
   Value value = ConstantOp::create(builder, loc, attr);
   values[name] = value;
+  // The tensor may have given its bytes away; the value stands for it now.
+  constants.erase(constant);
   return value;
 }
 

@@ -30,6 +30,11 @@ mlir::DenseElementsAttr convertTensorProto(const onnx::TensorProto &tensor,
                                            mlir::MLIRContext *ctx,
                                            mlir::Location loc);
 
+/// The same, but a large tensor's bytes move into the attribute (a
+/// resource blob) without a copy, leaving `tensor` without them.
+mlir::ElementsAttr takeTensorProto(onnx::TensorProto &tensor,
+                                   mlir::MLIRContext *ctx, mlir::Location loc);
+
 /// A named dimension of the graph's inputs that stays dynamic: symbol
 /// `index` of the importer's shape expressions, read from dimension
 /// `sourceDim` of the function argument `source`.
@@ -94,7 +99,7 @@ public:
   }
   /// A tensor whose value is known at compile time (an initializer or the
   /// output of a Constant node); materialized as kiln.constant on first use.
-  void bindConstant(llvm::StringRef name, const onnx::TensorProto *tensor) {
+  void bindConstant(llvm::StringRef name, onnx::TensorProto *tensor) {
     constants[name] = tensor;
   }
   /// Like bindConstant, for a tensor the importer made itself.
@@ -130,7 +135,7 @@ private:
   mlir::OpBuilder &builder;
   llvm::StringMap<int64_t> opsets;
   llvm::StringMap<mlir::Value> values;
-  llvm::StringMap<const onnx::TensorProto *> constants;
+  llvm::StringMap<onnx::TensorProto *> constants;
   std::deque<onnx::TensorProto> ownedTensors;
   llvm::SmallVector<DimSymbol> symbols;
   mlir::Block *entryBlock = nullptr;

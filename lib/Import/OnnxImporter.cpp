@@ -16,7 +16,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/Path.h"
 
 #include <onnx/checker.h>
@@ -193,7 +193,7 @@ FailureOr<ArrayAttr> getDimNames(ArrayRef<AffineExpr> shape,
   return b.getArrayAttr(names);
 }
 
-LogicalResult importGraph(const onnx::GraphProto &graph,
+LogicalResult importGraph(onnx::GraphProto &graph,
                           llvm::StringMap<int64_t> opsets,
                           const ImportOptions &options, ModuleOp module,
                           Location fileLoc) {
@@ -202,7 +202,7 @@ LogicalResult importGraph(const onnx::GraphProto &graph,
   GraphImporter importer(builder, std::move(opsets));
 
   std::set<std::string> initializerNames;
-  for (const onnx::TensorProto &tensor : graph.initializer()) {
+  for (onnx::TensorProto &tensor : *graph.mutable_initializer()) {
     initializerNames.insert(tensor.name());
     importer.bindConstant(tensor.name(), &tensor);
   }
@@ -335,17 +335,17 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
                           "weights in external data";
     return nullptr;
   }
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    emitError(fileLoc) << "cannot read the model: "
-                       << buffer.getError().message();
+  // Parsed from the file a chunk at a time: its bytes are in memory once,
+  // in the parsed tensors, whose large ones the importer then takes over.
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd)) {
+    emitError(fileLoc) << "cannot read the model: " << ec.message();
     return nullptr;
   }
-
   onnx::ModelProto model;
-  if (!model.ParseFromArray((*buffer)->getBufferStart(),
-                            static_cast<int>((*buffer)->getBufferSize()))) {
+  bool parsed = model.ParseFromFileDescriptor(fd);
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  if (!parsed) {
     emitError(fileLoc) << "not a valid ONNX model: the protobuf data is "
                           "truncated or corrupt";
     return nullptr;
@@ -378,7 +378,8 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  if (failed(importGraph(model.graph(), getOpsetImports(model), options,
+  if (failed(importGraph(*model.mutable_graph(), getOpsetImports(model),
+                         options,
                          *module, fileLoc)))
     return nullptr;
   if (failed(verify(*module)))

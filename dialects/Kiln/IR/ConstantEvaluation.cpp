@@ -8,8 +8,12 @@
 #include "dialects/Kiln/IR/ConstantEvaluation.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
 
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/TypeSwitch.h"
+
+#include <cstring>
 
 using namespace mlir;
 using namespace kiln;
@@ -137,6 +141,29 @@ DenseElementsAttr evaluateCast(DenseElementsAttr input, RankedTensorType type) {
 }
 
 } // namespace
+
+ElementsAttr kiln::evaluateDataMovement(Operation *op, ElementsAttr input) {
+  if (!isa<ReshapeOp, TransposeOp, SliceOp, BroadcastOp>(op))
+    return {};
+  auto type = cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type.hasStaticShape())
+    return {};
+  // A reshape is the same bytes under another shape.
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(input);
+      resource && isa<ReshapeOp>(op))
+    return DenseResourceElementsAttr::get(type, resource.getRawHandle());
+  std::optional<ArrayRef<char>> bytes = getRawBytes(input);
+  int64_t size = getElementBytes(type.getElementType());
+  if (!bytes || size == 0)
+    return {};
+  SmallVector<int64_t> sources = getMovedIndices(
+      op, cast<ShapedType>(input.getType()).getShape(), type.getShape());
+  return createElements(type, [&](MutableArrayRef<char> result) {
+    for (auto [i, source] : llvm::enumerate(sources))
+      std::memcpy(result.data() + i * size, bytes->data() + source * size,
+                  size);
+  });
+}
 
 bool kiln::isConstantEvaluable(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, NegOp, EqualOp, SelectOp, CastOp,

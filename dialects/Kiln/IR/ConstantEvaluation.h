@@ -17,6 +17,13 @@ mlir::DenseElementsAttr
 evaluateConstantOp(mlir::Operation *op,
                    llvm::ArrayRef<mlir::DenseElementsAttr> operands);
 
+/// A reshape, transpose, slice or broadcast of `input` computed on its
+/// bytes: what kiln-fold-constants uses for weights, which can be large
+/// resource blobs (a reshape keeps the blob; the rest write a new one).
+/// Null if `op` is none of those or `input`'s bytes can't be read.
+mlir::ElementsAttr evaluateDataMovement(mlir::Operation *op,
+                                        mlir::ElementsAttr input);
+
 } // namespace kiln
 
 #endif // KILN_DIALECT_KILN_IR_CONSTANTEVALUATION_H

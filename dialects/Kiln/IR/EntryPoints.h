@@ -42,6 +42,10 @@ inline constexpr llvm::StringLiteral kStateAttr = "kiln.state";
 inline constexpr llvm::StringLiteral kStateSizeAttr = "kiln.state_size";
 inline constexpr llvm::StringLiteral kStateInitAttr = "kiln.state_init";
 
+/// Module attribute kiln-externalize-weights leaves for the compiler: the
+/// weights declared external, as {name, value} dictionaries.
+inline constexpr llvm::StringLiteral kWeightsAttr = "kiln.weights";
+
 /// Whether `function` is one of the artifact's entry points.
 inline bool isEntryPoint(mlir::FunctionOpInterface function) {
   return function.isPublic() && !function.isExternal();
