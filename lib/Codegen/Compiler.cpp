@@ -286,6 +286,14 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return writeText(options.outputPath, loc,
                      [&](llvm::raw_ostream &os) { module.print(os); });
 
+  // lld writes the library itself; reserving its temporary name first
+  // reports an unwritable output before any work.
+  PendingOutput library;
+  if (options.emit == EmitKind::Library &&
+      (failed(library.create(options.outputPath, loc)) ||
+       failed(library.close(loc))))
+    return failure();
+
   TimingScope noTiming;
   TimingScope &timing = options.timing ? *options.timing : noTiming;
   auto runPipeline = [&](StringRef name,
@@ -360,12 +368,6 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return output.commit(loc);
   }
 
-  // lld writes the library itself; reserving its temporary name first also
-  // reports an unwritable output before the objects are made.
-  PendingOutput library;
-  if (failed(library.create(options.outputPath, loc)) ||
-      failed(library.close(loc)))
-    return failure();
   unsigned parts = countCodegenParts(*llvmModule);
   SmallVector<std::unique_ptr<llvm::TargetMachine>> machines;
   SmallVector<std::unique_ptr<PendingOutput>> objectFiles;
