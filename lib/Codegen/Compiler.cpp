@@ -1,276 +1,18 @@
 //===- Compiler.cpp - from a kiln module to an artifact on disk -----------===//
 #include "lib/Codegen/Compiler.h"
 
-#include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
-#include "dialects/Kiln/IR/Weights.h"
-#include "kiln/Config.h"
-#include "kiln/abi.h"
-#include "lib/Codegen/ParallelCodegen.h"
-#include "lib/Codegen/ParallelDispatch.h"
+#include "lib/Codegen/Backend.h"
+#include "lib/Codegen/CpuTarget.h"
+#include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
-#include "lib/Codegen/WeightsObject.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
-#include "mlir/Target/LLVMIR/Export.h"
-#include "llvm/IR/Verifier.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Passes/PassBuilder.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Program.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/Threading.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
-
-#include <future>
 
 using namespace mlir;
 using namespace kiln;
-
-namespace {
-
-/// A file created next to the final output and renamed onto it by commit();
-/// removed if the compile fails before that.
-class PendingOutput {
-public:
-  ~PendingOutput() {
-    if (!tempPath.empty())
-      llvm::sys::fs::remove(tempPath);
-  }
-
-  LogicalResult create(StringRef finalPath, Location loc) {
-    this->finalPath = finalPath.str();
-    SmallString<256> model(finalPath);
-    model += ".tmp-%%%%%%";
-    int fd;
-    if (std::error_code ec =
-            llvm::sys::fs::createUniqueFile(model, fd, tempPath))
-      return emitError(loc)
-             << "cannot write '" << finalPath << "': " << ec.message();
-    stream = std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
-    return success();
-  }
-
-  llvm::raw_fd_ostream &os() { return *stream; }
-  StringRef path() const { return tempPath; }
-
-  /// Flushes and closes the file; an error names the final path.
-  LogicalResult close(Location loc) {
-    if (closed)
-      return success();
-    closed = true;
-    stream->close();
-    if (!stream->has_error())
-      return success();
-    std::error_code ec = stream->error();
-    stream->clear_error();
-    return emitError(loc) << "cannot write '" << finalPath
-                          << "': " << ec.message();
-  }
-
-  LogicalResult commit(Location loc) {
-    if (failed(close(loc)))
-      return failure();
-    if (std::error_code ec = llvm::sys::fs::rename(tempPath, finalPath))
-      return emitError(loc)
-             << "cannot write '" << finalPath << "': " << ec.message();
-    tempPath.clear();
-    return success();
-  }
-
-private:
-  std::string finalPath;
-  SmallString<256> tempPath;
-  std::unique_ptr<llvm::raw_fd_ostream> stream;
-  bool closed = false;
-};
-
-/// Writes text through `print` to the output (or stdout for "-").
-LogicalResult writeText(StringRef path, Location loc,
-                        function_ref<void(llvm::raw_ostream &)> print) {
-  if (path == "-") {
-    print(llvm::outs());
-    return success();
-  }
-  PendingOutput output;
-  if (failed(output.create(path, loc)))
-    return failure();
-  print(output.os());
-  return output.commit(loc);
-}
-
-FailureOr<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(StringRef cpuName, Location loc) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
-  std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return emitError(loc) << "no code generator for " << triple.str() << ": "
-                          << error;
-  std::string cpu = cpuName.str();
-  llvm::SubtargetFeatures features;
-  if (cpuName == "host") {
-    cpu = llvm::sys::getHostCPUName().str();
-    for (const auto &feature : llvm::sys::getHostCPUFeatures())
-      features.AddFeature(feature.first(), feature.second);
-  }
-  llvm::TargetOptions targetOptions;
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      triple, cpu, features.getString(), targetOptions, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!machine)
-    return emitError(loc) << "cannot generate code for CPU '" << cpu << "'";
-  return machine;
-}
-
-void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
-                    OptLevel level) {
-  llvm::LoopAnalysisManager lam;
-  llvm::FunctionAnalysisManager fam;
-  llvm::CGSCCAnalysisManager cgam;
-  llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder builder(&machine);
-  builder.registerModuleAnalyses(mam);
-  builder.registerCGSCCAnalyses(cgam);
-  builder.registerFunctionAnalyses(fam);
-  builder.registerLoopAnalyses(lam);
-  builder.crossRegisterProxies(lam, fam, cgam, mam);
-  // LLVM's O3 multiplied machine-code time by 15 on the bundled example and
-  // ran its untiled loops slower, so Kiln's -O0..-O2 use LLVM's O2 and only
-  // -O3 asks for more.
-  builder
-      .buildPerModuleDefaultPipeline(level == OptLevel::O3
-                                         ? llvm::OptimizationLevel::O3
-                                         : llvm::OptimizationLevel::O2)
-      .run(module, mam);
-}
-
-/// How many parts machine code is generated in: one per hardware thread, up
-/// to four, and no more parts than functions.
-unsigned countCodegenParts(const llvm::Module &module) {
-  unsigned functions = 0;
-  for (const llvm::Function &function : module)
-    functions += !function.isDeclaration();
-  unsigned threads = llvm::hardware_concurrency().compute_thread_count();
-  return std::max(1u, std::min({threads, 4u, functions}));
-}
-
-/// Makes everything the module defines internal but the descriptor's
-/// getter, so an artifact exports one symbol and LLVM may inline the rest.
-/// The weights it declares are defined hidden in the weights object, so
-/// they are addressed directly rather than through the GOT.
-void exportDescriptorOnly(llvm::Module &module) {
-  for (llvm::Function &function : module)
-    if (!function.isDeclaration() &&
-        function.getName() != KILN_ABI_ARTIFACT_SYMBOL)
-      function.setLinkage(llvm::GlobalValue::InternalLinkage);
-  for (llvm::GlobalVariable &global : module.globals()) {
-    if (!global.isDeclaration()) {
-      global.setLinkage(llvm::GlobalValue::InternalLinkage);
-      continue;
-    }
-    global.setVisibility(llvm::GlobalValue::HiddenVisibility);
-    global.setDSOLocal(true);
-  }
-}
-
-/// The weights kiln-externalize-weights took out of the code, written to
-/// their own object on a second thread while LLVM works on the code: the
-/// write is bound by page faults, LLVM by the CPU.
-class WeightsWriter {
-public:
-  ~WeightsWriter() {
-    if (pending.valid())
-      llvm::consumeError(pending.get());
-  }
-
-  /// Takes the weights listed on `module` off it; false if there are none.
-  bool take(ModuleOp module) {
-    auto list = module->getAttrOfType<ArrayAttr>(kWeightsAttr);
-    if (!list)
-      return false;
-    module->removeAttr(kWeightsAttr);
-    for (auto entry : list.getAsRange<DictionaryAttr>()) {
-      auto value = cast<ElementsAttr>(entry.get("value"));
-      std::optional<ArrayRef<char>> bytes = getRawBytes(value);
-      assert(bytes && "kiln-externalize-weights lists raw data only");
-      weights.push_back({cast<StringAttr>(entry.get("name")).str(), *bytes});
-      if (auto resource = dyn_cast<DenseResourceElementsAttr>(value))
-        resources.push_back(resource);
-    }
-    return true;
-  }
-
-  LogicalResult start(StringRef outputPath, const llvm::Triple &triple,
-                      Location loc) {
-    SmallString<256> base(outputPath);
-    base += ".weights.o";
-    if (failed(output.create(base, loc)))
-      return failure();
-    pending = std::async(std::launch::async, [this, triple] {
-      return writeWeightsObject(output.os(), triple, weights,
-                                kWeightAlignment);
-    });
-    return success();
-  }
-
-  /// Waits for the object and frees the weights' blobs, which nothing in
-  /// `module` refers to any more.
-  LogicalResult finish(ModuleOp module, Location loc) {
-    if (llvm::Error error = pending.get())
-      return emitError(loc) << llvm::toString(std::move(error));
-    releaseUnusedWeights(module, resources);
-    weights.clear();
-    return output.close(loc);
-  }
-
-  StringRef path() const { return output.path(); }
-
-private:
-  SmallVector<WeightSymbol> weights;
-  SmallVector<DenseResourceElementsAttr> resources;
-  PendingOutput output;
-  std::future<llvm::Error> pending;
-};
-
-/// Links `objectPaths` into the shared library `outputPath` with lld; the
-/// library's soname is the file name of `finalPath`.
-LogicalResult linkSharedLibrary(ArrayRef<StringRef> objectPaths,
-                                StringRef outputPath, StringRef finalPath,
-                                Location loc) {
-  std::string soname = llvm::sys::path::filename(finalPath).str();
-  SmallVector<StringRef> args = {KILN_LLD_PATH,
-                                 "-shared",
-                                 "--no-undefined",
-                                 "-z",
-                                 "now",
-                                 "-z",
-                                 "relro",
-                                 "--hash-style=gnu",
-                                 "-soname",
-                                 soname,
-                                 "-o",
-                                 outputPath};
-  llvm::append_range(args, objectPaths);
-  args.append({KILN_LIBM_PATH, KILN_LIBC_PATH});
-  std::string error;
-  int status = llvm::sys::ExecuteAndWait(KILN_LLD_PATH, args, std::nullopt, {},
-                                         0, 0, &error);
-  if (status != 0)
-    return emitError(loc) << "linking with " << KILN_LLD_PATH << " failed"
-                          << (error.empty() ? "" : ": " + error);
-  return success();
-}
-
-} // namespace
 
 void kiln::registerCompilerDialects(DialectRegistry &registry) {
   registerAllDialects(registry);
@@ -282,130 +24,53 @@ void kiln::registerCompilerDialects(DialectRegistry &registry) {
 LogicalResult kiln::compileModule(ModuleOp module,
                                   const CompileOptions &options) {
   Location loc = module.getLoc();
-  if (options.emit == EmitKind::Mlir)
-    return writeText(options.outputPath, loc,
-                     [&](llvm::raw_ostream &os) { module.print(os); });
+  if (options.emit == EmitKind::Library && options.outputPath == "-")
+    return emitError(loc) << "a shared library cannot be written to stdout";
+  // Reserved first, so an unwritable output fails before any work.
+  OutputFile output;
+  if (failed(output.create(options.outputPath, loc)))
+    return failure();
+  if (options.emit == EmitKind::Mlir) {
+    module.print(output.os());
+    return output.commit(loc);
+  }
 
-  // lld writes the library itself; reserving its temporary name first
-  // reports an unwritable output before any work.
-  PendingOutput library;
-  if (options.emit == EmitKind::Library &&
-      (failed(library.create(options.outputPath, loc)) ||
-       failed(library.close(loc))))
+  // A module may name its target (kiln-dialect input); otherwise it is
+  // the CPU the options name.
+  TargetAttr target = getTarget(module);
+  if (!target) {
+    FailureOr<TargetAttr> resolved =
+        resolveCpuTarget(module.getContext(), options.targetCpu, loc);
+    if (failed(resolved))
+      return failure();
+    target = *resolved;
+    module->setAttr(kTargetAttr, target);
+  }
+  FailureOr<std::unique_ptr<Backend>> backend = createBackend(target, loc);
+  if (failed(backend))
     return failure();
 
   TimingScope noTiming;
   TimingScope &timing = options.timing ? *options.timing : noTiming;
   auto runPipeline = [&](StringRef name,
-                         function_ref<LogicalResult(OpPassManager &)> build) {
+                         function_ref<void(OpPassManager &)> build) {
     PassManager pm(module.getContext());
     if (options.configurePassManager &&
         failed(options.configurePassManager(pm)))
       return failure();
-    if (failed(build(pm)))
-      return LogicalResult(emitError(loc)
-                           << "internal error: invalid pipeline");
+    build(pm);
     TimingScope scope = timing.nest(name);
     pm.enableTiming(scope);
     return pm.run(module);
   };
-  // Only a library links a second object; the other outputs are one file.
-  bool externalWeights = options.emit == EmitKind::Library;
   if (failed(runPipeline("Graph passes",
                          [&](OpPassManager &pm) {
-                           return buildGraphPipeline(pm, options.optLevel);
+                           buildGraphPipeline(pm, options.optLevel);
                          })) ||
-      failed(runPipeline("Lower to the LLVM dialect", [&](OpPassManager &pm) {
-        return buildCpuLoweringPipeline(pm, options.optLevel,
-                                        externalWeights);
-      })))
+      failed(runPipeline("Lower for the target", [&](OpPassManager &pm) {
+        (*backend)->buildPipeline(pm, options);
+      })) ||
+      failed((*backend)->emit(module, options, output)))
     return failure();
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      createTargetMachine(options.targetCpu, loc);
-  if (failed(machine))
-    return failure();
-  WeightsWriter weights;
-  if (weights.take(module) &&
-      failed(weights.start(options.outputPath, (*machine)->getTargetTriple(),
-                           loc)))
-    return failure();
-
-  llvm::LLVMContext llvmContext;
-  TimingScope translation = timing.nest("Translate to LLVM IR");
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(module, llvmContext, "kiln");
-  if (!llvmModule)
-    return emitError(loc) << "translation to LLVM IR failed";
-  llvmModule->setDataLayout((*machine)->createDataLayout());
-  llvmModule->setTargetTriple((*machine)->getTargetTriple());
-  std::string dispatchError = lowerParallelDispatch(*llvmModule);
-  if (!dispatchError.empty())
-    return emitError(loc) << "internal error: " << dispatchError;
-  exportDescriptorOnly(*llvmModule);
-  std::string verifyMessage;
-  llvm::raw_string_ostream verifyStream(verifyMessage);
-  if (llvm::verifyModule(*llvmModule, &verifyStream))
-    return emitError(loc) << "internal error: invalid LLVM IR: "
-                          << verifyMessage;
-  translation.stop();
-  {
-    TimingScope optimization = timing.nest("Optimize LLVM IR");
-    optimizeModule(*llvmModule, **machine, options.optLevel);
-  }
-
-  if (options.emit == EmitKind::Llvm)
-    return writeText(options.outputPath, loc, [&](llvm::raw_ostream &os) {
-      llvmModule->print(os, nullptr);
-    });
-
-  TimingScope codegen = timing.nest("Generate machine code");
-  if (options.emit == EmitKind::Object) {
-    PendingOutput output;
-    if (failed(output.create(options.outputPath, loc)))
-      return failure();
-    if (llvm::Error error = writeObject(*llvmModule, **machine, output.os()))
-      return emitError(loc) << llvm::toString(std::move(error));
-    return output.commit(loc);
-  }
-
-  unsigned parts = countCodegenParts(*llvmModule);
-  SmallVector<std::unique_ptr<llvm::TargetMachine>> machines;
-  SmallVector<std::unique_ptr<PendingOutput>> objectFiles;
-  SmallVector<llvm::raw_pwrite_stream *> streams;
-  machines.push_back(std::move(*machine));
-  SmallString<256> objectBase(options.outputPath);
-  objectBase += ".o";
-  for (unsigned part = 0; part < parts; ++part) {
-    if (part > 0) {
-      machine = createTargetMachine(options.targetCpu, loc);
-      if (failed(machine))
-        return failure();
-      machines.push_back(std::move(*machine));
-    }
-    auto &object = objectFiles.emplace_back(std::make_unique<PendingOutput>());
-    if (failed(object->create(objectBase, loc)))
-      return failure();
-    streams.push_back(&object->os());
-  }
-  if (llvm::Error error =
-          writeObjectsInParallel(*llvmModule, machines, streams))
-    return emitError(loc) << llvm::toString(std::move(error));
-  SmallVector<StringRef, 4> objects;
-  for (auto &object : objectFiles) {
-    if (failed(object->close(loc)))
-      return failure();
-    objects.push_back(object->path());
-  }
-  codegen.stop();
-  if (!weights.path().empty()) {
-    TimingScope waiting = timing.nest("Finish writing weights");
-    if (failed(weights.finish(module, loc)))
-      return failure();
-    objects.push_back(weights.path());
-  }
-  TimingScope linking = timing.nest("Link with lld");
-  if (failed(linkSharedLibrary(objects, library.path(), options.outputPath,
-                               loc)))
-    return failure();
-  return library.commit(loc);
+  return output.commit(loc);
 }

@@ -25,7 +25,8 @@ struct CompileOptions {
   /// written under a temporary name and renamed, so a failed compile never
   /// leaves a partial file behind.
   std::string outputPath;
-  /// LLVM CPU name to generate code for; "host" is the machine compiling.
+  /// LLVM CPU name to generate code for when the module names no target;
+  /// "host" is the machine compiling, with the features it has.
   std::string targetCpu = "host";
   OptLevel optLevel = OptLevel::O2;
   /// Called on the lowering pass manager before it runs (for instance to

@@ -1,88 +1,131 @@
-//===- Pipeline.cpp - kiln dialect to LLVM dialect ------------------------===//
+//===- Pipeline.cpp - Kiln's pass pipelines -------------------------------===//
 #include "lib/Codegen/Pipeline.h"
 
 #include "lib/Conversion/Passes.h"
 #include "passes/Passes.h"
 
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/InitAllPasses.h"
-#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
 void kiln::registerKilnPasses() {
-  static bool registered = [] {
-    registerAllPasses();
-    kiln::registerKilnConversionPasses();
-    kiln::registerKilnGraphPasses();
-    return true;
-  }();
-  (void)registered;
+  registerAllPasses();
+  registerKilnConversionPasses();
+  registerKilnGraphPasses();
 }
 
-LogicalResult kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
-  registerKilnPasses();
-  std::string pipeline = "kiln-insert-runtime-checks";
-  if (level >= OptLevel::O2)
-    pipeline = "kiln-fuse-layer-norm,kiln-fuse-attention,"
-               "kiln-fold-attention-transposes,kiln-pack-weights,kiln-fuse-matmul-bias,"
-               "kiln-fuse-matmul-activation,kiln-fuse-matmul-residual," +
-               pipeline;
+void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   if (level >= OptLevel::O1)
-    pipeline = "kiln-fold-constants," + pipeline;
-  return parsePassPipeline(pipeline, pm, llvm::errs());
+    pm.addPass(createFoldConstantsPass());
+  if (level >= OptLevel::O2) {
+    pm.addPass(createFuseLayerNormPass());
+    pm.addPass(createFuseAttentionPass());
+    pm.addPass(createFoldAttentionTransposesPass());
+  }
+  pm.addPass(createInsertRuntimeChecksPass());
 }
 
-LogicalResult kiln::buildCpuLoweringPipeline(OpPassManager &pm,
-                                             OptLevel level,
-                                             bool externalWeights) {
-  registerKilnPasses();
+namespace {
+
+/// Kiln's own passes on the kiln dialect and on linalg, down to bufferized
+/// loops with entry points described.
+void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
+                     const kiln::CpuLayout &layout, bool externalWeights) {
+  using namespace kiln;
   bool optimize = level >= OptLevel::O2;
-  // Written as text so --mlir-print-ir-after-all names each step as a user
-  // would type it into kiln-opt.
-  std::string pipeline =
-      std::string("kiln-lower-state,"
-                  "convert-kiln-to-linalg,"
-                  "canonicalize,"
-                  "kiln-bind-dimensions,") +
-      (optimize ? "kiln-fuse-elementwise,"
-                  "kiln-tile-dynamic-dims,"
-                  "canonicalize,"
-                  "kiln-tile-and-vectorize-contractions,"
-                  "kiln-vectorize-generics,"
-                : "") +
-      "eliminate-empty-tensors,"
-      "one-shot-bufferize{bufferize-function-boundaries "
-      "function-boundary-type-conversion=identity-layout-map},"
-      "kiln-bind-dimensions,"
-      "kiln-promote-loop-buffers,"
-      "kiln-allocate-result-buffers,"
-      "buffer-results-to-out-params{add-result-attr hoist-static-allocs "
-      "modify-public-functions},"
-      "kiln-plan-memory,"
-      "buffer-deallocation-pipeline,"
-      "kiln-memref-copy-to-linalg," +
-      (optimize ? "func.func(convert-linalg-to-parallel-loops),"
-                : "func.func(convert-linalg-to-loops),") +
-      "convert-vector-to-scf{full-unroll target-rank=1},"
-      "scf-forall-to-parallel," +
-      (optimize ? "kiln-outline-parallel-loops,"
-                  "kiln-approximate-math,"
-                : "") +
-      (externalWeights ? "kiln-externalize-weights," : "") +
-      "kiln-export-entries,"
-      "kiln-scope-loop-allocas,"
-      "convert-math-to-funcs,"
-      "convert-scf-to-cf,"
-      "expand-strided-metadata,"
-      "lower-affine,"
-      "convert-vector-to-llvm{reassociate-fp-reductions},"
-      "convert-ub-to-llvm,"
-      "convert-math-to-llvm,"
-      "convert-math-to-libm,"
-      "convert-arith-to-llvm,"
-      "convert-cf-to-llvm,"
-      "finalize-memref-to-llvm,"
-      "convert-func-to-llvm,"
-      "reconcile-unrealized-casts";
-  return parsePassPipeline(pipeline, pm, llvm::errs());
+  if (optimize) {
+    pm.addPass(createPackWeightsPass({layout.registerCols}));
+    pm.addPass(createFuseMatMulBiasPass());
+    pm.addPass(createFuseMatMulActivationPass());
+    pm.addPass(createFuseMatMulResidualPass());
+  }
+  pm.addPass(createLowerStatePass());
+  pm.addPass(createConvertKilnToLinalgPass(
+      {layout.attentionQueryRows, layout.attentionKeyColumns}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createBindDimensionsPass());
+  if (optimize) {
+    pm.addPass(createFuseElementwisePass());
+    pm.addPass(createTileDynamicDimsPass(
+        {layout.registerRows, layout.dynamicGenericRows}));
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createTileAndVectorizeContractionsPass(
+        {layout.registerRows, layout.registerCols, layout.cacheDepth,
+         layout.threadRows, layout.threadCols}));
+    VectorizeGenericsPassOptions generics;
+    generics.vectorWidth = layout.genericVectorWidth;
+    pm.addPass(createVectorizeGenericsPass(generics));
+  }
+
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createBindDimensionsPass());
+  pm.addPass(createPromoteLoopBuffersPass());
+  pm.addPass(createAllocateResultBuffersPass());
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.addResultAttribute = true;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createPlanMemoryPass());
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createMemRefCopyToLinalgPass());
+  if (optimize)
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  else
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  VectorTransferToSCFOptions vectorToScf;
+  vectorToScf.unroll = true;
+  vectorToScf.targetRank = 1;
+  pm.addPass(createConvertVectorToSCFPass(vectorToScf));
+  pm.addPass(createForallToParallelLoopPass());
+  if (optimize) {
+    pm.addPass(createOutlineParallelLoopsPass());
+    pm.addPass(createApproximateMathPass());
+  }
+  if (externalWeights)
+    pm.addPass(createExternalizeWeightsPass());
+  pm.addPass(createExportEntriesPass());
+  pm.addPass(createScopeLoopAllocasPass());
+}
+
+/// Upstream conversions from what Kiln's passes leave to the LLVM dialect.
+void addLlvmConversion(OpPassManager &pm) {
+  pm.addPass(createConvertMathToFuncs());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  ConvertVectorToLLVMPassOptions vectorToLlvm;
+  vectorToLlvm.reassociateFPReductions = true;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLlvm));
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+} // namespace
+
+void kiln::buildCpuLoweringPipeline(OpPassManager &pm, OptLevel level,
+                                    const CpuLayout &layout,
+                                    bool externalWeights) {
+  addKilnLowering(pm, level, layout, externalWeights);
+  addLlvmConversion(pm);
 }

@@ -8,6 +8,7 @@
 #ifndef KILN_DIALECT_KILN_BASE
 #define KILN_DIALECT_KILN_BASE
 
+include "mlir/IR/EnumAttr.td"
 include "mlir/IR/OpBase.td"
 
 def Kiln_Dialect : Dialect {
@@ -71,6 +72,34 @@ def Kiln_DimAttr : Kiln_Attr<"Dim", "dim"> {
                         "int64_t":$min, "int64_t":$max);
   let assemblyFormat = "`<` $name `,` $min `,` $max `>`";
   let genVerifyDecl = 1;
+}
+
+def Kiln_TargetKind : I32EnumAttr<"TargetKind", "kind of machine", [
+    I32EnumAttrCase<"Cpu", 0, "cpu">,
+    I32EnumAttrCase<"Cuda", 1, "cuda">]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+
+def Kiln_TargetAttr : Kiln_Attr<"Target", "target"> {
+  let summary = "the machine a module is compiled for";
+  let description = [{
+    What the compiler generates code for: the kind of machine, its LLVM
+    target triple, the chip (an LLVM CPU name such as `znver4`, or a CUDA
+    architecture such as `sm_90`), and how its features differ from that
+    chip's defaults, as LLVM spells them (a virtual machine may hide some). The compiler sets it on the module as `kiln.target` before
+    any target-specific pass; those passes size their blocks from it, and
+    the backend generates code for exactly this chip and these features.
+
+    ```mlir
+    module attributes {kiln.target = #kiln.target<cpu, "x86_64-pc-linux-gnu", "znver4", "-avx512f,-avx512vl">} { ... }
+    ```
+  }];
+  let parameters = (ins EnumParameter<Kiln_TargetKind>:$kind,
+                        StringRefParameter<"LLVM target triple">:$triple,
+                        StringRefParameter<"CPU name or GPU architecture">:$chip,
+                        StringRefParameter<"LLVM features changed from the chip's", "\"\"">:$features);
+  let assemblyFormat = "`<` $kind `,` $triple `,` $chip (`,` $features^)? `>`";
 }
 
 #endif // KILN_DIALECT_KILN_BASE

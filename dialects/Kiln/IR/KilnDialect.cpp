@@ -4,12 +4,14 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace kiln;
 
 #include "dialects/Kiln/IR/KilnDialect.cpp.inc"
+#include "dialects/Kiln/IR/KilnEnums.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/Kiln/IR/KilnAttributes.cpp.inc"
@@ -34,6 +36,13 @@ LogicalResult DimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "dimension '" << name << "' has the range " << min
                        << ".." << max << "; it needs 0 <= min <= max";
   return success();
+}
+
+TargetAttr kiln::getTarget(Operation *op) {
+  auto module = dyn_cast<ModuleOp>(op);
+  if (!module)
+    module = op->getParentOfType<ModuleOp>();
+  return module ? module->getAttrOfType<TargetAttr>(kTargetAttr) : nullptr;
 }
 
 Operation *KilnDialect::materializeConstant(OpBuilder &builder, Attribute value,
