@@ -68,7 +68,7 @@ struct PackConstantRhs : OpRewritePattern<MatMulOp> {
                                      packPanels(*bytes, type, width));
     rewriter.setInsertionPoint(op);
     rewriter.replaceOpWithNewOp<PackedMatMulOp>(
-        op, op.getType(), op.getLhs(), panels, Value(), Value(), StringAttr());
+        op, op.getType(), op.getLhs(), panels, Value(), Value(), ActivationAttr());
     // The unpacked weight goes as soon as nothing uses it, so a model's
     // weights are in memory about once while they are packed.
     eraseIfUnused(rewriter, weight, weight.getValue());

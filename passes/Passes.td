@@ -85,22 +85,33 @@ def PackWeightsPass : Pass<"kiln-pack-weights"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
-def FuseMatMulBiasPass : Pass<"kiln-fuse-matmul-bias"> {
-  let summary = "Fold a constant bias row into the packed product it follows";
+def FuseMatMulEpiloguePass : Pass<"kiln-fuse-matmul-epilogue"> {
+  let summary = "Fuse bias, GELU and residual adds into the packed product they follow";
   let description = [{
-    Rewrites `kiln.add` of a `kiln.packed_matmul` (used only there) and a
-    constant f32 row of the product's column count (`[N]`, `[1, N]`, ...)
-    into the packed product with a `bias` operand, stored in the product's
-    panels and padded with zeros. The kernel starts its accumulators from
-    the bias, so the separate pass over the result disappears. The sum
-    must have the product's type.
+    Gives a `kiln.packed_matmul` the epilogue its users compute, in the
+    order the kernel applies it:
+    - bias: `kiln.add` of the product (used only there) and a constant f32
+      row of the product's column count (`[N]`, `[1, N]`, ...) becomes the
+      product's `bias`, stored in its panels and padded with zeros; the sum
+      must have the product's type;
+    - activation: GELU of the product as exporters spell it, the factors of
+      each product and the operands of each sum in any order:
+      `x * (1 + erf(x / sqrt(2))) * 0.5` (PyTorch's nn.GELU) becomes
+      `gelu_erf`, and
+      `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))` with the
+      cube as `x * (x * x)` or `Pow(x, 3)` (GPT-2's) `gelu_tanh`, when the
+      expression is the product's only user;
+    - residual: `add(product, r)` (either operand order), where `r` has the
+      product's shape and the product no other use, becomes `residual r`.
+    A product that has a later stage takes no earlier one.
 
     ```mlir
     %y = kiln.packed_matmul %x, %w : tensor<128x384xf32>, tensor<12x384x32xf32> -> tensor<128x384xf32>
     %z = kiln.add %y, %b : tensor<128x384xf32>, tensor<384xf32>
+    %o = kiln.add %r, %z : tensor<128x384xf32>, tensor<128x384xf32>
     // becomes
     %p = kiln.constant dense<...> : tensor<12x32xf32>
-    %z = kiln.packed_matmul %x, %w bias %p : tensor<128x384xf32>, tensor<12x384x32xf32>, tensor<12x32xf32> -> tensor<128x384xf32>
+    %o = kiln.packed_matmul %x, %w bias %p residual %r : tensor<128x384xf32>, tensor<12x384x32xf32>, tensor<12x32xf32> -> tensor<128x384xf32>
     ```
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
@@ -130,24 +141,6 @@ def FuseAttentionPass : Pass<"kiln-fuse-attention"> {
     %o = kiln.matmul %p, %v : tensor<1x12x128x128xf32>, tensor<1x12x128x32xf32>
     // becomes (with %c = 5.65685415)
     %o = kiln.attention %q, %kt, %v mask %mask scale = 0.176776692 : tensor<1x12x128x32xf32>, tensor<1x12x32x128xf32>, tensor<1x12x128x32xf32>, tensor<1x1x1x128xf32> -> tensor<1x12x128x32xf32>
-    ```
-  }];
-  let dependentDialects = ["::kiln::KilnDialect"];
-}
-
-def FuseMatMulResidualPass : Pass<"kiln-fuse-matmul-residual"> {
-  let summary = "Fuse a skip connection's add into the packed product it follows";
-  let description = [{
-    Rewrites `add(packed_matmul(...), r)` (either operand order), where `r`
-    has the product's shape and the product has no other use, into the
-    product with `residual r`: each block of the result gets `r` added after
-    its bias and activation, while it is in cache.
-
-    ```mlir
-    %y = kiln.packed_matmul %h, %w bias %b : tensor<1x128x1536xf32>, tensor<12x1536x32xf32>, tensor<12x32xf32> -> tensor<1x128x384xf32>
-    %z = kiln.add %x, %y : tensor<1x128x384xf32>, tensor<1x128x384xf32>
-    // becomes
-    %z = kiln.packed_matmul %h, %w bias %b residual %x : tensor<1x128x1536xf32>, tensor<12x1536x32xf32>, tensor<12x32xf32> -> tensor<1x128x384xf32>
     ```
   }];
   let dependentDialects = ["::kiln::KilnDialect"];
@@ -198,32 +191,6 @@ def FuseLayerNormPass : Pass<"kiln-fuse-layer-norm"> {
     %y = kiln.add %g, %beta : tensor<1x128x384xf32>, tensor<384xf32>
     // becomes
     %y = kiln.layer_norm %x, %gamma, %beta axis = 2 epsilon = 9.99999996E-13 : tensor<1x128x384xf32>, tensor<384xf32>, tensor<384xf32>
-    ```
-  }];
-  let dependentDialects = ["::kiln::KilnDialect"];
-}
-
-def FuseMatMulActivationPass : Pass<"kiln-fuse-matmul-activation"> {
-  let summary = "Fuse GELU (erf and tanh forms) into the packed product it follows";
-  let description = [{
-    Recognizes GELU of a `kiln.packed_matmul` result as exporters spell it,
-    the factors of each product and the operands of each sum in any order:
-    `x * (1 + erf(x / sqrt(2))) * 0.5` (PyTorch's nn.GELU), and
-    `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))` with the cube
-    as `x * (x * x)` or `Pow(x, 3)` (GPT-2's, and nn.GELU's tanh
-    approximation). When the expression is the product's only user, it
-    becomes the product's `activation`, applied to each block of the result
-    in cache. Runs after kiln-fuse-matmul-bias, since the bias comes first.
-
-    ```mlir
-    %x = kiln.packed_matmul %a, %w bias %b : ... -> tensor<128x1536xf32>
-    %s = kiln.div %x, %sqrt2 : tensor<128x1536xf32>, tensor<f32>
-    %e = kiln.erf %s : tensor<128x1536xf32>
-    %p = kiln.add %e, %one : tensor<128x1536xf32>, tensor<f32>
-    %m = kiln.mul %x, %p : tensor<128x1536xf32>, tensor<128x1536xf32>
-    %y = kiln.mul %m, %half : tensor<128x1536xf32>, tensor<f32>
-    // becomes
-    %y = kiln.packed_matmul %a, %w bias %b activation "gelu_erf" : ... -> tensor<128x1536xf32>
     ```
   }];
   let dependentDialects = ["::kiln::KilnDialect"];

@@ -44,9 +44,7 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   bool optimize = level >= OptLevel::O2;
   if (optimize) {
     pm.addPass(createPackWeightsPass({layout.registerCols}));
-    pm.addPass(createFuseMatMulBiasPass());
-    pm.addPass(createFuseMatMulActivationPass());
-    pm.addPass(createFuseMatMulResidualPass());
+    pm.addPass(createFuseMatMulEpiloguePass());
   }
   pm.addPass(createLowerStatePass());
   pm.addPass(createConvertKilnToLinalgPass(

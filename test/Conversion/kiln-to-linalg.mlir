@@ -323,7 +323,7 @@ func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>, %b: te
 // CHECK: math.tanh
 // CHECK: tensor.parallel_insert_slice %[[ACT]]
 func.func @packed_matmul_gelu(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>) -> tensor<4x4xf32> {
-  %0 = kiln.packed_matmul %x, %w activation "gelu_tanh" : tensor<4x3xf32>, tensor<2x3x2xf32> -> tensor<4x4xf32>
+  %0 = kiln.packed_matmul %x, %w activation gelu_tanh : tensor<4x3xf32>, tensor<2x3x2xf32> -> tensor<4x4xf32>
   return %0 : tensor<4x4xf32>
 }
 

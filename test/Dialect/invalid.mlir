@@ -217,8 +217,9 @@ func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %b: te
 // -----
 
 func.func @packed_matmul_activation(%x: tensor<4x3xf32>, %w: tensor<1x3x2xf32>) {
-  // expected-error @+1 {{unknown activation 'relu6' (gelu_erf and gelu_tanh are known)}}
-  %0 = kiln.packed_matmul %x, %w activation "relu6" : tensor<4x3xf32>, tensor<1x3x2xf32> -> tensor<4x2xf32>
+  // expected-error @+2 {{expected ::kiln::Activation to be one of: gelu_erf, gelu_tanh}}
+  // expected-error @+1 {{failed to parse Kiln_ActivationAttr parameter 'value'}}
+  %0 = kiln.packed_matmul %x, %w activation relu6 : tensor<4x3xf32>, tensor<1x3x2xf32> -> tensor<4x2xf32>
   return
 }
 

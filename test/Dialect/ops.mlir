@@ -131,8 +131,8 @@ func.func @attention_bool_mask(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: te
 
 // CHECK-LABEL: func.func @packed_matmul_residual
 func.func @packed_matmul_residual(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %b: tensor<3x2xf32>, %r: tensor<4x5xf32>) -> tensor<4x5xf32> {
-  // CHECK: kiln.packed_matmul %arg0, %arg1 bias %arg2 activation "gelu_erf" residual %arg3 : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
-  %0 = kiln.packed_matmul %x, %w bias %b activation "gelu_erf" residual %r : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
+  // CHECK: kiln.packed_matmul %arg0, %arg1 bias %arg2 activation gelu_erf residual %arg3 : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
+  %0 = kiln.packed_matmul %x, %w bias %b activation gelu_erf residual %r : tensor<4x3xf32>, tensor<3x3x2xf32>, tensor<3x2xf32> -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
 

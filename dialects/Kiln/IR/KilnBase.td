@@ -74,6 +74,17 @@ def Kiln_DimAttr : Kiln_Attr<"Dim", "dim"> {
   let genVerifyDecl = 1;
 }
 
+def Kiln_Activation : I32EnumAttr<"Activation", "activation of a fused product", [
+    I32EnumAttrCase<"GeluErf", 0, "gelu_erf">,
+    I32EnumAttrCase<"GeluTanh", 1, "gelu_tanh">]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+
+def Kiln_ActivationAttr : EnumAttr<Kiln_Dialect, Kiln_Activation, "activation"> {
+  let assemblyFormat = "$value";
+}
+
 def Kiln_TargetKind : I32EnumAttr<"TargetKind", "kind of machine", [
     I32EnumAttrCase<"Cpu", 0, "cpu">,
     I32EnumAttrCase<"Cuda", 1, "cuda">]> {

@@ -79,17 +79,17 @@ def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul",
 
     ```mlir
     %0 = kiln.packed_matmul %x, %w : tensor<1x128x384xf32>, tensor<48x384x32xf32> -> tensor<1x128x1536xf32>
-    %1 = kiln.packed_matmul %x, %w bias %b activation "gelu_erf" : tensor<1x128x384xf32>, tensor<48x384x32xf32>, tensor<48x32xf32> -> tensor<1x128x1536xf32>
+    %1 = kiln.packed_matmul %x, %w bias %b activation gelu_erf : tensor<1x128x384xf32>, tensor<48x384x32xf32>, tensor<48x32xf32> -> tensor<1x128x1536xf32>
     %2 = kiln.packed_matmul %h, %w2 bias %b2 residual %x : tensor<1x128x1536xf32>, tensor<12x1536x32xf32>, tensor<12x32xf32> -> tensor<1x128x384xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$lhs, Kiln_FloatTensor:$rhs,
                        Optional<Kiln_FloatTensor>:$bias,
                        Optional<Kiln_FloatTensor>:$residual,
-                       OptionalAttr<StrAttr>:$activation);
+                       OptionalAttr<Kiln_ActivationAttr>:$activation);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs (`bias` $bias^)? (`activation` $activation^)?
+    $lhs `,` $rhs (`bias` $bias^)? (`activation` `` $activation^)?
     (`residual` $residual^)? attr-dict `:` type($lhs) `,` type($rhs)
     (`,` type($bias)^)? `->` type($result)
   }];

@@ -16,7 +16,7 @@ namespace {
 /// the operations in the order PyTorch exports them, so the result rounds
 /// as the unfused graph does.
 Value applyActivation(OpBuilder &b, Location loc, Value block,
-                      StringRef activation) {
+                      Activation activation) {
   auto type = cast<RankedTensorType>(block.getType());
   MLIRContext *ctx = b.getContext();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(type.getRank(), ctx);
@@ -34,7 +34,7 @@ Value applyActivation(OpBuilder &b, Location loc, Value block,
                                                   nb.getF32FloatAttr(value));
                };
                Value inner;
-               if (activation == "gelu_erf") {
+               if (activation == Activation::GeluErf) {
                  Value scaled =
                      arith::DivFOp::create(nb, l, x, constant(1.41421354f));
                  inner = math::ErfOp::create(nb, l, scaled);
@@ -150,7 +150,7 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
       Value block = linalg::MatmulOp::create(b, loc, blockType,
                                              ValueRange{lhs, panel}, init)
                         .getResult(0);
-      if (std::optional<StringRef> activation = op.getActivation())
+      if (std::optional<Activation> activation = op.getActivation())
         block = applyActivation(b, loc, block, *activation);
       return block;
     };

@@ -1,9 +1,14 @@
-//===- FuseMatMulActivation.cpp - GELU as a packed product's epilogue -----===//
+//===- FuseMatMulEpilogue.cpp - bias, GELU, residual into packed products -===//
 //
-// Exporters spell GELU as five (erf form) or eleven (tanh form) elementwise
-// ops on the product of a linear layer. Fused into the product, GELU runs on
-// each block of the result while the block is in cache, and the result is
-// written once.
+// A linear layer exports as MatMul, then Add of a constant row (the bias),
+// often GELU spelled as five (erf form) or eleven (tanh form) elementwise
+// ops, and in every transformer block an Add of the skip connection. Each
+// would be a pass over the product's result; fused, the bias is where the
+// accumulators start, and GELU and the residual apply to each block of the
+// result while it is in cache, which is written once.
+//
+// The epilogue's order is bias, activation, residual: each pattern refuses
+// a product that already has a later stage.
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
@@ -15,10 +20,11 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace kiln {
-#define GEN_PASS_DEF_FUSEMATMULACTIVATIONPASS
+#define GEN_PASS_DEF_FUSEMATMULEPILOGUEPASS
 #include "passes/Passes.h.inc"
 } // namespace kiln
 
@@ -26,6 +32,68 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
+
+//===----------------------------------------------------------------------===//
+// Bias
+//===----------------------------------------------------------------------===//
+
+/// The N values of a constant `[..., 1, N]` row, as `panels` x `width`
+/// panels padded with zeros; null if `value` isn't such a constant.
+DenseElementsAttr packBias(Value value, int64_t columns, int64_t panels,
+                           int64_t width) {
+  DenseElementsAttr dense = getConstantElements(value);
+  if (!dense || !dense.getElementType().isF32())
+    return nullptr;
+  auto type = cast<RankedTensorType>(dense.getType());
+  if (type.getRank() == 0 || type.getShape().back() != columns ||
+      type.getNumElements() != columns)
+    return nullptr;
+  std::vector<float> packed(panels * width, 0.0f);
+  auto values = dense.getValues<float>();
+  std::copy(values.begin(), values.end(), packed.begin());
+  return DenseElementsAttr::get(
+      RankedTensorType::get({panels, width}, type.getElementType()),
+      ArrayRef<float>(packed));
+}
+
+struct FuseBiasAdd : OpRewritePattern<AddOp> {
+  // Before a residual: a [1, N] row added to a [1, N] product is a bias.
+  FuseBiasAdd(MLIRContext *context) : OpRewritePattern(context, /*benefit=*/2) {}
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (auto [product, other] : {std::pair(add.getLhs(), add.getRhs()),
+                                  std::pair(add.getRhs(), add.getLhs())}) {
+      auto matmul = product.getDefiningOp<PackedMatMulOp>();
+      // The sum must have the product's shape: a bias that broadcasts the
+      // product to more rows isn't a per-row bias.
+      // An activation or residual comes after the bias; a bias can't join
+      // them later.
+      if (!matmul || matmul.getBias() || matmul.getActivation() ||
+          matmul.getResidual() || !matmul->hasOneUse() ||
+          add.getType() != matmul.getType())
+        continue;
+      auto panelsType = cast<RankedTensorType>(matmul.getRhs().getType());
+      DenseElementsAttr bias =
+          packBias(other, matmul.getType().getShape().back(),
+                   panelsType.getDimSize(0), panelsType.getDimSize(2));
+      if (!bias)
+        continue;
+      rewriter.setInsertionPoint(matmul);
+      Value packed = ConstantOp::create(rewriter, other.getLoc(), bias);
+      rewriter.replaceOpWithNewOp<PackedMatMulOp>(
+          add, add.getType(), matmul.getLhs(), matmul.getRhs(), packed, Value(),
+          matmul.getActivationAttr());
+      rewriter.eraseOp(matmul);
+      return success();
+    }
+    return failure();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Activation
+//===----------------------------------------------------------------------===//
 
 /// Whether `value` is a splat f32 constant within 1e-6 (relative) of
 /// `expected`.
@@ -39,9 +107,8 @@ class GeluMatcher {
 public:
   explicit GeluMatcher(Value x) : x(x) {}
 
-  /// The kind of GELU `root` computes of x ("gelu_erf", "gelu_tanh"), if
-  /// any.
-  std::optional<StringRef> match(Operation *root) {
+  /// The kind of GELU `root` computes of x, if any.
+  std::optional<Activation> match(Operation *root) {
     SmallVector<Value> factors;
     collectFactors(root, factors);
     if (factors.size() != 3)
@@ -63,12 +130,12 @@ public:
     if (auto erf = inner ? inner.getDefiningOp<ErfOp>() : ErfOp()) {
       ops.insert(erf);
       if (isScaledInput(erf.getInput()))
-        return StringRef("gelu_erf");
+        return Activation::GeluErf;
     }
     if (auto tanh = inner ? inner.getDefiningOp<TanhOp>() : TanhOp()) {
       ops.insert(tanh);
       if (isTanhArgument(tanh.getInput()))
-        return StringRef("gelu_tanh");
+        return Activation::GeluTanh;
     }
     return std::nullopt;
   }
@@ -186,24 +253,53 @@ struct FuseGelu : OpRewritePattern<MulOp> {
           root.getType() != matmul.getType())
         continue;
       GeluMatcher matcher(matmul.getResult());
-      std::optional<StringRef> kind = matcher.match(root);
+      std::optional<Activation> kind = matcher.match(root);
       if (!kind || !matcher.coversUsesOfInput())
         continue;
       rewriter.setInsertionPoint(root);
       rewriter.replaceOpWithNewOp<PackedMatMulOp>(
           root, root.getType(), matmul.getLhs(), matmul.getRhs(),
-          matmul.getBias(), Value(), rewriter.getStringAttr(*kind));
+          matmul.getBias(), Value(),
+          ActivationAttr::get(rewriter.getContext(), *kind));
       return success();
     }
     return failure();
   }
 };
 
-struct FuseMatMulActivationPass
-    : kiln::impl::FuseMatMulActivationPassBase<FuseMatMulActivationPass> {
+//===----------------------------------------------------------------------===//
+// Residual
+//===----------------------------------------------------------------------===//
+
+struct FuseResidualAdd : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    for (auto [product, other] : {std::pair(add.getLhs(), add.getRhs()),
+                                  std::pair(add.getRhs(), add.getLhs())}) {
+      auto matmul = product.getDefiningOp<PackedMatMulOp>();
+      // The residual has the product's shape: an add that broadcasts is a
+      // bias (or something else), not a skip connection.
+      if (!matmul || matmul.getResidual() || !matmul->hasOneUse() ||
+          other.getType() != matmul.getType() ||
+          add.getType() != matmul.getType())
+        continue;
+      rewriter.replaceOpWithNewOp<PackedMatMulOp>(
+          add, add.getType(), matmul.getLhs(), matmul.getRhs(),
+          matmul.getBias(), other, matmul.getActivationAttr());
+      rewriter.eraseOp(matmul);
+      return success();
+    }
+    return failure();
+  }
+};
+
+struct FuseMatMulEpiloguePass
+    : kiln::impl::FuseMatMulEpiloguePassBase<FuseMatMulEpiloguePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseGelu>(&getContext());
+    patterns.add<FuseBiasAdd, FuseGelu, FuseResidualAdd>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
