@@ -10,7 +10,7 @@
 #ifndef KILN_LIB_CODEGEN_BACKEND_H
 #define KILN_LIB_CODEGEN_BACKEND_H
 
-#include "lib/Codegen/Compiler.h"
+#include "kiln/compiler.hpp"
 #include "lib/Codegen/OutputFile.h"
 
 #include "dialects/Kiln/IR/KilnDialect.h"

@@ -1,5 +1,5 @@
 //===- Compiler.cpp - from a kiln module to an artifact on disk -----------===//
-#include "lib/Codegen/Compiler.h"
+#include "kiln/compiler.hpp"
 
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "lib/Codegen/Backend.h"

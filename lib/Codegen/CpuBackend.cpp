@@ -142,12 +142,10 @@ private:
   std::future<llvm::Error> pending;
 };
 
-/// Links `objectPaths` into the shared library `outputPath` with lld; the
-/// library's soname is the file name of `finalPath`.
+/// Links `objectPaths` into the shared library `outputPath` with lld.
 LogicalResult linkSharedLibrary(ArrayRef<StringRef> objectPaths,
-                                StringRef outputPath, StringRef finalPath,
+                                StringRef outputPath, StringRef soname,
                                 Location loc) {
-  std::string soname = llvm::sys::path::filename(finalPath).str();
   SmallVector<StringRef> args = {KILN_LLD_PATH,
                                  "-shared",
                                  "--no-undefined",
@@ -277,7 +275,10 @@ LogicalResult CpuBackend::emit(ModuleOp module, const CompileOptions &options,
   if (failed(output.close(loc)))
     return failure();
   TimingScope linking = timing.nest("Link with lld");
-  return linkSharedLibrary(objects, output.path(), options.outputPath, loc);
+  std::string soname = options.libraryName.empty()
+                           ? llvm::sys::path::filename(options.outputPath).str()
+                           : options.libraryName;
+  return linkSharedLibrary(objects, output.path(), soname, loc);
 }
 
 } // namespace

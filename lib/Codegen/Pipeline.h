@@ -2,6 +2,7 @@
 #ifndef KILN_LIB_CODEGEN_PIPELINE_H
 #define KILN_LIB_CODEGEN_PIPELINE_H
 
+#include "kiln/compiler.hpp"
 #include "lib/Codegen/CpuTarget.h"
 
 #include "mlir/Pass/PassManager.h"
@@ -13,11 +14,6 @@ namespace kiln {
 /// compiler itself builds its pipelines from the passes' constructors and
 /// registers nothing.
 void registerKilnPasses();
-
-/// How much Kiln optimizes. -O0 is the reference path: the straightforward
-/// lowering with none of Kiln's own rewrites (LLVM still optimizes it), so
-/// every optimized build can be checked against it.
-enum class OptLevel { O0, O1, O2, O3 };
 
 /// Adds the target-independent graph passes on the kiln dialect: constant
 /// folding (from -O1), the recognition of layer norms and attention (from

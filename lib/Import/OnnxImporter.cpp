@@ -4,7 +4,7 @@
 // throwing; this file catches everything it throws), then imports the graph.
 //
 //===----------------------------------------------------------------------===//
-#include "lib/Import/OnnxImporter.h"
+#include "kiln/compiler.hpp"
 
 #include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
@@ -39,17 +39,19 @@ llvm::StringMap<int64_t> getOpsetImports(const onnx::ModelProto &model) {
   return opsets;
 }
 
-LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef path,
+/// Loads the initializers stored in external data from files inside `dir`;
+/// with no `dir` (a model given as bytes), such an initializer is an error.
+LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef dir,
                                   Location loc) {
-  SmallString<256> dir(path);
-  llvm::sys::path::remove_filename(dir);
-  if (dir.empty())
-    dir = ".";
   for (onnx::TensorProto &tensor :
        *model.mutable_graph()->mutable_initializer()) {
     if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
       continue;
-    std::string error = loadExternalData(tensor, std::string(dir));
+    if (dir.empty())
+      return emitError(loc) << "initializer '" << tensor.name()
+                            << "' is in external data, and no folder to "
+                               "read it from was given";
+    std::string error = loadExternalData(tensor, dir.str());
     if (!error.empty())
       return emitError(loc)
              << "initializer '" << tensor.name() << "': " << error;
@@ -221,13 +223,15 @@ LogicalResult importGraph(onnx::GraphProto &graph,
     if (failed(elementType))
       return failure();
     SymbolicInts shape;
-    for (auto [d, dim] : llvm::enumerate(input.type().tensor_type().shape().dim())) {
+    for (auto [d, dim] :
+         llvm::enumerate(input.type().tensor_type().shape().dim())) {
+      const std::string &param = dim.dim_param();
       if (dim.has_dim_value()) {
         shape.push_back(getAffineConstantExpr(dim.dim_value(), ctx));
         continue;
       }
       auto known = llvm::find_if(symbols, [&](const DimSymbol &symbol) {
-        return symbol.name == dim.dim_param();
+        return symbol.name == param;
       });
       if (known == symbols.end()) {
         const DimRange &range = options.dims.at(dim.dim_param());
@@ -317,44 +321,18 @@ LogicalResult importGraph(onnx::GraphProto &graph,
 
 } // namespace
 
-OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
-                                            MLIRContext &context,
-                                            const ImportOptions &options) {
-  context.loadDialect<KilnDialect, func::FuncDialect, arith::ArithDialect,
-                      tensor::TensorDialect>();
-  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+namespace {
 
-  uint64_t size = 0;
-  if (std::error_code ec = llvm::sys::fs::file_size(path, size)) {
-    emitError(fileLoc) << "cannot read the model: " << ec.message();
-    return nullptr;
-  }
-  if (size > kMaxModelFileSize) {
-    emitError(fileLoc) << "the model file is " << size
-                       << " bytes; ONNX files of 2 GiB or more must keep "
-                          "weights in external data";
-    return nullptr;
-  }
-  // Parsed from the file a chunk at a time: its bytes are in memory once,
-  // in the parsed tensors, whose large ones the importer then takes over.
-  int fd;
-  if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd)) {
-    emitError(fileLoc) << "cannot read the model: " << ec.message();
-    return nullptr;
-  }
-  onnx::ModelProto model;
-  bool parsed = model.ParseFromFileDescriptor(fd);
-  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
-  if (!parsed) {
-    emitError(fileLoc) << "not a valid ONNX model: the protobuf data is "
-                          "truncated or corrupt";
-    return nullptr;
-  }
+/// Imports a parsed `model`, its external data read from `externalDataDir`.
+OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model,
+                                  StringRef externalDataDir,
+                                  const ImportOptions &options,
+                                  Location fileLoc) {
   if (!model.has_graph()) {
     emitError(fileLoc) << "not a valid ONNX model: it has no graph";
     return nullptr;
   }
-  if (failed(loadAllExternalData(model, path, fileLoc)) ||
+  if (failed(loadAllExternalData(model, externalDataDir, fileLoc)) ||
       failed(applyInputShapes(model, options, fileLoc)))
     return nullptr;
 
@@ -379,10 +357,77 @@ OwningOpRef<ModuleOp> kiln::importOnnxModel(StringRef path,
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   if (failed(importGraph(*model.mutable_graph(), getOpsetImports(model),
-                         options,
-                         *module, fileLoc)))
+                         options, *module, fileLoc)))
     return nullptr;
   if (failed(verify(*module)))
     return nullptr;
   return module;
+}
+
+void loadImportDialects(MLIRContext &context) {
+  context.loadDialect<KilnDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
+}
+
+const char *const kCorruptModel =
+    "not a valid ONNX model: the protobuf data is truncated or corrupt";
+
+} // namespace
+
+OwningOpRef<ModuleOp> kiln::importOnnxFile(StringRef path,
+                                           MLIRContext &context,
+                                           const ImportOptions &options) {
+  loadImportDialects(context);
+  Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
+
+  uint64_t size = 0;
+  if (std::error_code ec = llvm::sys::fs::file_size(path, size)) {
+    emitError(fileLoc) << "cannot read the model: " << ec.message();
+    return nullptr;
+  }
+  if (size > kMaxModelFileSize) {
+    emitError(fileLoc) << "the model file is " << size
+                       << " bytes; ONNX files of 2 GiB or more must keep "
+                          "weights in external data";
+    return nullptr;
+  }
+  // Parsed from the file a chunk at a time: its bytes are in memory once,
+  // in the parsed tensors, whose large ones the importer then takes over.
+  int fd;
+  if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd)) {
+    emitError(fileLoc) << "cannot read the model: " << ec.message();
+    return nullptr;
+  }
+  onnx::ModelProto model;
+  bool parsed = model.ParseFromFileDescriptor(fd);
+  llvm::sys::Process::SafelyCloseFileDescriptor(fd);
+  if (!parsed) {
+    emitError(fileLoc) << kCorruptModel;
+    return nullptr;
+  }
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  return importModel(model, dir, options, fileLoc);
+}
+
+OwningOpRef<ModuleOp> kiln::importOnnxBytes(StringRef bytes, StringRef name,
+                                            StringRef externalDataDir,
+                                            MLIRContext &context,
+                                            const ImportOptions &options) {
+  loadImportDialects(context);
+  Location fileLoc = FileLineColLoc::get(&context, name, 0, 0);
+  if (bytes.size() > kMaxModelFileSize) {
+    emitError(fileLoc) << "the model is " << bytes.size()
+                       << " bytes; ONNX models of 2 GiB or more must keep "
+                          "weights in external data";
+    return nullptr;
+  }
+  onnx::ModelProto model;
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+    emitError(fileLoc) << kCorruptModel;
+    return nullptr;
+  }
+  return importModel(model, externalDataDir, options, fileLoc);
 }

@@ -6,8 +6,7 @@
 // (--mlir-print-ir-after-all, --mlir-timing, ...) apply to the lowering.
 //
 //===----------------------------------------------------------------------===//
-#include "lib/Codegen/Compiler.h"
-#include "lib/Import/OnnxImporter.h"
+#include "kiln/compiler.hpp"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -68,53 +67,35 @@ llvm::cl::opt<std::string>
 
 /// Prints one line per diagnostic, naming the ONNX node where there is one:
 ///   kiln-compile: error: model.onnx: node 'MatMul_3': <message>
-class DiagnosticPrinter {
-public:
-  DiagnosticPrinter(MLIRContext &context, StringRef file) : file(file.str()) {
-    context.getDiagEngine().registerHandler([this](Diagnostic &diag) {
-      print(diag);
-      for (Diagnostic &note : diag.getNotes())
-        print(note);
-      return success();
-    });
-  }
+void printDiagnostic(const kiln::Diagnostic &diagnostic) {
+  static const char *const severities[] = {"error", "warning", "note",
+                                           "remark"};
+  llvm::raw_ostream &os = llvm::errs();
+  os << "kiln-compile: "
+     << severities[static_cast<int>(diagnostic.severity)] << ": "
+     << diagnostic.file;
+  if (!diagnostic.node.empty())
+    os << ": node '" << diagnostic.node << "'";
+  else if (diagnostic.line)
+    os << ":" << diagnostic.line << ":" << diagnostic.column;
+  os << ": " << diagnostic.message << "\n";
+}
 
-private:
-  void print(Diagnostic &diag) {
-    llvm::raw_ostream &os = llvm::errs();
-    os << "kiln-compile: ";
-    switch (diag.getSeverity()) {
-    case DiagnosticSeverity::Error:
-      os << "error: ";
-      break;
-    case DiagnosticSeverity::Warning:
-      os << "warning: ";
-      break;
-    case DiagnosticSeverity::Note:
-      os << "note: ";
-      break;
-    case DiagnosticSeverity::Remark:
-      os << "remark: ";
-      break;
-    }
-    Location loc = diag.getLocation();
-    if (auto name = dyn_cast<NameLoc>(loc))
-      os << file << ": node '" << name.getName().getValue() << "': ";
-    else if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
-      os << fileLoc.getFilename().getValue();
-      if (fileLoc.getLine())
-        os << ":" << fileLoc.getLine() << ":" << fileLoc.getColumn();
-      os << ": ";
-    } else
-      os << file << ": ";
-    // Messages are kept to one line, as users grep for them.
-    std::string message = diag.str();
-    std::replace(message.begin(), message.end(), '\n', ' ');
-    os << message << "\n";
+/// Kiln's own options and MLIR's that apply to a compile; --help lists
+/// these only (LLVM's code generators register hundreds more).
+void hideOtherOptions() {
+  static const char *const shown[] = {
+      "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "target-cpu",
+      "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
+      "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
+      "mlir-disable-threading", "help", "version"};
+  for (auto &option : llvm::cl::getRegisteredOptions()) {
+    if (llvm::is_contained(shown, option.first))
+      option.second->setHiddenFlag(llvm::cl::NotHidden);
+    else
+      option.second->setHiddenFlag(llvm::cl::ReallyHidden);
   }
-
-  std::string file;
-};
+}
 
 /// A size from the command line; false if `text` is not a count.
 bool parseSize(StringRef text, int64_t &size) {
@@ -180,13 +161,22 @@ int main(int argc, char **argv) {
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
+  hideOtherOptions();
+  llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "kiln-compile " << kiln::getVersion() << "\n";
+  });
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "Kiln: compile ONNX models to native code\n");
 
   DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
   MLIRContext context(registry);
-  DiagnosticPrinter printer(context, inputPath);
+  ScopedDiagnosticHandler diagnostics(&context, [](Diagnostic &diagnostic) {
+    printDiagnostic(kiln::convertDiagnostic(diagnostic, inputPath));
+    for (Diagnostic &note : diagnostic.getNotes())
+      printDiagnostic(kiln::convertDiagnostic(note, inputPath));
+    return success();
+  });
 
   DefaultTimingManager timing;
   applyDefaultTimingManagerCLOptions(timing);
@@ -204,7 +194,7 @@ int main(int argc, char **argv) {
       llvm::errs() << "kiln-compile: error: " << problem << "\n";
       return 1;
     }
-    module = kiln::importOnnxModel(inputPath, context, importOptions);
+    module = kiln::importOnnxFile(inputPath, context, importOptions);
   }
   if (!module)
     return 1;

@@ -1,5 +1,5 @@
 //===- kiln-opt.cpp - mlir-opt with the kiln dialect and passes -----------===//
-#include "lib/Codegen/Compiler.h"
+#include "kiln/compiler.hpp"
 #include "lib/Codegen/Pipeline.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

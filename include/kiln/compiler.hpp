@@ -1,0 +1,161 @@
+//===- kiln/compiler.hpp - Kiln's compiler as a C++ library -----*- C++ -*-===//
+//
+// Two levels, for two kinds of callers:
+//
+// - Whole compiles: compileOnnxFile / compileOnnxBytes take an ONNX model
+//   and produce an artifact (a shared library the runtime in kiln/runtime.h
+//   loads), reporting every problem through a DiagnosticHandler. Each call
+//   has its own MLIR context; calls may run on several threads at once.
+//
+// - MLIR-level, for tools that hold their own MLIRContext: register Kiln's
+//   dialects in the context's registry, import an ONNX model into a
+//   kiln-dialect module (importOnnxFile / importOnnxBytes), inspect or
+//   rewrite it, and lower it with compileModule. Errors go to the context's
+//   diagnostic engine, located at the ONNX node (an mlir::NameLoc naming
+//   it, inside the model file's mlir::FileLineColLoc).
+//
+// Nothing here changes process-wide state (MLIR's global pass registry,
+// command-line options), except LLVM's target registry, which the first
+// compile initializes once.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_COMPILER_HPP
+#define KILN_COMPILER_HPP
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+/// How much Kiln optimizes. -O0 is the reference path: the straightforward
+/// lowering with none of Kiln's own rewrites (LLVM still optimizes it), so
+/// every optimized build can be checked against it.
+enum class OptLevel { O0, O1, O2, O3 };
+
+/// What a compile produces.
+enum class EmitKind {
+  Mlir,    ///< the kiln-dialect module, as imported
+  Llvm,    ///< optimized LLVM IR with the artifact glue
+  Object,  ///< a relocatable object file
+  Library, ///< a shared library loadable by the runtime (the artifact)
+};
+
+/// The sizes a named dimension may take, bounds included; one size when
+/// min == max.
+struct DimRange {
+  int64_t min = 0;
+  int64_t max = 0;
+};
+
+/// How the model's inputs are shaped, where the file leaves it open.
+struct ImportOptions {
+  /// Fixes every dimension of an input (by name).
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Fixes a named dimension (ONNX dim_param) to one size, or makes it a
+  /// dynamic dimension with a range: buffers are planned for its maximum,
+  /// and each call's size is checked against the range.
+  std::map<std::string, DimRange> dims;
+};
+
+struct CompileOptions {
+  EmitKind emit = EmitKind::Library;
+  /// Where the result goes; "-" writes text output to stdout. Files are
+  /// written under a temporary name and renamed, so a failed compile never
+  /// leaves a partial file behind.
+  std::string outputPath;
+  /// The library's soname; empty: the output's file name.
+  std::string libraryName;
+  /// LLVM CPU name to generate code for when the module names no target;
+  /// "host" is the machine compiling, with the features it has.
+  std::string targetCpu = "host";
+  OptLevel optLevel = OptLevel::O2;
+  /// Called on each pass manager before it runs (for instance to apply
+  /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
+  std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;
+  /// Where each compilation phase reports its time; the passes nest under
+  /// it. Null when timing is off.
+  mlir::TimingScope *timing = nullptr;
+};
+
+/// One problem (or note) a compile reports.
+struct Diagnostic {
+  enum class Severity { Error, Warning, Note, Remark };
+  Severity severity = Severity::Error;
+  /// One line of text.
+  std::string message;
+  /// The model (or .mlir) file, or the name given for bytes; may be empty.
+  std::string file;
+  /// The ONNX node the problem is at; empty if none.
+  std::string node;
+  /// Position in a text input (.mlir); 0 if none.
+  unsigned line = 0, column = 0;
+};
+
+using DiagnosticHandler = std::function<void(const Diagnostic &)>;
+
+/// `diagnostic` as the library reports it: node and file from its location,
+/// the message on one line.
+Diagnostic convertDiagnostic(const mlir::Diagnostic &diagnostic,
+                             llvm::StringRef defaultFile);
+
+/// Registers the dialects and LLVM IR translations compilation needs.
+void registerCompilerDialects(mlir::DialectRegistry &registry);
+
+/// Reads the ONNX model at `path`, loads its external data (only from files
+/// inside the model's folder), applies `options` to the inputs' shapes, runs
+/// ONNX's checker and shape inference, and imports the graph as
+/// `func.func @main` of kiln ops. Named dimensions with a range stay dynamic
+/// (the module's `kiln.dims`); every other input dimension must have a size.
+/// Returns null after any error, reported through `context`.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxFile(llvm::StringRef path, mlir::MLIRContext &context,
+               const ImportOptions &options = {});
+
+/// The same for a model in memory, called `name` in diagnostics. External
+/// data is read from files inside `externalDataDir`; with an empty one, a
+/// model with external data is an error.
+mlir::OwningOpRef<mlir::ModuleOp>
+importOnnxBytes(llvm::StringRef bytes, llvm::StringRef name,
+                llvm::StringRef externalDataDir, mlir::MLIRContext &context,
+                const ImportOptions &options = {});
+
+/// Lowers `module` (kiln dialect, consumed) for its `kiln.target`, or for
+/// `options.targetCpu` if it names none, and writes what `options.emit`
+/// asks for. Errors go to the context's diagnostic handler.
+llvm::LogicalResult compileModule(mlir::ModuleOp module,
+                                  const CompileOptions &options);
+
+/// Compiles the ONNX model at `modelPath` as `options` say (outputPath
+/// included). Every diagnostic goes to `handler` (when set); the error
+/// returned carries the first error's message.
+llvm::Error compileOnnxFile(llvm::StringRef modelPath,
+                            const ImportOptions &importOptions,
+                            const CompileOptions &options,
+                            const DiagnosticHandler &handler = {});
+
+/// Compiles a model in memory into an artifact in memory (options.emit and
+/// options.outputPath are ignored: the result is a shared library's bytes).
+llvm::Expected<std::vector<char>>
+compileOnnxBytes(llvm::StringRef model, llvm::StringRef name,
+                 llvm::StringRef externalDataDir,
+                 const ImportOptions &importOptions,
+                 const CompileOptions &options,
+                 const DiagnosticHandler &handler = {});
+
+/// Kiln's version, "major.minor.patch".
+const char *getVersion();
+
+} // namespace kiln
+
+#endif // KILN_COMPILER_HPP

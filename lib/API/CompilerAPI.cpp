@@ -1,0 +1,155 @@
+//===- CompilerAPI.cpp - whole compiles, for the C++ and C APIs -----------===//
+#include "kiln/compiler.hpp"
+
+#include "kiln/Config.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using kiln::CompileOptions;
+using kiln::DiagnosticHandler;
+using kiln::EmitKind;
+using kiln::ImportOptions;
+
+kiln::Diagnostic kiln::convertDiagnostic(const mlir::Diagnostic &diagnostic,
+                                   StringRef defaultFile) {
+  kiln::Diagnostic result;
+  switch (diagnostic.getSeverity()) {
+  case DiagnosticSeverity::Error:
+    result.severity = kiln::Diagnostic::Severity::Error;
+    break;
+  case DiagnosticSeverity::Warning:
+    result.severity = kiln::Diagnostic::Severity::Warning;
+    break;
+  case DiagnosticSeverity::Note:
+    result.severity = kiln::Diagnostic::Severity::Note;
+    break;
+  case DiagnosticSeverity::Remark:
+    result.severity = kiln::Diagnostic::Severity::Remark;
+    break;
+  }
+  result.file = defaultFile.str();
+  // The importer locates a node as its name inside the file's location.
+  Location loc = diagnostic.getLocation();
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    result.node = name.getName().str();
+    loc = name.getChildLoc();
+  }
+  if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
+    result.file = fileLoc.getFilename().str();
+    result.line = fileLoc.getLine();
+    result.column = fileLoc.getColumn();
+  }
+  // Messages are kept to one line, as users grep for them.
+  result.message = diagnostic.str();
+  std::replace(result.message.begin(), result.message.end(), '\n', ' ');
+  return result;
+}
+
+namespace {
+
+/// Reports every diagnostic of `context` to `handler` while in scope, and
+/// keeps the first error's text for the llvm::Error a compile returns.
+class DiagnosticCollector {
+public:
+  DiagnosticCollector(MLIRContext &context, StringRef file,
+                      const DiagnosticHandler &handler)
+      : scoped(&context, [this, file = file.str(),
+                          &handler](mlir::Diagnostic &diagnostic) {
+          report(diagnostic, file, handler);
+          for (mlir::Diagnostic &note : diagnostic.getNotes())
+            report(note, file, handler);
+          return success();
+        }) {}
+
+  llvm::Error takeError() {
+    return llvm::createStringError(
+        firstError.empty() ? "compilation failed" : firstError);
+  }
+
+private:
+  void report(mlir::Diagnostic &diagnostic, const std::string &file,
+              const DiagnosticHandler &handler) {
+    kiln::Diagnostic converted = kiln::convertDiagnostic(diagnostic, file);
+    if (converted.severity == kiln::Diagnostic::Severity::Error &&
+        firstError.empty()) {
+      firstError = converted.file;
+      if (!converted.node.empty())
+        firstError += ": node '" + converted.node + "'";
+      firstError += ": " + converted.message;
+    }
+    if (handler)
+      handler(converted);
+  }
+
+  ScopedDiagnosticHandler scoped;
+  std::string firstError;
+};
+
+} // namespace
+
+llvm::Error kiln::compileOnnxFile(StringRef modelPath,
+                                  const ImportOptions &importOptions,
+                                  const CompileOptions &options,
+                                  const DiagnosticHandler &handler) {
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  DiagnosticCollector diagnostics(context, modelPath, handler);
+  OwningOpRef<ModuleOp> module =
+      importOnnxFile(modelPath, context, importOptions);
+  if (!module || failed(compileModule(*module, options)))
+    return diagnostics.takeError();
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<char>>
+kiln::compileOnnxBytes(StringRef model, StringRef name,
+                       StringRef externalDataDir,
+                       const ImportOptions &importOptions,
+                       const CompileOptions &options,
+                       const DiagnosticHandler &handler) {
+  DialectRegistry registry;
+  registerCompilerDialects(registry);
+  MLIRContext context(registry);
+  DiagnosticCollector diagnostics(context, name, handler);
+  OwningOpRef<ModuleOp> module =
+      importOnnxBytes(model, name, externalDataDir, context, importOptions);
+  if (!module)
+    return diagnostics.takeError();
+
+  // lld writes a file: the artifact is made in a temporary one, read back
+  // and removed.
+  SmallString<256> path;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("kiln-artifact", "so", path))
+    return llvm::createStringError(
+        "cannot create a temporary file for the artifact: " + ec.message());
+  llvm::FileRemover remover(path);
+  CompileOptions libraryOptions = options;
+  libraryOptions.emit = EmitKind::Library;
+  libraryOptions.outputPath = path.str().str();
+  if (libraryOptions.libraryName.empty()) {
+    SmallString<128> soname(llvm::sys::path::filename(name));
+    llvm::sys::path::replace_extension(soname, "so");
+    libraryOptions.libraryName = soname.str().str();
+  }
+  if (failed(compileModule(*module, libraryOptions)))
+    return diagnostics.takeError();
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> artifact =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!artifact)
+    return llvm::createStringError("cannot read the artifact back: " +
+                                   artifact.getError().message());
+  StringRef bytes = (*artifact)->getBuffer();
+  return std::vector<char>(bytes.begin(), bytes.end());
+}
+
+const char *kiln::getVersion() { return KILN_VERSION; }
