@@ -92,20 +92,33 @@ private:
   std::string firstError;
 };
 
+/// A context of its own for one compile, with Kiln's dialects, its
+/// diagnostics collected under `file`'s name.
+struct CompileContext {
+  CompileContext(StringRef file, const DiagnosticHandler &handler)
+      : context(createRegistry()), diagnostics(context, file, handler) {}
+
+  static DialectRegistry createRegistry() {
+    DialectRegistry registry;
+    kiln::registerCompilerDialects(registry);
+    return registry;
+  }
+
+  MLIRContext context;
+  DiagnosticCollector diagnostics;
+};
+
 } // namespace
 
 llvm::Error kiln::compileOnnxFile(StringRef modelPath,
                                   const ImportOptions &importOptions,
                                   const CompileOptions &options,
                                   const DiagnosticHandler &handler) {
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  MLIRContext context(registry);
-  DiagnosticCollector diagnostics(context, modelPath, handler);
+  CompileContext compile(modelPath, handler);
   OwningOpRef<ModuleOp> module =
-      importOnnxFile(modelPath, context, importOptions);
+      importOnnxFile(modelPath, compile.context, importOptions);
   if (!module || failed(compileModule(*module, options)))
-    return diagnostics.takeError();
+    return compile.diagnostics.takeError();
   return llvm::Error::success();
 }
 
@@ -115,14 +128,11 @@ kiln::compileOnnxBytes(StringRef model, StringRef name,
                        const ImportOptions &importOptions,
                        const CompileOptions &options,
                        const DiagnosticHandler &handler) {
-  DialectRegistry registry;
-  registerCompilerDialects(registry);
-  MLIRContext context(registry);
-  DiagnosticCollector diagnostics(context, name, handler);
-  OwningOpRef<ModuleOp> module =
-      importOnnxBytes(model, name, externalDataDir, context, importOptions);
+  CompileContext compile(name, handler);
+  OwningOpRef<ModuleOp> module = importOnnxBytes(
+      model, name, externalDataDir, compile.context, importOptions);
   if (!module)
-    return diagnostics.takeError();
+    return compile.diagnostics.takeError();
 
   // lld writes a file: the artifact is made in a temporary one, read back
   // and removed.
@@ -141,7 +151,7 @@ kiln::compileOnnxBytes(StringRef model, StringRef name,
     libraryOptions.libraryName = soname.str().str();
   }
   if (failed(compileModule(*module, libraryOptions)))
-    return diagnostics.takeError();
+    return compile.diagnostics.takeError();
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> artifact =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                   /*RequiresNullTerminator=*/false);
