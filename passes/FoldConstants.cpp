@@ -74,7 +74,12 @@ struct FoldConstantsPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldConstantOperands>(&getContext(), maxElements);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+    // Only this pass's size policy decides: the op folders' own (smaller)
+    // limit would fold past a lower max-elements.
+    GreedyRewriteConfig config;
+    config.enableFolding(false);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns),
+                                     config)))
       signalPassFailure();
   }
 };

@@ -24,8 +24,12 @@ void kiln::registerKilnPasses() {
 }
 
 void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
-  if (level >= OptLevel::O1)
+  if (level >= OptLevel::O1) {
     pm.addPass(createFoldConstantsPass());
+    // Constants to the right of commutative ops: the fusions match one
+    // operand order.
+    pm.addPass(createCanonicalizerPass());
+  }
   if (level >= OptLevel::O2) {
     pm.addPass(createFuseLayerNormPass());
     pm.addPass(createFuseAttentionPass());

@@ -200,7 +200,7 @@ std::optional<SymbolicInts> GraphImporter::getContents(Value value) const {
   auto dense = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue())
                         : DenseIntElementsAttr();
   if (!dense || !dense.getElementType().isInteger(64) ||
-      dense.getNumElements() > kImportFoldLimit)
+      dense.getNumElements() > kFoldElementLimit)
     return std::nullopt;
   return kiln::getConstantInts(value.getContext(),
                                SmallVector<int64_t>(dense.getValues<int64_t>()));
@@ -358,6 +358,23 @@ FailureOr<int64_t> NodeImporter::normalizeAxis(int64_t axis,
   return axis < 0 ? axis + rank : axis;
 }
 
+/// The constant `op` folds to (through its op folder) when all its operands
+/// are constants; null if none.
+static DenseElementsAttr foldToConstant(Operation *op) {
+  SmallVector<Attribute> operands;
+  for (Value operand : op->getOperands()) {
+    auto constant = operand.getDefiningOp<ConstantOp>();
+    if (!constant)
+      return {};
+    operands.push_back(constant.getValue());
+  }
+  SmallVector<OpFoldResult> results;
+  if (failed(op->fold(operands, results)) || results.size() != 1)
+    return {};
+  return dyn_cast_if_present<DenseElementsAttr>(
+      dyn_cast_if_present<Attribute>(results[0]));
+}
+
 LogicalResult GraphImporter::foldNewOps(Operation *lastBefore,
                                         SmallVectorImpl<Value> &results) {
   Block *block = builder.getInsertionBlock();
@@ -373,22 +390,12 @@ LogicalResult GraphImporter::foldNewOps(Operation *lastBefore,
   };
   while (op) {
     Operation *next = op->getNextNode();
-    SmallVector<DenseElementsAttr> operands;
-    for (Value operand : op->getOperands()) {
-      auto constant = operand.getDefiningOp<ConstantOp>();
-      if (auto dense = constant
-                           ? dyn_cast<DenseElementsAttr>(constant.getValue())
-                           : DenseElementsAttr())
-        operands.push_back(dense);
-    }
     auto type = op->getNumResults() == 1
                     ? dyn_cast<RankedTensorType>(op->getResult(0).getType())
                     : RankedTensorType();
     bool folded = false;
-    if (type && type.hasStaticShape() &&
-        type.getNumElements() <= kImportFoldLimit &&
-        operands.size() == op->getNumOperands() && isConstantEvaluable(op)) {
-      if (DenseElementsAttr value = evaluateConstantOp(op, operands)) {
+    if (type && !isa<ConstantOp>(op)) {
+      if (DenseElementsAttr value = foldToConstant(op)) {
         replace(op, value);
         folded = true;
       }

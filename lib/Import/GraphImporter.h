@@ -123,14 +123,14 @@ public:
 
 private:
   /// Folds the ops importing a node created (those after `lastBefore`)
-  /// whose operands are all constants, keeping `results` pointing at the
-  /// replacements. Small results only: this is for shape computations,
-  /// weights are left to kiln-fold-constants. Ops computing on shapes get
+  /// whose operands are all constants through their op folders, keeping
+  /// `results` pointing at the replacements. The folders take small results
+  /// only: this is for shape computations, weights are left to
+  /// kiln-fold-constants. Ops computing on shapes get
   /// their results' elements as expressions (folded when constant), and
   /// results of dynamic shape their shape; an error if one can't be told.
   llvm::LogicalResult foldNewOps(mlir::Operation *lastBefore,
                                  llvm::SmallVectorImpl<mlir::Value> &results);
-  static constexpr int64_t kImportFoldLimit = 4096;
 
   mlir::OpBuilder &builder;
   llvm::StringMap<int64_t> opsets;

@@ -116,8 +116,8 @@ LogicalResult kiln::importReshape(NodeImporter &node) {
   AffineExpr total = getProduct(context, inShape);
   if (inferred != -1) {
     std::optional<AffineExpr> rest = divideExactly(total, known);
-    if (!rest || isa<AffineConstantExpr>(known) &&
-                     cast<AffineConstantExpr>(known).getValue() == 0)
+    if (!rest || (isa<AffineConstantExpr>(known) &&
+                  cast<AffineConstantExpr>(known).getValue() == 0))
       return node.emitError() << "cannot infer the -1 dimension of the shape";
     shape[inferred] = *rest;
     known = known * *rest;

@@ -56,11 +56,14 @@ SmallVector<int64_t> getBroadcastIndices(ArrayRef<int64_t> operandShape,
   return indices;
 }
 
-/// Source flat index of every element of a transpose, slice or broadcast.
+/// Source flat index of every element of a reshape, transpose, slice or
+/// broadcast.
 SmallVector<int64_t> getMovedIndices(Operation *op, ArrayRef<int64_t> input,
                                      ArrayRef<int64_t> result) {
   if (isa<BroadcastOp>(op))
     return getBroadcastIndices(input, result);
+  if (isa<ReshapeOp>(op))
+    return llvm::to_vector(llvm::seq<int64_t>(getNumElements(result)));
   SmallVector<int64_t> inputStrides = getStrides(input);
   SmallVector<int64_t> resultStrides = getStrides(result);
   SmallVector<int64_t> indices(getNumElements(result));
@@ -89,17 +92,29 @@ int64_t safeDivide(int64_t lhs, int64_t rhs) {
   return lhs / rhs;
 }
 
+/// Two's-complement wrapping, as the generated code's integer arithmetic
+/// (and without C++'s undefined signed overflow).
+int64_t wrapArithmetic(Operation *op, int64_t lhs, int64_t rhs) {
+  auto l = static_cast<uint64_t>(lhs), r = static_cast<uint64_t>(rhs);
+  if (isa<AddOp>(op))
+    return static_cast<int64_t>(l + r);
+  if (isa<SubOp>(op))
+    return static_cast<int64_t>(l - r);
+  if (isa<MulOp>(op))
+    return static_cast<int64_t>(l * r);
+  return safeDivide(lhs, rhs);
+}
+
 template <typename T> T applyArithmetic(Operation *op, T lhs, T rhs) {
+  if constexpr (std::is_integral_v<T>)
+    return wrapArithmetic(op, lhs, rhs);
   if (isa<AddOp>(op))
     return lhs + rhs;
   if (isa<SubOp>(op))
     return lhs - rhs;
   if (isa<MulOp>(op))
     return lhs * rhs;
-  if constexpr (std::is_integral_v<T>)
-    return safeDivide(lhs, rhs);
-  else
-    return lhs / rhs;
+  return lhs / rhs;
 }
 
 /// Runs `fn` with `T` the C++ type of `elementType` (float, int64_t, bool).
@@ -247,4 +262,20 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands) {
       return {};
     return build<T>(type, result);
   });
+}
+
+OpFoldResult kiln::foldConstantOperands(Operation *op,
+                                        ArrayRef<Attribute> operands) {
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || !type.hasStaticShape() ||
+      type.getNumElements() > kFoldElementLimit)
+    return {};
+  SmallVector<DenseElementsAttr> dense;
+  for (Attribute operand : operands) {
+    auto elements = dyn_cast_if_present<DenseElementsAttr>(operand);
+    if (!elements)
+      return {};
+    dense.push_back(elements);
+  }
+  return evaluateConstantOp(op, dense);
 }

@@ -7,6 +7,10 @@
 
 namespace kiln {
 
+/// The most elements an op folder computes: shape arithmetic and small
+/// tables fold; anything larger is kiln-fold-constants' decision.
+constexpr int64_t kFoldElementLimit = 4096;
+
 /// Whether evaluateConstantOp knows how to compute `op`.
 bool isConstantEvaluable(mlir::Operation *op);
 
@@ -16,6 +20,12 @@ bool isConstantEvaluable(mlir::Operation *op);
 mlir::DenseElementsAttr
 evaluateConstantOp(mlir::Operation *op,
                    llvm::ArrayRef<mlir::DenseElementsAttr> operands);
+
+/// The fold of an evaluable op (its `fold` method): the result of
+/// evaluateConstantOp when every operand is a dense constant and the result
+/// has a static shape of at most kFoldElementLimit elements; null otherwise.
+mlir::OpFoldResult foldConstantOperands(mlir::Operation *op,
+                                        llvm::ArrayRef<mlir::Attribute> operands);
 
 /// A reshape, transpose, slice or broadcast of `input` computed on its
 /// bytes: what kiln-fold-constants uses for weights, which can be large

@@ -1,6 +1,8 @@
 //===- KilnOps.cpp - kiln op verifiers, type inference, folders -----------===//
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "dialects/Kiln/IR/ConstantEvaluation.h"
+
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -61,13 +63,33 @@ LogicalResult kiln::inferReduceResultType(std::optional<Location> loc,
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 //===----------------------------------------------------------------------===//
+// Folders of the ops that compute on small constants (shape arithmetic)
+//===----------------------------------------------------------------------===//
+
+#define KILN_FOLD_CONSTANT_OPERANDS(Op)                                        \
+  OpFoldResult Op::fold(FoldAdaptor adaptor) {                                 \
+    return foldConstantOperands(*this, adaptor.getOperands());                 \
+  }
+KILN_FOLD_CONSTANT_OPERANDS(AddOp)
+KILN_FOLD_CONSTANT_OPERANDS(SubOp)
+KILN_FOLD_CONSTANT_OPERANDS(MulOp)
+KILN_FOLD_CONSTANT_OPERANDS(DivOp)
+KILN_FOLD_CONSTANT_OPERANDS(NegOp)
+KILN_FOLD_CONSTANT_OPERANDS(ConcatOp)
+KILN_FOLD_CONSTANT_OPERANDS(EqualOp)
+KILN_FOLD_CONSTANT_OPERANDS(SelectOp)
+KILN_FOLD_CONSTANT_OPERANDS(SliceOp)
+KILN_FOLD_CONSTANT_OPERANDS(BroadcastOp)
+#undef KILN_FOLD_CONSTANT_OPERANDS
+
+//===----------------------------------------------------------------------===//
 // CastOp
 //===----------------------------------------------------------------------===//
 
-OpFoldResult CastOp::fold(FoldAdaptor) {
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
-  return {};
+  return foldConstantOperands(*this, adaptor.getOperands());
 }
 
 //===----------------------------------------------------------------------===//
@@ -181,11 +203,10 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-OpFoldResult TransposeOp::fold(FoldAdaptor) {
-  for (auto [i, p] : llvm::enumerate(getPerm()))
-    if (static_cast<int64_t>(i) != p)
-      return {};
-  return getInput();
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  if (llvm::equal(getPerm(), llvm::seq<int64_t>(getPerm().size())))
+    return getInput();
+  return foldConstantOperands(*this, adaptor.getOperands());
 }
 
 //===----------------------------------------------------------------------===//

@@ -63,6 +63,7 @@ def Kiln_AddOp : Kiln_BinaryOp<"add", Kiln_NumericTensor, [Commutative]> {
     %0 = kiln.add %a, %b : tensor<2x3xf32>, tensor<3xf32>
     ```
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_SubOp : Kiln_BinaryOp<"sub", Kiln_NumericTensor> {
@@ -74,6 +75,7 @@ def Kiln_SubOp : Kiln_BinaryOp<"sub", Kiln_NumericTensor> {
     %0 = kiln.sub %a, %b : tensor<4x1xf32>, tensor<1x5xf32>
     ```
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_NumericTensor, [Commutative]> {
@@ -85,6 +87,7 @@ def Kiln_MulOp : Kiln_BinaryOp<"mul", Kiln_NumericTensor, [Commutative]> {
     %0 = kiln.mul %a, %b : tensor<2x3xi64>, tensor<i64>
     ```
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_NumericTensor> {
@@ -98,6 +101,7 @@ def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_NumericTensor> {
     %0 = kiln.div %a, %b : tensor<2x3xf32>, tensor<2x3xf32>
     ```
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_NumericTensor> {
@@ -122,7 +126,9 @@ class Kiln_UnaryOp<string mnemonic, Type operandType, string formula>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_NumericTensor, "-x">;
+def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_NumericTensor, "-x"> {
+  let hasFolder = 1;
+}
 def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_NumericTensor, "|x|">;
 def Kiln_ReluOp : Kiln_UnaryOp<"relu", Kiln_NumericTensor, "max(x, 0)">;
 def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_FloatTensor, "e^x">;
@@ -272,6 +278,7 @@ def Kiln_ConcatOp : Kiln_Op<"concat",
   let assemblyFormat = [{
     $inputs `axis` `=` $axis attr-dict `:` type($inputs) `->` type($result)
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_GatherOp : Kiln_Op<"gather",
@@ -312,6 +319,7 @@ def Kiln_EqualOp : Kiln_Op<"equal", [Pure, Commutative, InferTypeOpAdaptor]> {
   let arguments = (ins Kiln_Tensor:$lhs, Kiln_Tensor:$rhs);
   let results = (outs Kiln_BoolTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasFolder = 1;
 }
 
 def Kiln_SelectOp : Kiln_Op<"select", [Pure, InferTypeOpAdaptor]> {
@@ -331,6 +339,7 @@ def Kiln_SelectOp : Kiln_Op<"select", [Pure, InferTypeOpAdaptor]> {
     $condition `,` $true_value `,` $false_value attr-dict
     `:` type($condition) `,` type($true_value) `,` type($false_value)
   }];
+  let hasFolder = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -357,6 +366,7 @@ def Kiln_SliceOp : Kiln_Op<"slice",
     $input `offsets` `=` $offsets `sizes` `=` $sizes `strides` `=` $strides
     attr-dict `:` type($input) `->` type($result)
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_BroadcastOp : Kiln_Op<"broadcast",
@@ -378,6 +388,7 @@ def Kiln_BroadcastOp : Kiln_Op<"broadcast",
     $input (`dims` `(` $dims^ `)`)? attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def Kiln_RangeOp : Kiln_Op<"range",

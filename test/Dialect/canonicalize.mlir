@@ -1,0 +1,114 @@
+// RUN: kiln-opt %s -canonicalize -split-input-file | FileCheck %s
+
+// Integer arithmetic folds with the generated code's two's-complement
+// wrapping: INT64_MAX + 1, INT64_MIN - 1, 2^62 * 4, INT64_MIN / -1, 7 / 0
+// (0, as the lowering defines it) and -INT64_MIN.
+// CHECK-LABEL: func.func @int64_wraps
+// CHECK-DAG: %[[MIN:.*]] = kiln.constant dense<-9223372036854775808> : tensor<1xi64>
+// CHECK-DAG: %[[MAX:.*]] = kiln.constant dense<9223372036854775807> : tensor<1xi64>
+// CHECK-DAG: %[[ZERO:.*]] = kiln.constant dense<0> : tensor<1xi64>
+// CHECK-NEXT: return %[[MIN]], %[[MAX]], %[[ZERO]], %[[MIN]], %[[ZERO]], %[[MIN]] :
+func.func @int64_wraps() -> (tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>) {
+  %max = kiln.constant dense<9223372036854775807> : tensor<1xi64>
+  %min = kiln.constant dense<-9223372036854775808> : tensor<1xi64>
+  %one = kiln.constant dense<1> : tensor<1xi64>
+  %m1 = kiln.constant dense<-1> : tensor<1xi64>
+  %big = kiln.constant dense<4611686018427387904> : tensor<1xi64>
+  %four = kiln.constant dense<4> : tensor<1xi64>
+  %seven = kiln.constant dense<7> : tensor<1xi64>
+  %zero = kiln.constant dense<0> : tensor<1xi64>
+  %0 = kiln.add %max, %one : tensor<1xi64>, tensor<1xi64>
+  %1 = kiln.sub %min, %one : tensor<1xi64>, tensor<1xi64>
+  %2 = kiln.mul %big, %four : tensor<1xi64>, tensor<1xi64>
+  %3 = kiln.div %min, %m1 : tensor<1xi64>, tensor<1xi64>
+  %4 = kiln.div %seven, %zero : tensor<1xi64>, tensor<1xi64>
+  %5 = kiln.neg %min : tensor<1xi64>
+  return %0, %1, %2, %3, %4, %5 : tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>, tensor<1xi64>
+}
+
+// -----
+
+// A shape computation as exporters write it (Shape, Gather, Concat, Equal,
+// Where) folds to the shape it computes.
+// CHECK-LABEL: func.func @shape_arithmetic
+// CHECK-NEXT: %[[SHAPE:.*]] = kiln.constant dense<[2, 12, 64]> : tensor<3xi64>
+// CHECK-NEXT: return %[[SHAPE]]
+func.func @shape_arithmetic() -> tensor<3xi64> {
+  %shape = kiln.constant dense<[2, 16, 768]> : tensor<3xi64>
+  %batch = kiln.slice %shape offsets = [0] sizes = [1] strides = [1] : tensor<3xi64> -> tensor<1xi64>
+  %heads = kiln.constant dense<[12, -1]> : tensor<2xi64>
+  %target = kiln.concat %batch, %heads axis = 0 : tensor<1xi64>, tensor<2xi64> -> tensor<3xi64>
+  %m1 = kiln.constant dense<-1> : tensor<i64>
+  %is_inferred = kiln.equal %target, %m1 : tensor<3xi64>, tensor<i64>
+  %depth = kiln.constant dense<64> : tensor<i64>
+  %dims = kiln.broadcast %depth : tensor<i64> -> tensor<3xi64>
+  %result = kiln.select %is_inferred, %dims, %target : tensor<3xi1>, tensor<3xi64>, tensor<3xi64>
+  return %result : tensor<3xi64>
+}
+
+// -----
+
+// Float arithmetic with broadcasting, a cast and data movement fold.
+// CHECK-LABEL: func.func @float_and_data_movement
+// CHECK-DAG: kiln.constant dense<{{\[}}[1.500000e+00, 2.500000e+00]]> : tensor<1x2xf32>
+// CHECK-DAG: kiln.constant dense<{{\[}}[1.000000e+00, 3.000000e+00], [2.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: kiln.constant dense<[3.000000e+00, -2.000000e+00]> : tensor<2xf32>
+// CHECK-NOT: kiln.{{add|transpose|cast}}
+// CHECK: return
+func.func @float_and_data_movement() -> (tensor<1x2xf32>, tensor<2x2xf32>, tensor<2xf32>) {
+  %a = kiln.constant dense<[[1.0, 2.0]]> : tensor<1x2xf32>
+  %half = kiln.constant dense<0.5> : tensor<f32>
+  %0 = kiln.add %a, %half : tensor<1x2xf32>, tensor<f32>
+  %m = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
+  %1 = kiln.transpose %m, perm = [1, 0] : tensor<2x2xf32> -> tensor<2x2xf32>
+  %i = kiln.constant dense<[3, -2]> : tensor<2xi64>
+  %2 = kiln.cast %i : tensor<2xi64> -> tensor<2xf32>
+  return %0, %1, %2 : tensor<1x2xf32>, tensor<2x2xf32>, tensor<2xf32>
+}
+
+// -----
+
+// A commutative op takes its constant on the right, so fusion patterns
+// see one operand order.
+// CHECK-LABEL: func.func @constant_to_the_right
+// CHECK-SAME: (%[[X:.*]]: tensor<4x8xf32>)
+// CHECK: %[[C:.*]] = kiln.constant
+// CHECK: %[[SUM:.*]] = kiln.add %[[X]], %[[C]]
+// CHECK: kiln.mul %[[SUM]], %[[C]]
+func.func @constant_to_the_right(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c = kiln.constant dense<2.0> : tensor<8xf32>
+  %0 = kiln.add %c, %x : tensor<8xf32>, tensor<4x8xf32>
+  %1 = kiln.mul %c, %0 : tensor<8xf32>, tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
+
+// -----
+
+// Identities fold to their input: an identity transpose, a cast to the
+// same type, a reshape of a reshape.
+// CHECK-LABEL: func.func @identities
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>)
+// CHECK-NEXT: %[[R:.*]] = kiln.reshape %[[X]] : tensor<2x3xf32> -> tensor<6xf32>
+// CHECK-NEXT: return %[[X]], %[[X]], %[[R]]
+func.func @identities(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>, tensor<6xf32>) {
+  %0 = kiln.transpose %x, perm = [0, 1] : tensor<2x3xf32> -> tensor<2x3xf32>
+  %1 = kiln.cast %x : tensor<2x3xf32> -> tensor<2x3xf32>
+  %2 = kiln.reshape %x : tensor<2x3xf32> -> tensor<3x2xf32>
+  %3 = kiln.reshape %2 : tensor<3x2xf32> -> tensor<6xf32>
+  return %0, %1, %3 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<6xf32>
+}
+
+// -----
+
+// Results over 4096 elements are kiln-fold-constants' decision, and ops
+// with a run-time operand stay.
+// CHECK-LABEL: func.func @not_folded
+// CHECK: kiln.broadcast
+// CHECK: kiln.add
+func.func @not_folded(%x: tensor<2xi64>) -> (tensor<64x128xf32>, tensor<2xi64>) {
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %0 = kiln.broadcast %one : tensor<f32> -> tensor<64x128xf32>
+  %c = kiln.constant dense<1> : tensor<2xi64>
+  %1 = kiln.add %x, %c : tensor<2xi64>, tensor<2xi64>
+  return %0, %1 : tensor<64x128xf32>, tensor<2xi64>
+}
