@@ -22,18 +22,13 @@ struct kiln_session {
   int64_t *dim_values;      /* the artifact's dimensions in this run */
 };
 
-/* Generated code views the arena and the state as buffers of any element
- * type. */
-#define KILN_BLOCK_ALIGNMENT 64
-
 /* `size` bytes aligned for generated code, or NULL. */
 static void *allocate_block(uint64_t size) {
-  uint64_t padded =
-      (size + KILN_BLOCK_ALIGNMENT - 1) / KILN_BLOCK_ALIGNMENT *
-      KILN_BLOCK_ALIGNMENT;
+  uint64_t padded = (size + KILN_ABI_ALIGNMENT - 1) / KILN_ABI_ALIGNMENT *
+                    KILN_ABI_ALIGNMENT;
   if (padded < size || padded > SIZE_MAX)
     return NULL;
-  return aligned_alloc(KILN_BLOCK_ALIGNMENT, (size_t)padded);
+  return aligned_alloc(KILN_ABI_ALIGNMENT, (size_t)padded);
 }
 
 static void initialize_state(kiln_session *session) {

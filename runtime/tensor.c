@@ -4,9 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Generated code vectorizes with up to 512-bit loads. */
-#define KILN_TENSOR_ALIGNMENT 64
-
 struct kiln_tensor {
   kiln_dtype dtype;
   int32_t rank;
@@ -71,11 +68,11 @@ KILN_EXPORT kiln_status kiln_tensor_create(kiln_dtype dtype, int32_t rank,
                      "kiln_tensor_create: out of memory");
   size_t bytes = count * element_size;
   /* aligned_alloc needs a size that is a multiple of the alignment. */
-  size_t padded = (bytes + KILN_TENSOR_ALIGNMENT - 1) / KILN_TENSOR_ALIGNMENT *
-                  KILN_TENSOR_ALIGNMENT;
+  size_t padded = (bytes + KILN_ABI_ALIGNMENT - 1) / KILN_ABI_ALIGNMENT *
+                  KILN_ABI_ALIGNMENT;
   if (padded < bytes || padded == 0)
-    padded = KILN_TENSOR_ALIGNMENT;
-  tensor->data = aligned_alloc(KILN_TENSOR_ALIGNMENT, padded);
+    padded = KILN_ABI_ALIGNMENT;
+  tensor->data = aligned_alloc(KILN_ABI_ALIGNMENT, padded);
   if (!tensor->data) {
     free(tensor);
     return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,

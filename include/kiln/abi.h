@@ -31,6 +31,10 @@ extern "C" {
 
 #define KILN_ABI_VERSION 3
 #define KILN_ABI_ARTIFACT_SYMBOL "kiln_artifact_v3"
+/* Alignment in bytes of every buffer a call passes (tensors, state,
+ * scratch) and of the buffers generated code places in them: the widest
+ * vector load. */
+#define KILN_ABI_ALIGNMENT 64
 
 /* Element types, numbered as ONNX's TensorProto.DataType. */
 typedef enum kiln_dtype {
@@ -74,7 +78,7 @@ struct kiln_abi_executor {
                        void *closure, int64_t count);
 };
 
-/* One tensor of a call: a dense row-major buffer, 64-byte aligned, and its
+/* One tensor of a call: a dense row-major buffer, KILN_ABI_ALIGNMENT-aligned, and its
  * dims, which the caller has checked against the entry's signature (a
  * dimension of the artifact has the same value wherever it appears). */
 typedef struct kiln_abi_buffer {
@@ -87,8 +91,9 @@ typedef struct kiln_abi_call {
   uint64_t size;  /* sizeof(kiln_abi_call) as the caller knows it */
   void *state;    /* the session's state: state_size bytes, which persist
                      across calls (NULL when state_size is 0) */
-  void *scratch;  /* at least the entry's scratch_size bytes, 64-byte aligned;
-                     their contents don't survive the call */
+  void *scratch;  /* at least the entry's scratch_size bytes (as the state,
+                     KILN_ABI_ALIGNMENT-aligned); their contents don't
+                     survive the call */
   kiln_abi_executor *executor; /* never NULL */
   const kiln_abi_buffer *inputs;  /* num_inputs; generated code only reads */
   const kiln_abi_buffer *outputs; /* num_outputs, allocated by the caller */

@@ -40,7 +40,35 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
         "; Kiln supports FLOAT, INT64 and BOOL";
     return nullptr;
   }
+  // The payload must hold what the dims say before anything is allocated
+  // from them: a corrupt file can claim any shape.
   std::vector<int64_t> dims(proto.dims().begin(), proto.dims().end());
+  uint64_t count = 1;
+  for (int64_t dim : dims) {
+    if (dim < 0 || (dim != 0 && count > UINT64_MAX / uint64_t(dim))) {
+      error = "'" + path + "' has an invalid shape (dimension " +
+              std::to_string(dim) + ")";
+      return nullptr;
+    }
+    count *= uint64_t(dim);
+  }
+  // raw_data holds bytes; the typed fields floats, int64s, and booleans
+  // stored as int32s.
+  bool hasRawData = proto.has_raw_data();
+  uint64_t elementSize = hasRawData ? kiln_dtype_size(dtype) : 1;
+  uint64_t stored = hasRawData                  ? proto.raw_data().size()
+                    : dtype == KILN_DTYPE_F32 ? proto.float_data_size()
+                    : dtype == KILN_DTYPE_I64 ? proto.int64_data_size()
+                                              : proto.int32_data_size();
+  if (count > UINT64_MAX / elementSize || stored != count * elementSize) {
+    const char *unit = hasRawData ? " bytes" : " elements";
+    error = "'" + path + "' holds " + std::to_string(stored) + unit +
+            " but its shape needs " +
+            (count > UINT64_MAX / elementSize
+                 ? std::string("more")
+                 : std::to_string(count * elementSize) + unit);
+    return nullptr;
+  }
   kiln_tensor *raw = nullptr;
   if (kiln_tensor_create(dtype, static_cast<int32_t>(dims.size()), dims.data(),
                          &raw) != KILN_OK) {
@@ -48,38 +76,20 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
     return nullptr;
   }
   TensorPtr tensor(raw);
-  size_t count = kiln_tensor_num_elements(raw);
   size_t bytes = kiln_tensor_byte_size(raw);
   if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != bytes) {
-      error = "'" + path + "' holds " +
-              std::to_string(proto.raw_data().size()) +
-              " bytes but its shape needs " + std::to_string(bytes);
-      return nullptr;
-    }
     if (bytes)
       std::memcpy(kiln_tensor_data(raw), proto.raw_data().data(), bytes);
-  } else {
-    // Typed fields: floats, int64s, and booleans stored as int32s.
-    size_t stored = dtype == KILN_DTYPE_F32   ? proto.float_data_size()
-                    : dtype == KILN_DTYPE_I64 ? proto.int64_data_size()
-                                              : proto.int32_data_size();
-    if (stored != count) {
-      error = "'" + path + "' holds " + std::to_string(stored) +
-              " elements but its shape needs " + std::to_string(count);
-      return nullptr;
-    }
-    if (dtype == KILN_DTYPE_BOOL) {
-      auto *flags = static_cast<uint8_t *>(kiln_tensor_data(raw));
-      for (size_t i = 0; i < count; ++i)
-        flags[i] = proto.int32_data(i) != 0;
-    } else if (bytes) {
-      std::memcpy(kiln_tensor_data(raw),
-                  dtype == KILN_DTYPE_F32
-                      ? static_cast<const void *>(proto.float_data().data())
-                      : static_cast<const void *>(proto.int64_data().data()),
-                  bytes);
-    }
+  } else if (dtype == KILN_DTYPE_BOOL) {
+    auto *flags = static_cast<uint8_t *>(kiln_tensor_data(raw));
+    for (size_t i = 0; i < count; ++i)
+      flags[i] = proto.int32_data(i) != 0;
+  } else if (bytes) {
+    std::memcpy(kiln_tensor_data(raw),
+                dtype == KILN_DTYPE_F32
+                    ? static_cast<const void *>(proto.float_data().data())
+                    : static_cast<const void *>(proto.int64_data().data()),
+                bytes);
   }
   name = proto.name();
   return tensor;

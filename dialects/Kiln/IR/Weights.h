@@ -12,6 +12,8 @@
 #ifndef KILN_DIALECT_KILN_IR_WEIGHTS_H
 #define KILN_DIALECT_KILN_IR_WEIGHTS_H
 
+#include "kiln/abi.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
@@ -25,8 +27,9 @@ namespace kiln {
 
 /// Constants at least this large are resource blobs.
 inline constexpr int64_t kResourceBytes = int64_t(1) << 16;
-/// Alignment of the blobs Kiln allocates (the widest vector loads).
-inline constexpr size_t kWeightAlignment = 64;
+/// Alignment of the blobs Kiln allocates, as of every buffer generated code
+/// reads.
+inline constexpr size_t kWeightAlignment = KILN_ABI_ALIGNMENT;
 
 /// The bytes of `elements` in row-major order (f32 and i64 as in memory,
 /// i1 not supported), for non-splat dense and resource elements.

@@ -21,6 +21,9 @@
 
 namespace kiln::abi {
 
+/// Alignment of every buffer a call passes and of those placed in them.
+inline constexpr int64_t kAlignment = KILN_ABI_ALIGNMENT;
+
 enum class FieldKind { I32, I64, Ptr };
 
 struct Field {

@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/Passes.h"
 
+#include "lib/Conversion/LinalgToCpu/AbiLayout.h"
+
 #include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "lib/Conversion/LinalgToCpu/ContextArguments.h"
@@ -23,8 +25,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-
-constexpr int64_t kAlignment = 64;
 
 struct Slot {
   RankedTensorType type;
@@ -156,7 +156,7 @@ struct LowerStatePass : kiln::impl::LowerStatePassBase<LowerStatePass> {
     bool hasInitialValues = false;
     for (StateOp state : states) {
       auto type = cast<RankedTensorType>(state.getType());
-      int64_t offset = llvm::alignTo(size, kAlignment);
+      int64_t offset = llvm::alignTo(size, abi::kAlignment);
       slots[state.getSymNameAttr()] = {type, offset};
       size = offset + type.getNumElements() *
                           getElementBytes(type.getElementType());

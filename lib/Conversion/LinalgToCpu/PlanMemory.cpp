@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/Passes.h"
 
+#include "lib/Conversion/LinalgToCpu/AbiLayout.h"
+
 #include "dialects/Kiln/IR/EntryPoints.h"
 #include "lib/Conversion/LinalgToCpu/ContextArguments.h"
 
@@ -26,8 +28,6 @@ namespace kiln {
 using namespace mlir;
 
 namespace {
-
-constexpr int64_t kAlignment = 64;
 
 /// A buffer (a memref.alloc) or a callee's frame (a func.call).
 struct Buffer {
@@ -96,7 +96,7 @@ void assignOffsets(MutableArrayRef<Buffer> buffers) {
     for (auto [begin, end] : taken) {
       if (offset + buffers[i].bytes <= begin)
         break;
-      offset = std::max<int64_t>(offset, llvm::alignTo(end, kAlignment));
+      offset = std::max<int64_t>(offset, llvm::alignTo(end, kiln::abi::kAlignment));
     }
     buffers[i].offset = offset;
   }

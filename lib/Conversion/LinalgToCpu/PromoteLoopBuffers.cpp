@@ -1,6 +1,8 @@
 //===- PromoteLoopBuffers.cpp - per-iteration scratch on the stack --------===//
 #include "lib/Conversion/Passes.h"
 
+#include "lib/Conversion/LinalgToCpu/AbiLayout.h"
+
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ControlFlowInterfaces.h"
@@ -15,8 +17,6 @@ namespace kiln {
 using namespace mlir;
 
 namespace {
-
-constexpr int64_t kAlignment = 64;
 
 /// True if the buffer `alloc` returns, or any view of it or loop result
 /// carrying it, reaches a terminator: it then lives past the iteration that
@@ -78,7 +78,7 @@ struct PromoteLoopBuffersPass
       for (memref::AllocOp alloc : allocs)
         stack.push_back(memref::AllocaOp::create(
             b, alloc.getLoc(), alloc.getType(), ValueRange{},
-            b.getI64IntegerAttr(kAlignment)));
+            b.getI64IntegerAttr(kiln::abi::kAlignment)));
       for (auto [alloc, buffer] : llvm::zip_equal(allocs, stack)) {
         alloc.replaceAllUsesWith(buffer);
         alloc.erase();
