@@ -107,11 +107,22 @@ CpuLayout kiln::getCpuLayout(TargetAttr target) {
     else if (subtarget->checkFeatures("+avx2,+fma"))
       vectorBits = 256;
   }
-  // The blocks Kiln's benchmarks were tuned with; a 32-column block is two
-  // AVX-512 or four AVX2 registers per row.
-  if (vectorBits >= 256)
+  // AVX-512: an 8 x 32 block of accumulators is 16 of its 32 registers,
+  // tuned on Zen 4 and Ice Lake.
+  if (vectorBits >= 512)
     return CpuLayout{vectorBits, /*registerRows=*/8, /*registerCols=*/32,
                      /*cacheDepth=*/512, /*threadRows=*/128,
+                     /*threadCols=*/64, /*attentionQueryRows=*/16,
+                     /*attentionKeyColumns=*/256, /*dynamicGenericRows=*/16,
+                     /*genericVectorWidth=*/16};
+  // AVX2 has 16 registers: 6 x 16 is 12 accumulators, two rows of the
+  // weight panel and a broadcast. (AVX-512's 8 x 32 needed 32 and spilled:
+  // MiniLM ran 2.7x slower on Zen 3.) Measured on Zen 3: 5 and 6 rows of
+  // 16 tie, 4 x 16 is 8% slower, 8 x 16 and 3 x 32 spill; cache depth and
+  // thread blocks within noise.
+  if (vectorBits == 256)
+    return CpuLayout{vectorBits, /*registerRows=*/6, /*registerCols=*/16,
+                     /*cacheDepth=*/512, /*threadRows=*/96,
                      /*threadCols=*/64, /*attentionQueryRows=*/16,
                      /*attentionKeyColumns=*/256, /*dynamicGenericRows=*/16,
                      /*genericVectorWidth=*/16};
