@@ -2,6 +2,7 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,52 @@ static kiln_status malformed(const char *path, const char *what,
   return kiln_fail(KILN_ERROR_INCOMPATIBLE, "%s: %s%s%s%s", path,
                    entry ? "entry '" : "", entry ? entry : "",
                    entry ? "': " : "", what);
+}
+
+/* 1 if this CPU has `name` (`length` bytes, one of KILN_ABI_X86_FEATURES),
+ * 0 if it lacks it, -1 if this runtime cannot tell. */
+static int cpu_has_feature(const char *name, size_t length) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+#define KILN_CHECK_FEATURE(feature)                                            \
+  if (length == sizeof(feature) - 1 && strncmp(name, feature, length) == 0)    \
+    return __builtin_cpu_supports(feature) ? 1 : 0;
+  KILN_ABI_X86_FEATURES(KILN_CHECK_FEATURE)
+#undef KILN_CHECK_FEATURE
+#else
+  (void)name;
+  (void)length;
+#endif
+  return -1;
+}
+
+/* Refuses code that would stop on an illegal instruction. */
+static kiln_status check_cpu_features(const char *path, const char *features) {
+  for (const char *name = features; name && *name;) {
+    size_t length = strcspn(name, ",");
+    int has = cpu_has_feature(name, length);
+    if (has < 0)
+      return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                       "%s needs the CPU feature '%.*s', which this runtime "
+                       "cannot check",
+                       path, (int)length, name);
+    if (has == 0)
+      return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                       "%s needs the CPU feature '%.*s', which this CPU "
+                       "lacks: compile it for this CPU (--target-cpu)",
+                       path, (int)length, name);
+    name += length;
+    if (*name == ',')
+      ++name;
+  }
+  return KILN_OK;
+}
+
+/* cpu_features, or NULL in a version 3 descriptor from before it. */
+static const char *descriptor_cpu_features(const kiln_abi_artifact *desc) {
+  return desc->size > offsetof(kiln_abi_artifact, cpu_features)
+             ? desc->cpu_features
+             : NULL;
 }
 
 static kiln_status validate_tensors(const char *path,
@@ -61,10 +108,13 @@ static kiln_status validate(const char *path, const kiln_abi_artifact *desc) {
     return kiln_fail(KILN_ERROR_INCOMPATIBLE,
                      "%s: artifact ABI version %u, this runtime supports %d",
                      path, desc->abi_version, KILN_ABI_VERSION);
-  if (desc->size < sizeof(kiln_abi_artifact) ||
+  if (desc->size < offsetof(kiln_abi_artifact, cpu_features) ||
       desc->entry_size < sizeof(kiln_abi_entry))
     return malformed(path, "the descriptor is smaller than version 3's",
                      NULL);
+  kiln_status features = check_cpu_features(path, descriptor_cpu_features(desc));
+  if (features != KILN_OK)
+    return features;
   if (desc->num_entries == 0 || !desc->entries)
     return malformed(path, "the artifact has no entry points", NULL);
   if (desc->num_dims > 0 && !desc->dims)
@@ -169,6 +219,13 @@ KILN_EXPORT void kiln_artifact_close(kiln_artifact *artifact) {
     return;
   dlclose(artifact->handle);
   free(artifact);
+}
+
+KILN_EXPORT const char *
+kiln_artifact_cpu_features(const kiln_artifact *artifact) {
+  const char *features =
+      artifact ? descriptor_cpu_features(artifact->desc) : NULL;
+  return features ? features : "";
 }
 
 KILN_EXPORT const char *kiln_artifact_producer(const kiln_artifact *artifact) {

@@ -31,6 +31,16 @@ extern "C" {
 
 #define KILN_ABI_VERSION 3
 #define KILN_ABI_ARTIFACT_SYMBOL "kiln_artifact_v3"
+/* The x86 CPU features an artifact may record as needed (`cpu_features`),
+ * named as LLVM and __builtin_cpu_supports name them: those a code
+ * generator uses beyond x86-64's SSE2. */
+#define KILN_ABI_X86_FEATURES(X)                                               \
+  X("sse4.1") X("sse4.2") X("sse4a") X("popcnt") X("lzcnt") X("movbe")         \
+  X("bmi") X("bmi2") X("f16c") X("fma") X("avx") X("avx2") X("avxvnni")        \
+  X("avx512f") X("avx512cd") X("avx512bw") X("avx512dq") X("avx512vl")         \
+  X("avx512vnni") X("avx512bf16") X("avx512fp16") X("amx-tile")                \
+  X("amx-int8") X("amx-bf16")
+
 /* Alignment in bytes of every buffer a call passes (tensors, state,
  * scratch) and of the buffers generated code places in them: the widest
  * vector load. */
@@ -127,6 +137,10 @@ typedef struct kiln_abi_artifact {
   const void *state_init; /* state_size bytes the state starts from (and is
                              reset to), or NULL for zeros */
   const char *producer;   /* e.g. "kiln 0.1.0" */
+  /* The CPU features the code may use, comma-separated names from
+   * KILN_ABI_X86_FEATURES ("avx2,fma,..."); "" for none. The runtime
+   * refuses to open the artifact on a CPU without one of them. */
+  const char *cpu_features;
 } kiln_abi_artifact;
 
 typedef const kiln_abi_artifact *(*kiln_abi_artifact_fn)(void);

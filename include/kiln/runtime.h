@@ -91,6 +91,9 @@ void kiln_artifact_close(kiln_artifact *artifact);
 
 /* The producer string recorded by the compiler, e.g. "kiln 0.1.0". */
 const char *kiln_artifact_producer(const kiln_artifact *artifact);
+/* The CPU features its code may use, comma-separated ("avx2,fma,...");
+ * kiln_artifact_open refuses an artifact that needs one this CPU lacks. */
+const char *kiln_artifact_cpu_features(const kiln_artifact *artifact);
 int32_t kiln_artifact_num_entries(const kiln_artifact *artifact);
 /* Name of entry `index`, or NULL if the index is out of range. */
 const char *kiln_artifact_entry_name(const kiln_artifact *artifact,

@@ -177,7 +177,8 @@ public:
                      const CompileOptions &options) const override {
     // Only a library links a second object; the other outputs are one file.
     buildCpuLoweringPipeline(pm, options.optLevel, getCpuLayout(target),
-                             options.emit == EmitKind::Library);
+                             options.emit == EmitKind::Library,
+                             getNeededCpuFeatures(target));
   }
 
   LogicalResult emit(ModuleOp module, const CompileOptions &options,

@@ -1,6 +1,8 @@
 //===- CpuTarget.cpp - CPU targets and the blocks sized for them ----------===//
 #include "lib/Codegen/CpuTarget.h"
 
+#include "kiln/abi.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -91,6 +93,24 @@ kiln::createTargetMachine(TargetAttr target, Location loc) {
   if (!machine)
     return emitError(loc) << "cannot generate code for " << target;
   return machine;
+}
+
+std::string kiln::getNeededCpuFeatures(TargetAttr target) {
+  llvm::Triple triple(target.getTriple());
+  std::string error;
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget || !triple.isX86())
+    return "";
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget = createSubtarget(
+      *llvmTarget, triple, target.getChip(), target.getFeatures());
+  SmallVector<StringRef> needed;
+#define KILN_CHECK_FEATURE(name)                                               \
+  if (subtarget->checkFeatures("+" name))                                      \
+    needed.push_back(name);
+  KILN_ABI_X86_FEATURES(KILN_CHECK_FEATURE)
+#undef KILN_CHECK_FEATURE
+  return llvm::join(needed, ",");
 }
 
 CpuLayout kiln::getCpuLayout(TargetAttr target) {

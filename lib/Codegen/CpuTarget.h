@@ -52,6 +52,12 @@ struct CpuLayout {
 /// The layout for `target`, a CPU target.
 CpuLayout getCpuLayout(TargetAttr target);
 
+/// The features of KILN_ABI_X86_FEATURES (kiln/abi.h) that `target` has,
+/// comma-separated: what code generated for it may use, and so what the
+/// runtime checks the CPU for before running it. Empty for other
+/// architectures.
+std::string getNeededCpuFeatures(TargetAttr target);
+
 } // namespace kiln
 
 #endif // KILN_LIB_CODEGEN_CPUTARGET_H

@@ -43,7 +43,8 @@ namespace {
 /// Kiln's own passes on the kiln dialect and on linalg, down to bufferized
 /// loops with entry points described.
 void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
-                     const kiln::CpuLayout &layout, bool externalWeights) {
+                     const kiln::CpuLayout &layout, bool externalWeights,
+                     StringRef cpuFeatures) {
   using namespace kiln;
   bool optimize = level >= OptLevel::O2;
   if (optimize) {
@@ -100,7 +101,7 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   }
   if (externalWeights)
     pm.addPass(createExternalizeWeightsPass());
-  pm.addPass(createExportEntriesPass());
+  pm.addPass(createExportEntriesPass({cpuFeatures.str()}));
   pm.addPass(createScopeLoopAllocasPass());
 }
 
@@ -127,7 +128,8 @@ void addLlvmConversion(OpPassManager &pm) {
 
 void kiln::buildCpuLoweringPipeline(OpPassManager &pm, OptLevel level,
                                     const CpuLayout &layout,
-                                    bool externalWeights) {
-  addKilnLowering(pm, level, layout, externalWeights);
+                                    bool externalWeights,
+                                    StringRef cpuFeatures) {
+  addKilnLowering(pm, level, layout, externalWeights, cpuFeatures);
   addLlvmConversion(pm);
 }

@@ -29,9 +29,11 @@ void buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level);
 /// out-parameters, memory planning, loops, each entry's ABI wrapper and the
 /// artifact descriptor (kiln-export-entries), then LLVM. With
 /// `externalWeights`, large constants are declared external and listed in
-/// the module's `kiln.weights` for the backend to write separately.
+/// the module's `kiln.weights` for the backend to write separately. The
+/// descriptor records `cpuFeatures` as the features the code needs.
 void buildCpuLoweringPipeline(mlir::OpPassManager &pm, OptLevel level,
-                              const CpuLayout &layout, bool externalWeights);
+                              const CpuLayout &layout, bool externalWeights,
+                              llvm::StringRef cpuFeatures);
 
 } // namespace kiln
 

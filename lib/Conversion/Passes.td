@@ -372,6 +372,11 @@ def ExportEntriesPass : Pass<"kiln-export-entries", "mlir::ModuleOp"> {
     llvm.func @kiln_artifact_v3() -> !llvm.ptr
     ```
   }];
+  let options = [
+    Option<"cpuFeatures", "cpu-features", "std::string", "\"\"",
+           "CPU features the code may use, comma-separated (the descriptor's "
+           "cpu_features)">,
+  ];
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::memref::MemRefDialect",
                            "mlir::func::FuncDialect"];
 }

@@ -19,7 +19,7 @@
 // CHECK: llvm.mlir.addressof @[[SEQ]]
 // CHECK: llvm.mlir.constant(1 : i64)
 // CHECK: llvm.mlir.constant(512 : i64)
-// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr)>
+// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr)>
 // CHECK: llvm.mlir.addressof @[[DIMS_TABLE]]
 // The table went into the descriptor.
 // CHECK-NOT: kiln.dims

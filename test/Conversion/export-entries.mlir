@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -kiln-export-entries | FileCheck %s
+// RUN: kiln-opt %s -kiln-export-entries=cpu-features=avx2,fma | FileCheck %s --check-prefix=FEATURES
 
 // Arguments are told apart by their attributes, not their positions: here
 // the context arguments come first and the status sits between outputs.
@@ -58,7 +59,11 @@ func.func private @helper(%a: memref<4xf32>) {
 // CHECK: llvm.mlir.addressof @kiln_entry.main
 // CHECK: llvm.mlir.constant(256 : i64)
 // CHECK: llvm.mlir.global private constant @{{.*}}("kiln {{[0-9.]+}}\00")
-// CHECK: llvm.mlir.global private constant @[[ARTIFACT:kiln.abi.[0-9]+]]() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr)>
+// CHECK-NEXT: llvm.mlir.global private constant @{{.*}}("\00")
+// The features the target's code may use follow the producer.
+// FEATURES: llvm.mlir.global private constant @{{.*}}("kiln {{[0-9.]+}}\00")
+// FEATURES-NEXT: llvm.mlir.global private constant @{{.*}}("avx2,fma\00")
+// CHECK: llvm.mlir.global private constant @[[ARTIFACT:kiln.abi.[0-9]+]]() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr)>
 // CHECK: llvm.mlir.constant(3 : i32)
 // CHECK: llvm.mlir.constant(64 : i32)
 // CHECK: llvm.func @kiln_artifact_v3() -> !llvm.ptr

@@ -183,4 +183,36 @@ TEST(FakeArtifactRefused, AnUnknownDimension) {
                    "artifact does not have");
 }
 
+TEST(FakeArtifactRefused, ACpuFeatureTheRuntimeCannotCheck) {
+  expectRefused(5, "needs the CPU feature 'no-such-feature', which this "
+                   "runtime cannot check");
+}
+
+#if defined(__x86_64__)
+TEST(FakeArtifactRefused, ACpuFeatureThisCpuLacks) {
+  // The first feature of the list this CPU lacks, asked of the compiler's
+  // own builtin; every x86 CPU lacks SSE4a or AMX.
+  std::string lacking;
+#define FIND_LACKING(name)                                                     \
+  if (lacking.empty() && !__builtin_cpu_supports(name))                        \
+    lacking = name;
+  KILN_ABI_X86_FEATURES(FIND_LACKING)
+#undef FIND_LACKING
+  ASSERT_FALSE(lacking.empty());
+  expectRefused(7, "needs the CPU feature '" + lacking +
+                       "', which this CPU lacks: compile it for this CPU "
+                       "(--target-cpu)");
+}
+#endif
+
+TEST(FakeArtifactFeatures, NoneNeededOrRecorded) {
+  for (int which : {0, 6}) {
+    kiln_artifact *artifact = nullptr;
+    ASSERT_EQ(kiln_artifact_open(fakePath(which).c_str(), &artifact), KILN_OK)
+        << kiln_last_error();
+    EXPECT_STREQ(kiln_artifact_cpu_features(artifact), "");
+    kiln_artifact_close(artifact);
+  }
+}
+
 } // namespace

@@ -6,7 +6,7 @@
  *   scale(x: f32[rows, 2]) -> y: f32[rows, 2]   y = x * rows; counts calls
  *   count() -> n: i64[]                          n = the counter
  * Its code is written by hand so the runtime's side of ABI v3 is tested
- * without the compiler.
+ * without the compiler. It needs no CPU features.
  *===----------------------------------------------------------------------===*/
 #include "kiln/abi.h"
 
@@ -17,6 +17,9 @@
 #define FAKE_DUPLICATE_ENTRY 2
 #define FAKE_NULL_ERROR 3
 #define FAKE_BAD_DIM 4
+#define FAKE_UNKNOWN_FEATURE 5
+#define FAKE_BEFORE_FEATURES 6
+#define FAKE_EVERY_FEATURE 7
 #ifndef FAKE_CASE
 #define FAKE_CASE FAKE_VALID
 #endif
@@ -68,9 +71,24 @@ static const kiln_abi_entry entries[] = {
 #endif
 };
 
+#if FAKE_CASE == FAKE_UNKNOWN_FEATURE
+#define FAKE_CPU_FEATURES "sse4.1,no-such-feature"
+#elif FAKE_CASE == FAKE_EVERY_FEATURE
+/* No x86 CPU has all of them (SSE4a is AMD's, AMX Intel's). */
+#define FAKE_LIST_FEATURE(name) name ","
+#define FAKE_CPU_FEATURES KILN_ABI_X86_FEATURES(FAKE_LIST_FEATURE)
+#else
+#define FAKE_CPU_FEATURES ""
+#endif
+
 static const kiln_abi_artifact artifact = {
     .abi_version = KILN_ABI_VERSION,
+#if FAKE_CASE == FAKE_BEFORE_FEATURES
+    /* A version 3 descriptor from before cpu_features was appended. */
+    .size = offsetof(kiln_abi_artifact, cpu_features),
+#else
     .size = sizeof(kiln_abi_artifact),
+#endif
     .entry_size = sizeof(kiln_abi_entry),
     .num_entries = 2,
     .entries = entries,
@@ -79,6 +97,7 @@ static const kiln_abi_artifact artifact = {
     .state_size = sizeof(int64_t),
     .state_init = &initial_count,
     .producer = "fake",
+    .cpu_features = FAKE_CPU_FEATURES,
 };
 
 #if FAKE_CASE == FAKE_V2

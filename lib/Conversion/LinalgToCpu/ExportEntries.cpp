@@ -380,7 +380,8 @@ public:
   }
 
   StringRef artifact(MutableArrayRef<Entry> entries, ArrayRef<DimAttr> dims,
-                     int64_t stateSize, DenseElementsAttr stateInit) {
+                     int64_t stateSize, DenseElementsAttr stateInit,
+                     StringRef cpuFeatures) {
     auto entryType = abi::getStructType(context, abi::kEntryFields);
     struct Tables {
       StringRef name, inputs, outputs, errors;
@@ -406,6 +407,7 @@ public:
     });
     StringRef dimensions = dimTable(dims);
     StringRef producer = string("kiln " KILN_VERSION);
+    StringRef features = string(cpuFeatures);
     StringRef initial =
         stateInit ? global(LLVM::LLVMArrayType::get(b.getI8Type(),
                                                     stateInit.getNumElements()),
@@ -420,7 +422,7 @@ public:
            llvm.address(entryTable), llvm.i32(dims.size()),
            addressOrNull(llvm, dimensions),
            llvm.i64(stateSize), addressOrNull(llvm, initial),
-           llvm.address(producer)});
+           llvm.address(producer), llvm.address(features)});
     });
   }
 
@@ -453,6 +455,8 @@ private:
 
 struct ExportEntriesPass
     : kiln::impl::ExportEntriesPassBase<ExportEntriesPass> {
+  using ExportEntriesPassBase::ExportEntriesPassBase;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<DimAttr> dims;
@@ -486,7 +490,7 @@ struct ExportEntriesPass
     for (Entry &entry : entries)
       entry.wrapper = buildWrapper(descriptor.builder(), entry);
     descriptor.getter(
-        descriptor.artifact(entries, dims, stateSize, stateInit));
+        descriptor.artifact(entries, dims, stateSize, stateInit, cpuFeatures));
     module->removeAttr(kDimsAttr);
 
     // The descriptor now holds what the attributes said (LLVM has no use
