@@ -16,6 +16,9 @@ kiln_status kiln_fail(kiln_status status, const char *format, ...)
 /* Clears the thread's error and returns KILN_OK. */
 kiln_status kiln_succeed(void);
 
+/* Bytes of `count` elements of `dtype`, 4-bit ones packed two a byte. */
+size_t kiln_packed_byte_size(kiln_dtype dtype, size_t count);
+
 /* Multiplies dims into an element count; 0 if any dim is negative or the
  * product (times `element_size`) overflows size_t. Sets *ok accordingly. */
 size_t kiln_checked_num_elements(int32_t rank, const int64_t *dims,

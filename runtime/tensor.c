@@ -13,32 +13,64 @@ struct kiln_tensor {
   void *data;
 };
 
-KILN_EXPORT size_t kiln_dtype_size(kiln_dtype dtype) {
+KILN_EXPORT int32_t kiln_dtype_bits(kiln_dtype dtype) {
   switch (dtype) {
-  case KILN_DTYPE_F32:
+  case KILN_DTYPE_U4:
+  case KILN_DTYPE_I4:
     return 4;
-  case KILN_DTYPE_I64:
-    return 8;
+  case KILN_DTYPE_U8:
+  case KILN_DTYPE_I8:
   case KILN_DTYPE_BOOL:
-    return 1;
+    return 8;
+  case KILN_DTYPE_F16:
+  case KILN_DTYPE_BF16:
+    return 16;
+  case KILN_DTYPE_F32:
+  case KILN_DTYPE_I32:
+    return 32;
+  case KILN_DTYPE_I64:
+    return 64;
   case KILN_DTYPE_INVALID:
     break;
   }
   return 0;
 }
 
+KILN_EXPORT size_t kiln_dtype_size(kiln_dtype dtype) {
+  int32_t bits = kiln_dtype_bits(dtype);
+  return bits % 8 == 0 ? (size_t)bits / 8 : 0;
+}
+
 KILN_EXPORT const char *kiln_dtype_name(kiln_dtype dtype) {
   switch (dtype) {
   case KILN_DTYPE_F32:
     return "float32";
+  case KILN_DTYPE_U8:
+    return "uint8";
+  case KILN_DTYPE_I8:
+    return "int8";
+  case KILN_DTYPE_I32:
+    return "int32";
   case KILN_DTYPE_I64:
     return "int64";
   case KILN_DTYPE_BOOL:
     return "bool";
+  case KILN_DTYPE_F16:
+    return "float16";
+  case KILN_DTYPE_BF16:
+    return "bfloat16";
+  case KILN_DTYPE_U4:
+    return "uint4";
+  case KILN_DTYPE_I4:
+    return "int4";
   case KILN_DTYPE_INVALID:
     break;
   }
   return "invalid";
+}
+
+size_t kiln_packed_byte_size(kiln_dtype dtype, size_t count) {
+  return (count * (size_t)kiln_dtype_bits(dtype) + 7) / 8;
 }
 
 KILN_EXPORT kiln_status kiln_tensor_create(kiln_dtype dtype, int32_t rank,
@@ -48,10 +80,11 @@ KILN_EXPORT kiln_status kiln_tensor_create(kiln_dtype dtype, int32_t rank,
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "kiln_tensor_create: out is NULL");
   *out = NULL;
-  size_t element_size = kiln_dtype_size(dtype);
-  if (element_size == 0)
+  if (kiln_dtype_bits(dtype) == 0)
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "kiln_tensor_create: unknown dtype %d", (int)dtype);
+  /* 4-bit elements are counted as bytes for the overflow check. */
+  size_t element_size = kiln_dtype_size(dtype) ? kiln_dtype_size(dtype) : 1;
   if (rank < 0 || rank > KILN_MAX_RANK)
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "kiln_tensor_create: rank %d is outside [0, %d]", rank,
@@ -66,7 +99,7 @@ KILN_EXPORT kiln_status kiln_tensor_create(kiln_dtype dtype, int32_t rank,
   if (!tensor)
     return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
                      "kiln_tensor_create: out of memory");
-  size_t bytes = count * element_size;
+  size_t bytes = kiln_packed_byte_size(dtype, count);
   /* aligned_alloc needs a size that is a multiple of the alignment. */
   size_t padded = (bytes + KILN_ABI_ALIGNMENT - 1) / KILN_ABI_ALIGNMENT *
                   KILN_ABI_ALIGNMENT;

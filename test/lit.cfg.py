@@ -17,5 +17,9 @@ config.environment["PATH"] = os.pathsep.join(
 
 config.substitutions.append(("%testdata", config.onnx_testdata))
 config.substitutions.append(("%python", config.python))
+# The runtime tests' hand-built artifact (test/runtime/fake_artifact.c).
+config.substitutions.append(
+    ("%fake_artifact", os.path.join(config.kiln_obj_root, "test", "runtime",
+                                    "libfake-artifact-valid.so")))
 config.substitutions.append(
     ("%inputs", os.path.join(config.test_source_root, "Inputs")))

@@ -50,8 +50,17 @@ extern "C" {
 typedef enum kiln_dtype {
   KILN_DTYPE_INVALID = 0,
   KILN_DTYPE_F32 = 1,
+  KILN_DTYPE_U8 = 2,
+  KILN_DTYPE_I8 = 3,
+  KILN_DTYPE_I32 = 6,
   KILN_DTYPE_I64 = 7,
-  KILN_DTYPE_BOOL = 9, /* one byte per element, 0 or 1 */
+  KILN_DTYPE_BOOL = 9,  /* one byte per element, 0 or 1 */
+  KILN_DTYPE_F16 = 10,  /* IEEE binary16 */
+  KILN_DTYPE_BF16 = 16, /* the top half of a float32 */
+  /* 4-bit integers, packed as ONNX packs them: two per byte, the first of
+   * each pair in the low nibble; n elements take (n + 1) / 2 bytes. */
+  KILN_DTYPE_U4 = 21,
+  KILN_DTYPE_I4 = 22,
 } kiln_dtype;
 
 /* A named dimension (an ONNX dim_param such as "seq") and the sizes an

@@ -58,9 +58,14 @@ const char *kiln_status_string(kiln_status status);
  * the next failing call on this thread. */
 const char *kiln_last_error(void);
 
-/* Bytes per element of `dtype`, 0 for an unknown dtype. */
+/* Bytes per element of `dtype`; 0 for an unknown dtype and for the 4-bit
+ * ones, which pack two elements in a byte (see kiln_dtype_bits). */
 size_t kiln_dtype_size(kiln_dtype dtype);
-/* "float32", "int64", "bool" or "invalid". */
+/* Bits per element of `dtype` (4 for KILN_DTYPE_I4 and KILN_DTYPE_U4), 0
+ * for an unknown dtype. */
+int32_t kiln_dtype_bits(kiln_dtype dtype);
+/* "float32", "uint8", "int8", "int32", "int64", "bool", "float16",
+ * "bfloat16", "uint4", "int4" or "invalid". */
 const char *kiln_dtype_name(kiln_dtype dtype);
 
 /*===----------------------------------------------------------------------===*

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace {
@@ -163,6 +164,43 @@ void expectRefused(int which, const std::string &expected) {
   EXPECT_EQ(artifact, nullptr);
   EXPECT_NE(std::string(kiln_last_error()).find(expected), std::string::npos)
       << kiln_last_error();
+}
+
+// Sub-byte and narrow integer tensors: i8 and packed i4 in, i32 out, at a
+// call's number of rows (an odd element count leaves half a byte).
+TEST_F(FakeArtifactTest, NarrowAndPackedIntegers) {
+  int32_t widen = -1;
+  ASSERT_EQ(kiln_artifact_find_entry(artifact, "widen", &widen), KILN_OK);
+  int64_t dims[] = {3, 2};
+  kiln_tensor *a = nullptr, *b = nullptr;
+  ASSERT_EQ(kiln_tensor_create(KILN_DTYPE_I8, 2, dims, &a), KILN_OK);
+  ASSERT_EQ(kiln_tensor_create(KILN_DTYPE_I4, 2, dims, &b), KILN_OK);
+  EXPECT_EQ(kiln_tensor_byte_size(a), 6u);
+  EXPECT_EQ(kiln_tensor_byte_size(b), 3u);
+  const int8_t aValues[] = {-128, 127, 5, -5, 0, 100};
+  const int bValues[] = {-8, 7, -1, 1, 0, -3};
+  std::memcpy(kiln_tensor_data(a), aValues, sizeof(aValues));
+  auto *packed = static_cast<uint8_t *>(kiln_tensor_data(b));
+  for (int i = 0; i < 6; ++i)
+    packed[i / 2] |= static_cast<uint8_t>((bValues[i] & 0xf) << (i % 2 * 4));
+  const kiln_tensor *inputs[] = {a, b};
+  kiln_tensor *c = nullptr;
+  ASSERT_EQ(kiln_session_run(session, widen, inputs, 2, &c, 1), KILN_OK)
+      << kiln_last_error();
+  ASSERT_EQ(kiln_tensor_dtype(c), KILN_DTYPE_I32);
+  const int32_t *cValues = static_cast<const int32_t *>(kiln_tensor_data(c));
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(cValues[i], aValues[i] + bValues[i]) << i;
+  kiln_tensor_destroy(c);
+
+  // The int8 input where the int4 one belongs is named by dtype.
+  const kiln_tensor *swapped[] = {a, a};
+  EXPECT_EQ(kiln_session_run(session, widen, swapped, 2, &c, 1),
+            KILN_ERROR_DTYPE_MISMATCH);
+  EXPECT_NE(std::string(kiln_last_error()).find("int4"), std::string::npos)
+      << kiln_last_error();
+  kiln_tensor_destroy(a);
+  kiln_tensor_destroy(b);
 }
 
 TEST(FakeArtifactRefused, AnOlderAbiIsNamed) {

@@ -5,6 +5,7 @@
  * (1..8), state (an int64 counter starting at 100) and two entries:
  *   scale(x: f32[rows, 2]) -> y: f32[rows, 2]   y = x * rows; counts calls
  *   count() -> n: i64[]                          n = the counter
+ *   widen(a: i8[rows, 2], b: i4[rows, 2]) -> c: i32[rows, 2]   c = a + b
  * Its code is written by hand so the runtime's side of ABI v3 is tested
  * without the compiler. It needs no CPU features.
  *===----------------------------------------------------------------------===*/
@@ -43,6 +44,19 @@ static int32_t count(const kiln_abi_call *call) {
   return 0;
 }
 
+/* 4-bit elements, two a byte, the first in the low nibble. */
+static int32_t widen(const kiln_abi_call *call) {
+  int64_t count = call->inputs[0].dims[0] * 2;
+  const int8_t *a = (const int8_t *)call->inputs[0].data;
+  const uint8_t *b = (const uint8_t *)call->inputs[1].data;
+  int32_t *c = (int32_t *)call->outputs[0].data;
+  for (int64_t i = 0; i < count; ++i) {
+    int nibble = (b[i / 2] >> (i % 2 * 4)) & 0xf;
+    c[i] = a[i] + (nibble >= 8 ? nibble - 16 : nibble);
+  }
+  return 0;
+}
+
 static const kiln_abi_dim dims[] = {{"rows", 1, 8}};
 #if FAKE_CASE == FAKE_BAD_DIM
 static const int64_t rows_by_2[] = {KILN_ABI_DIM_REF(5), 2};
@@ -55,6 +69,10 @@ static const kiln_abi_tensor scale_outputs[] = {
     {"y", KILN_DTYPE_F32, 2, rows_by_2}};
 static const kiln_abi_tensor count_outputs[] = {
     {"n", KILN_DTYPE_I64, 0, NULL}};
+static const kiln_abi_tensor widen_inputs[] = {
+    {"a", KILN_DTYPE_I8, 2, rows_by_2}, {"b", KILN_DTYPE_I4, 2, rows_by_2}};
+static const kiln_abi_tensor widen_outputs[] = {
+    {"c", KILN_DTYPE_I32, 2, rows_by_2}};
 #if FAKE_CASE == FAKE_NULL_ERROR
 static const char *const errors[] = {NULL};
 #else
@@ -69,6 +87,7 @@ static const kiln_abi_entry entries[] = {
 #else
     {"count", count, 0, 1, NULL, count_outputs, 0, NULL, 0},
 #endif
+    {"widen", widen, 2, 1, widen_inputs, widen_outputs, 0, NULL, 0},
 };
 
 #if FAKE_CASE == FAKE_UNKNOWN_FEATURE
@@ -90,7 +109,7 @@ static const kiln_abi_artifact artifact = {
     .size = sizeof(kiln_abi_artifact),
 #endif
     .entry_size = sizeof(kiln_abi_entry),
-    .num_entries = 2,
+    .num_entries = 3,
     .entries = entries,
     .num_dims = 1,
     .dims = dims,

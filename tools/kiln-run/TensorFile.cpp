@@ -30,14 +30,15 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
   }
   // kiln_dtype numbers its types as TensorProto does.
   kiln_dtype dtype = static_cast<kiln_dtype>(proto.data_type());
-  if (kiln_dtype_size(dtype) == 0) {
+  if (kiln_dtype_bits(dtype) == 0) {
     error =
         "'" + path + "' holds element type " +
         (onnx::TensorProto_DataType_IsValid(proto.data_type())
              ? onnx::TensorProto_DataType_Name(
                    static_cast<onnx::TensorProto_DataType>(proto.data_type()))
              : std::to_string(proto.data_type())) +
-        "; Kiln supports FLOAT, INT64 and BOOL";
+        "; Kiln supports FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT8, "
+        "UINT8, INT4, UINT4 and BOOL";
     return nullptr;
   }
   // The payload must hold what the dims say before anything is allocated
@@ -52,21 +53,25 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
     }
     count *= uint64_t(dim);
   }
-  // raw_data holds bytes; the typed fields floats, int64s, and booleans
-  // stored as int32s.
+  // raw_data holds the packed bytes; the typed fields floats, int64s, and
+  // every narrower type one element per int32 (halves as their bits).
   bool hasRawData = proto.has_raw_data();
-  uint64_t elementSize = hasRawData ? kiln_dtype_size(dtype) : 1;
+  int32_t bits = kiln_dtype_bits(dtype);
+  if (!hasRawData && bits == 4) {
+    error = "'" + path + "': 4-bit tensors are read from raw_data only";
+    return nullptr;
+  }
   uint64_t stored = hasRawData                  ? proto.raw_data().size()
                     : dtype == KILN_DTYPE_F32 ? proto.float_data_size()
                     : dtype == KILN_DTYPE_I64 ? proto.int64_data_size()
                                               : proto.int32_data_size();
-  if (count > UINT64_MAX / elementSize || stored != count * elementSize) {
+  bool tooLarge = count > UINT64_MAX / 64;
+  uint64_t needed = hasRawData ? (count * uint64_t(bits) + 7) / 8 : count;
+  if (tooLarge || stored != needed) {
     const char *unit = hasRawData ? " bytes" : " elements";
     error = "'" + path + "' holds " + std::to_string(stored) + unit +
             " but its shape needs " +
-            (count > UINT64_MAX / elementSize
-                 ? std::string("more")
-                 : std::to_string(count * elementSize) + unit);
+            (tooLarge ? std::string("more") : std::to_string(needed) + unit);
     return nullptr;
   }
   kiln_tensor *raw = nullptr;
@@ -80,16 +85,26 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
   if (proto.has_raw_data()) {
     if (bytes)
       std::memcpy(kiln_tensor_data(raw), proto.raw_data().data(), bytes);
-  } else if (dtype == KILN_DTYPE_BOOL) {
-    auto *flags = static_cast<uint8_t *>(kiln_tensor_data(raw));
-    for (size_t i = 0; i < count; ++i)
-      flags[i] = proto.int32_data(i) != 0;
-  } else if (bytes) {
-    std::memcpy(kiln_tensor_data(raw),
-                dtype == KILN_DTYPE_F32
-                    ? static_cast<const void *>(proto.float_data().data())
-                    : static_cast<const void *>(proto.int64_data().data()),
-                bytes);
+  } else if (dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_I64) {
+    if (bytes)
+      std::memcpy(kiln_tensor_data(raw),
+                  dtype == KILN_DTYPE_F32
+                      ? static_cast<const void *>(proto.float_data().data())
+                      : static_cast<const void *>(proto.int64_data().data()),
+                  bytes);
+  } else {
+    void *data = kiln_tensor_data(raw);
+    for (size_t i = 0; i < count; ++i) {
+      int32_t value = proto.int32_data(i);
+      if (dtype == KILN_DTYPE_BOOL)
+        static_cast<uint8_t *>(data)[i] = value != 0;
+      else if (bits == 8)
+        static_cast<uint8_t *>(data)[i] = static_cast<uint8_t>(value);
+      else if (bits == 16)
+        static_cast<uint16_t *>(data)[i] = static_cast<uint16_t>(value);
+      else
+        static_cast<int32_t *>(data)[i] = value;
+    }
   }
   name = proto.name();
   return tensor;

@@ -107,6 +107,16 @@ std::string parseArgs(int argc, char **argv, Options &options) {
   return "";
 }
 
+/// An IEEE binary16 value's bits as a double.
+double halfToDouble(uint16_t bits) {
+  int exponent = (bits >> 10) & 0x1f, mantissa = bits & 0x3ff;
+  double magnitude =
+      exponent == 0    ? std::ldexp(mantissa, -24)
+      : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                       : std::ldexp(mantissa | 0x400, exponent - 25);
+  return bits & 0x8000 ? -magnitude : magnitude;
+}
+
 double elementAt(const kiln_tensor *tensor, size_t i) {
   const void *data = kiln_tensor_const_data(tensor);
   switch (kiln_tensor_dtype(tensor)) {
@@ -114,12 +124,38 @@ double elementAt(const kiln_tensor *tensor, size_t i) {
     return static_cast<const float *>(data)[i];
   case KILN_DTYPE_I64:
     return static_cast<double>(static_cast<const int64_t *>(data)[i]);
+  case KILN_DTYPE_I32:
+    return static_cast<const int32_t *>(data)[i];
+  case KILN_DTYPE_I8:
+    return static_cast<const int8_t *>(data)[i];
+  case KILN_DTYPE_U8:
   case KILN_DTYPE_BOOL:
     return static_cast<const uint8_t *>(data)[i];
+  case KILN_DTYPE_F16:
+    return halfToDouble(static_cast<const uint16_t *>(data)[i]);
+  case KILN_DTYPE_BF16: {
+    uint32_t bits = uint32_t(static_cast<const uint16_t *>(data)[i]) << 16;
+    float value;
+    std::memcpy(&value, &bits, sizeof(value));
+    return value;
+  }
+  case KILN_DTYPE_U4:
+  case KILN_DTYPE_I4: {
+    // Two a byte, the first in the low nibble.
+    int nibble = (static_cast<const uint8_t *>(data)[i / 2] >> (i % 2 * 4)) & 0xf;
+    if (kiln_tensor_dtype(tensor) == KILN_DTYPE_I4 && nibble >= 8)
+      nibble -= 16;
+    return nibble;
+  }
   case KILN_DTYPE_INVALID:
     break;
   }
   return 0;
+}
+
+bool isFloat(kiln_dtype dtype) {
+  return dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F16 ||
+         dtype == KILN_DTYPE_BF16;
 }
 
 std::string shapeString(const kiln_tensor *tensor) {
@@ -135,7 +171,7 @@ void printTensor(const char *name, const kiln_tensor *tensor) {
   size_t count = kiln_tensor_num_elements(tensor);
   size_t shown = std::min<size_t>(count, 8);
   for (size_t i = 0; i < shown; ++i) {
-    if (kiln_tensor_dtype(tensor) == KILN_DTYPE_F32)
+    if (isFloat(kiln_tensor_dtype(tensor)))
       std::printf(" %.6g", elementAt(tensor, i));
     else
       std::printf(" %lld", static_cast<long long>(elementAt(tensor, i)));
