@@ -203,6 +203,16 @@ def write_tensor(path, array, name):
         f.write(numpy_helper.from_array(array, name).SerializeToString())
 
 
+def export_onnx(model, inputs, output_names, folder, opset, axes=None):
+    """Exports `model` on `inputs` to folder/model.onnx and checks it."""
+    path = os.path.join(folder, "model.onnx")
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(inputs.values()), path,
+                          opset_version=opset, do_constant_folding=True,
+                          input_names=list(inputs), output_names=output_names,
+                          dynamic_axes=axes)
+    onnx.checker.check_model(path)
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
@@ -229,15 +239,9 @@ def main():
         suffix = "" if args.opset == 17 else f"-opset{args.opset}"
         folder = os.path.join(args.out, name + suffix)
         os.makedirs(folder, exist_ok=True)
+        export_onnx(model, inputs, output_names, folder, args.opset)
         with torch.no_grad():
-            torch.onnx.export(model, tuple(inputs.values()),
-                              os.path.join(folder, "model.onnx"),
-                              opset_version=args.opset,
-                              do_constant_folding=True,
-                              input_names=list(inputs),
-                              output_names=output_names)
             expected = model(*inputs.values())
-        onnx.checker.check_model(os.path.join(folder, "model.onnx"))
         for i, (input_name, tensor) in enumerate(inputs.items()):
             write_tensor(os.path.join(folder, f"input_{i}.pb"), tensor.numpy(),
                          input_name)
@@ -259,15 +263,7 @@ def export_dynamic(args):
         os.makedirs(folder, exist_ok=True)
         axes = {input_name: {0: "batch", 1: "seq"} for input_name in inputs}
         axes[output_names[0]] = {0: "batch", 1: "seq"}
-        with torch.no_grad():
-            torch.onnx.export(model, tuple(inputs.values()),
-                              os.path.join(folder, "model.onnx"),
-                              opset_version=args.opset,
-                              do_constant_folding=True,
-                              input_names=list(inputs),
-                              output_names=output_names,
-                              dynamic_axes=axes)
-        onnx.checker.check_model(os.path.join(folder, "model.onnx"))
+        export_onnx(model, inputs, output_names, folder, args.opset, axes)
         for k, length in enumerate(lengths):
             data = os.path.join(folder, f"test_data_set_{k}")
             os.makedirs(data, exist_ok=True)
