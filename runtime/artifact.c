@@ -72,9 +72,7 @@ static kiln_status validate_tensors(const char *path,
     return malformed(path, "malformed tensor table", entry);
   for (int32_t i = 0; i < count; ++i) {
     const kiln_abi_tensor *t = &tensors[i];
-    size_t element_size = kiln_dtype_size((kiln_dtype)t->dtype)
-                              ? kiln_dtype_size((kiln_dtype)t->dtype)
-                              : 1; /* 4-bit: checked as bytes */
+    size_t element_size = kiln_element_bytes_rounded_up((kiln_dtype)t->dtype);
     if (!t->name || !kiln_dtype_bits((kiln_dtype)t->dtype) || t->rank < 0 ||
         t->rank > KILN_MAX_RANK || (t->rank > 0 && !t->dims))
       return kiln_fail(KILN_ERROR_INCOMPATIBLE,

@@ -19,6 +19,12 @@ kiln_status kiln_succeed(void);
 /* Bytes of `count` elements of `dtype`, 4-bit ones packed two a byte. */
 size_t kiln_packed_byte_size(kiln_dtype dtype, size_t count);
 
+/* Bytes per element rounded up (1 for 4-bit types): what the overflow
+ * check of kiln_checked_num_elements multiplies by. */
+static inline size_t kiln_element_bytes_rounded_up(kiln_dtype dtype) {
+  return ((size_t)kiln_dtype_bits(dtype) + 7) / 8;
+}
+
 /* Multiplies dims into an element count; 0 if any dim is negative or the
  * product (times `element_size`) overflows size_t. Sets *ok accordingly. */
 size_t kiln_checked_num_elements(int32_t rank, const int64_t *dims,

@@ -83,8 +83,7 @@ KILN_EXPORT kiln_status kiln_tensor_create(kiln_dtype dtype, int32_t rank,
   if (kiln_dtype_bits(dtype) == 0)
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "kiln_tensor_create: unknown dtype %d", (int)dtype);
-  /* 4-bit elements are counted as bytes for the overflow check. */
-  size_t element_size = kiln_dtype_size(dtype) ? kiln_dtype_size(dtype) : 1;
+  size_t element_size = kiln_element_bytes_rounded_up(dtype);
   if (rank < 0 || rank > KILN_MAX_RANK)
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "kiln_tensor_create: rank %d is outside [0, %d]", rank,
