@@ -6,6 +6,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -107,6 +108,11 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
 
 /// Upstream conversions from what Kiln's passes leave to the LLVM dialect.
 void addLlvmConversion(OpPassManager &pm) {
+  // bf16 conversions as integer shifts and rounding: LLVM would call
+  // compiler-rt's __truncsfbf2, which artifacts don't link.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createConvertMathToFuncs());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());

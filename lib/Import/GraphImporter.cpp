@@ -19,8 +19,18 @@ Type kiln::getElementType(MLIRContext *ctx, int32_t onnxType) {
   switch (onnxType) {
   case onnx::TensorProto::FLOAT:
     return Float32Type::get(ctx);
+  case onnx::TensorProto::FLOAT16:
+    return Float16Type::get(ctx);
+  case onnx::TensorProto::BFLOAT16:
+    return BFloat16Type::get(ctx);
   case onnx::TensorProto::INT64:
     return IntegerType::get(ctx, 64);
+  case onnx::TensorProto::INT32:
+    return IntegerType::get(ctx, 32);
+  // Signless: the graph's value types tell int8 from uint8.
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+    return IntegerType::get(ctx, 8);
   case onnx::TensorProto::BOOL:
     return IntegerType::get(ctx, 1);
   default:
@@ -46,7 +56,7 @@ FailureOr<RankedTensorType> getTensorType(const onnx::TensorProto &tensor,
     return emitError(loc) << "tensor '" << tensor.name()
                           << "' has element type "
                           << getOnnxTypeName(tensor.data_type())
-                          << "; Kiln supports FLOAT, INT64 and BOOL";
+                          << "; Kiln supports " << kSupportedTypes;
   int64_t numElements = 1;
   for (int64_t dim : tensor.dims())
     if (dim < 0 || llvm::MulOverflow(numElements, dim, numElements) ||
@@ -111,10 +121,22 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
   if (elementType.isInteger(64))
     return DenseElementsAttr::get(
         type, ArrayRef<int64_t>(tensor.int64_data().data(), numElements));
-  SmallVector<bool> flags;
-  for (int32_t value : tensor.int32_data())
-    flags.push_back(value != 0);
-  return DenseElementsAttr::get(type, ArrayRef<bool>(flags));
+  if (elementType.isInteger(1)) {
+    SmallVector<bool> flags;
+    for (int32_t value : tensor.int32_data())
+      flags.push_back(value != 0);
+    return DenseElementsAttr::get(type, ArrayRef<bool>(flags));
+  }
+  // The narrower types sit one per int32_data entry (halves as their bit
+  // patterns); their low bytes, little-endian, are the elements.
+  int64_t size = getElementBytes(elementType);
+  std::string bytes(numElements * size, '\0');
+  for (int64_t i = 0; i < numElements; ++i) {
+    auto value = static_cast<uint32_t>(tensor.int32_data(i));
+    std::memcpy(bytes.data() + i * size, &value, size);
+  }
+  return DenseElementsAttr::getFromRawBuffer(
+      type, ArrayRef<char>(bytes.data(), bytes.size()));
 }
 
 ElementsAttr kiln::takeTensorProto(onnx::TensorProto &tensor,
@@ -460,8 +482,17 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     return failure();
   assert(importer.results.size() <= static_cast<size_t>(node.output_size()) &&
          "op importer produced more results than the node has");
-  for (auto [name, value] : llvm::zip(node.output(), importer.results))
-    if (!name.empty())
-      bindValue(name, value);
+  for (auto [name, value] : llvm::zip(node.output(), importer.results)) {
+    if (name.empty())
+      continue;
+    bindValue(name, value);
+    // Shape inference types every output it can; for the rest an 8-bit
+    // result has the signedness of the node's first input.
+    if (!getValueType(name) &&
+        cast<RankedTensorType>(value.getType()).getElementType().isInteger(8))
+      setValueType(name, importer.isUnsignedOperand(0)
+                             ? onnx::TensorProto::UINT8
+                             : onnx::TensorProto::INT8);
+  }
   return success();
 }

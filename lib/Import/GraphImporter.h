@@ -20,6 +20,10 @@ namespace kiln {
 /// The kiln element type of an ONNX TensorProto data type, or null.
 mlir::Type getElementType(mlir::MLIRContext *ctx, int32_t onnxType);
 
+/// The ONNX element types Kiln imports, for messages.
+inline constexpr llvm::StringLiteral kSupportedTypes =
+    "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT8, UINT8 and BOOL";
+
 /// The ONNX name of a TensorProto data type (e.g. "DOUBLE") for messages.
 std::string getOnnxTypeName(int32_t onnxType);
 
@@ -97,6 +101,18 @@ public:
   void bindValue(llvm::StringRef name, mlir::Value value) {
     values[name] = value;
   }
+  /// The ONNX element type of the graph value `name` (a TensorProto data
+  /// type), as the model or its shape inference declares it; 0 if unknown.
+  /// Kiln's integer types are signless, so this tells uint8 from int8.
+  int32_t getValueType(llvm::StringRef name) const {
+    return valueTypes.lookup(name);
+  }
+  void setValueType(llvm::StringRef name, int32_t onnxType) {
+    valueTypes[name] = onnxType;
+  }
+  bool isUnsigned(llvm::StringRef name) const {
+    return getValueType(name) == onnx::TensorProto::UINT8;
+  }
   /// A tensor whose value is known at compile time (an initializer or the
   /// output of a Constant node); materialized as kiln.constant on first use.
   void bindConstant(llvm::StringRef name, onnx::TensorProto *tensor) {
@@ -135,6 +151,7 @@ private:
   mlir::OpBuilder &builder;
   llvm::StringMap<int64_t> opsets;
   llvm::StringMap<mlir::Value> values;
+  llvm::StringMap<int32_t> valueTypes;
   llvm::StringMap<onnx::TensorProto *> constants;
   std::deque<onnx::TensorProto> ownedTensors;
   llvm::SmallVector<DimSymbol> symbols;
@@ -176,6 +193,11 @@ public:
   mlir::FailureOr<mlir::Value> getOperand(unsigned i) const;
   mlir::RankedTensorType getOperandType(unsigned i) const {
     return mlir::cast<mlir::RankedTensorType>(operands[i].getType());
+  }
+  /// Whether operand `i` holds ONNX uint8 (rather than int8).
+  bool isUnsignedOperand(unsigned i) const {
+    return static_cast<int>(i) < node.input_size() &&
+           graph.isUnsigned(node.input(i));
   }
   /// Integers given either by attribute `attrName` (older opsets) or by the
   /// constant input `inputIndex` (newer ones). nullopt if neither is present;

@@ -160,7 +160,7 @@ FailureOr<Type> getValueElementType(const onnx::ValueInfoProto &info,
     return emitError(loc) << kind << " '" << info.name()
                           << "' has element type "
                           << getOnnxTypeName(tensor.elem_type())
-                          << "; Kiln supports FLOAT, INT64 and BOOL";
+                          << "; Kiln supports " << kSupportedTypes;
   return elementType;
 }
 
@@ -207,7 +207,13 @@ LogicalResult importGraph(onnx::GraphProto &graph,
   for (onnx::TensorProto &tensor : *graph.mutable_initializer()) {
     initializerNames.insert(tensor.name());
     importer.bindConstant(tensor.name(), &tensor);
+    importer.setValueType(tensor.name(), tensor.data_type());
   }
+  for (const auto *infos : {&graph.input(), &graph.value_info(), &graph.output()})
+    for (const onnx::ValueInfoProto &info : *infos)
+      if (info.type().has_tensor_type() &&
+          !initializerNames.count(info.name()))
+        importer.setValueType(info.name(), info.type().tensor_type().elem_type());
   // Inputs' shapes: fixed sizes, and the named dimensions that stay
   // dynamic (symbol k is the k-th to appear).
   SmallVector<Type> inputTypes;
@@ -256,6 +262,8 @@ LogicalResult importGraph(onnx::GraphProto &graph,
   for (auto [i, input] : llvm::enumerate(inputs)) {
     Value argument = body->getArgument(i);
     func.setArgAttr(i, kNameAttr, builder.getStringAttr(input->name()));
+    if (importer.isUnsigned(input->name()))
+      func.setArgAttr(i, kUnsignedAttr, builder.getUnitAttr());
     importer.bindValue(input->name(), argument);
     if (!cast<RankedTensorType>(argument.getType()).hasStaticShape()) {
       importer.setShape(argument, inputShapes[i]);
@@ -307,6 +315,8 @@ LogicalResult importGraph(onnx::GraphProto &graph,
       builder.getFunctionType(inputTypes, ValueRange(results).getTypes()));
   for (auto [i, output] : llvm::enumerate(graph.output())) {
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(output.name()));
+    if (output.type().tensor_type().elem_type() == onnx::TensorProto::UINT8)
+      func.setResultAttr(i, kUnsignedAttr, builder.getUnitAttr());
     if (!cast<RankedTensorType>(results[i].getType()).hasStaticShape())
       func.setResultAttr(i, kDimNamesAttr, resultDimNames[i]);
   }

@@ -86,6 +86,13 @@ llvm::LogicalResult importShape(NodeImporter &node);
 llvm::LogicalResult importConstantOfShape(NodeImporter &node);
 llvm::LogicalResult importRange(NodeImporter &node);
 
+// Importers of the quantization ops (OnnxQuantOps.cpp).
+llvm::LogicalResult importQuantizeLinear(NodeImporter &node);
+llvm::LogicalResult importDequantizeLinear(NodeImporter &node);
+llvm::LogicalResult importDynamicQuantizeLinear(NodeImporter &node);
+llvm::LogicalResult importMatMulInteger(NodeImporter &node);
+llvm::LogicalResult importQLinearMatMul(NodeImporter &node);
+
 } // namespace kiln
 
 #endif // KILN_LIB_IMPORT_ONNXOPUTILS_H

@@ -190,12 +190,19 @@ LogicalResult importCast(NodeImporter &node) {
   int64_t to = node.getIntAttr("to", 0);
   Type elementType = getElementType(node.b.getContext(), to);
   if (!elementType)
-    return node.emitError()
-           << "cast to " << getOnnxTypeName(to)
-           << " is not supported; Kiln supports FLOAT, INT64 and BOOL";
+    return node.emitError() << "cast to " << getOnnxTypeName(to)
+                            << " is not supported; Kiln supports "
+                            << kSupportedTypes;
   auto type =
       RankedTensorType::get(node.getOperandType(0).getShape(), elementType);
-  node.results.push_back(CastOp::create(node.b, node.loc, type, *input));
+  auto cast = CastOp::create(node.b, node.loc, type, *input);
+  if (node.isUnsignedOperand(0) &&
+      node.getOperandType(0).getElementType().isInteger(8))
+    cast.setInputUnsigned(true);
+  if (to == onnx::TensorProto::UINT8)
+    cast.setResultUnsigned(true);
+  node.graph.setValueType(node.node.output(0), to);
+  node.results.push_back(cast);
   return success();
 }
 
@@ -222,6 +229,7 @@ LogicalResult importConstant(NodeImporter &node) {
                                "supported";
   }
   tensor.set_name(node.node.output(0));
+  node.graph.setValueType(node.node.output(0), tensor.data_type());
   node.graph.bindOwnedConstant(node.node.output(0), std::move(tensor));
   return success();
 }
@@ -288,5 +296,10 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Shape", importShape)
       .Case("ConstantOfShape", importConstantOfShape)
       .Case("Range", importRange)
+      .Case("QuantizeLinear", importQuantizeLinear)
+      .Case("DequantizeLinear", importDequantizeLinear)
+      .Case("DynamicQuantizeLinear", importDynamicQuantizeLinear)
+      .Case("MatMulInteger", importMatMulInteger)
+      .Case("QLinearMatMul", importQLinearMatMul)
       .Default(nullptr);
 }

@@ -375,3 +375,59 @@ func.func @range_vector_start(%a: tensor<2xi64>, %b: tensor<i64>) {
 func.func @bad_dim() attributes {kiln.dims = [#kiln.dim<"seq", 5, 2>]} {
   return
 }
+
+// -----
+
+func.func @quantize_axis_without_per_axis_scale(%x: tensor<2x3xf32>, %s: tensor<f32>, %zp: tensor<i8>) {
+  // expected-error @+1 {{has an axis but a per-tensor (0-D) scale}}
+  %0 = kiln.quantize %x, %s, %zp axis = 1 : tensor<2x3xf32>, tensor<f32>, tensor<i8> -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @quantize_scales_per_wrong_axis(%x: tensor<2x3xf32>, %s: tensor<3xf32>, %zp: tensor<3xi8>) {
+  // expected-error @+1 {{has 3 scales for the 2 indices of axis 0}}
+  %0 = kiln.quantize %x, %s, %zp axis = 0 : tensor<2x3xf32>, tensor<3xf32>, tensor<3xi8> -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @quantize_scale_and_zero_point_differ(%x: tensor<2x3xf32>, %s: tensor<3xf32>, %zp: tensor<i8>) {
+  // expected-error @+1 {{scale 'tensor<3xf32>' and zero point 'tensor<i8>' must have one shape}}
+  %0 = kiln.quantize %x, %s, %zp axis = 1 : tensor<2x3xf32>, tensor<3xf32>, tensor<i8> -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @dequantize_zero_point_type(%q: tensor<4xi32>, %s: tensor<f32>, %zp: tensor<i8>) {
+  // expected-error @+1 {{zero point must have the input's element type}}
+  %0 = kiln.dequantize %q, %s, %zp : tensor<4xi32>, tensor<f32>, tensor<i8> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_integer_row_zero_points(%a: tensor<4x3xi8>, %b: tensor<3x2xi8>, %azp: tensor<4xi8>, %bzp: tensor<i8>) {
+  // expected-error @+1 {{lhs zero point 'tensor<4xi8>' does not broadcast to 'tensor<4x3xi8>'}}
+  %0 = kiln.matmul_integer %a, %b, %azp, %bzp : tensor<4x3xi8>, tensor<3x2xi8>, tensor<4xi8>, tensor<i8> -> tensor<4x2xi32>
+  return
+}
+
+// -----
+
+func.func @matmul_integer_result_shape(%a: tensor<4x3xi8>, %b: tensor<3x2xi8>, %zp: tensor<i8>) {
+  // expected-error @+1 {{result type 'tensor<4x3xi32>' is not the product's 'tensor<4x2xi32>'}}
+  %0 = kiln.matmul_integer %a, %b, %zp, %zp : tensor<4x3xi8>, tensor<3x2xi8>, tensor<i8>, tensor<i8> -> tensor<4x3xi32>
+  return
+}
+
+// -----
+
+func.func @cast_unsigned_float(%x: tensor<4xf32>) {
+  // expected-error @+1 {{input_unsigned needs an 8-bit integer input}}
+  %0 = kiln.cast %x {input_unsigned} : tensor<4xf32> -> tensor<4xi8>
+  return
+}

@@ -110,6 +110,21 @@ def main():
             [vinfo("x", TensorProto.FLOAT, [4])],
             [vinfo("y", TensorProto.FLOAT, [4])])
         save(model, out_dir)
+    elif kind == "quantize-int32-zero-point":
+        zero_point = numpy_helper.from_array(np.array(0, np.int32), "zp")
+        save(graph_model(
+            [helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["y"],
+                              name="quantize")],
+            [vinfo("x", TensorProto.FLOAT, [4]),
+             vinfo("scale", TensorProto.FLOAT, [])],
+            [vinfo("y", TensorProto.INT32, [4])], [zero_point]), out_dir)
+    elif kind == "quantize-per-axis-matrix-scale":
+        save(graph_model(
+            [helper.make_node("QuantizeLinear", ["x", "scale"], ["y"],
+                              name="quantize")],
+            [vinfo("x", TensorProto.FLOAT, [2, 3]),
+             vinfo("scale", TensorProto.FLOAT, [2, 3])],
+            [vinfo("y", TensorProto.UINT8, [2, 3])]), out_dir)
     elif kind == "softmax-opset11":
         save(graph_model(
             [helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)],

@@ -117,13 +117,16 @@ template <typename T> T applyArithmetic(Operation *op, T lhs, T rhs) {
   return lhs / rhs;
 }
 
-/// Runs `fn` with `T` the C++ type of `elementType` (float, int64_t, bool).
+/// Runs `fn` with `T` the C++ type of `elementType` (float, int64_t, bool);
+/// null for the element types that are not evaluated at compile time.
 template <typename Fn> DenseElementsAttr withCppType(Type elementType, Fn fn) {
   if (elementType.isF32())
     return fn(float());
   if (elementType.isInteger(64))
     return fn(int64_t());
-  return fn(bool());
+  if (elementType.isInteger(1))
+    return fn(bool());
+  return {};
 }
 
 template <typename T>

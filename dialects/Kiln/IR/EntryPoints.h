@@ -20,6 +20,9 @@ inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
 /// Names, for each dimension of an entry's argument or result, the named
 /// dimension (#kiln.dim) that gives its size, "" where the size is fixed.
 inline constexpr llvm::StringLiteral kDimNamesAttr = "kiln.dim_names";
+/// Marks an entry's 8-bit argument or result as ONNX uint8 (Kiln's integer
+/// types are signless; unmarked, it is int8).
+inline constexpr llvm::StringLiteral kUnsignedAttr = "kiln.unsigned";
 /// The module's named dimensions: an array of #kiln.dim.
 inline constexpr llvm::StringLiteral kDimsAttr = "kiln.dims";
 /// Marks the error status result that kiln-insert-runtime-checks adds.

@@ -36,13 +36,20 @@ def Kiln_Dialect : Dialect {
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, traits>;
 
-// Element types Kiln computes in today: any tensor Kiln moves around may be
-// f32, i64 or i1; arithmetic takes the numeric ones.
-def Kiln_Tensor : RankedTensorOf<[F32, I64, I1]>;
+// Element types: any tensor Kiln moves around may be f32, f16, bf16, i64,
+// i32, i8 or i1; arithmetic takes the numeric ones. Integers are signless,
+// as in arith and TOSA 1.0: an 8-bit tensor holds ONNX's int8 or uint8, and
+// the ops that read or write its values as numbers (quantize, dequantize,
+// matmul_integer, cast) say which with an `unsigned` flag; the entry
+// point's arguments and results carry `kiln.unsigned` for uint8.
+def Kiln_Tensor : RankedTensorOf<[F32, F16, BF16, I64, I32, I8, I1]>;
 def Kiln_NumericTensor : RankedTensorOf<[F32, I64]>;
 def Kiln_BoolTensor : RankedTensorOf<[I1]>;
 def Kiln_FloatTensor : RankedTensorOf<[F32]>;
 def Kiln_IndexTensor : RankedTensorOf<[I64]>;
+// Quantized values and their zero points (8-bit), and integer products.
+def Kiln_QuantTensor : RankedTensorOf<[I8]>;
+def Kiln_AccumulatorTensor : RankedTensorOf<[I32]>;
 // The error code an entry point's run-time checks produce (0: no error).
 def Kiln_StatusTensor : 0DTensorOf<[I32]>, BuildableType<
     "::mlir::RankedTensorType::get({}, $_builder.getI32Type())">;

@@ -86,7 +86,16 @@ KILN_FOLD_CONSTANT_OPERANDS(BroadcastOp)
 // CastOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult CastOp::verify() {
+  if (getInputUnsigned() && !getInput().getType().getElementType().isInteger(8))
+    return emitOpError("input_unsigned needs an 8-bit integer input");
+  if (getResultUnsigned() && !getType().getElementType().isInteger(8))
+    return emitOpError("result_unsigned needs an 8-bit integer result");
+  return success();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  // Same type: the same bits, whatever the signedness flags say.
   if (getInput().getType() == getType())
     return getInput();
   return foldConstantOperands(*this, adaptor.getOperands());
@@ -101,7 +110,16 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   auto lhsType = cast<RankedTensorType>(adaptor.getLhs().getType());
-  auto rhsType = cast<RankedTensorType>(adaptor.getRhs().getType());
+  return inferMatMulResultType(loc, lhsType, adaptor.getRhs().getType(),
+                               lhsType.getElementType(), types);
+}
+
+LogicalResult kiln::inferMatMulResultType(std::optional<Location> loc,
+                                          Type lhsOperand, Type rhsOperand,
+                                          Type elementType,
+                                          SmallVectorImpl<Type> &types) {
+  auto lhsType = cast<RankedTensorType>(lhsOperand);
+  auto rhsType = cast<RankedTensorType>(rhsOperand);
   ArrayRef<int64_t> lhs = lhsType.getShape(), rhs = rhsType.getShape();
   if (lhs.empty() || rhs.empty())
     return emitOptionalError(loc, "matmul operands must have rank >= 1");
@@ -121,7 +139,7 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
     batch.push_back(lhs[lhs.size() - 2]);
   if (rhs.size() >= 2)
     batch.push_back(rhs.back());
-  types.push_back(RankedTensorType::get(batch, lhsType.getElementType()));
+  types.push_back(RankedTensorType::get(batch, elementType));
   return success();
 }
 

@@ -35,6 +35,13 @@ inferReduceResultType(std::optional<mlir::Location> loc, mlir::Type input,
                       llvm::ArrayRef<int64_t> axes, bool keepDims,
                       llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// Result type of ONNX MatMul of `lhs` and `rhs` (numpy semantics), with
+/// elements of `elementType`.
+llvm::LogicalResult
+inferMatMulResultType(std::optional<mlir::Location> loc, mlir::Type lhs,
+                      mlir::Type rhs, mlir::Type elementType,
+                      llvm::SmallVectorImpl<mlir::Type> &types);
+
 } // namespace kiln
 
 #define GET_OP_CLASSES

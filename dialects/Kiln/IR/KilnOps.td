@@ -142,16 +142,22 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let summary = "element type conversion";
   let description = [{
     Converts every element to the result's element type. Float to integer
-    truncates toward zero.
+    truncates toward zero; float to float rounds to nearest even. Integers
+    are signed unless marked: `input_unsigned` reads the input's integers
+    as unsigned (zero-extends them), `result_unsigned` converts floats to
+    an unsigned result.
 
     ```mlir
     %0 = kiln.cast %x : tensor<4xf32> -> tensor<4xi64>
+    %1 = kiln.cast %pixels {input_unsigned} : tensor<4xi8> -> tensor<4xf32>
     ```
   }];
-  let arguments = (ins Kiln_Tensor:$input);
+  let arguments = (ins Kiln_Tensor:$input, UnitAttr:$input_unsigned,
+                       UnitAttr:$result_unsigned);
   let results = (outs Kiln_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//
@@ -441,6 +447,7 @@ def Kiln_CheckIndexRangeOp : Kiln_Op<"check_index_range", [Pure]> {
 }
 
 include "dialects/Kiln/IR/KilnCompositeOps.td"
+include "dialects/Kiln/IR/KilnQuantOps.td"
 include "dialects/Kiln/IR/KilnStateOps.td"
 
 #endif // KILN_DIALECT_KILN_OPS

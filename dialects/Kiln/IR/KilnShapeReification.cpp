@@ -82,9 +82,9 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
         return getBroadcastSizes(b, loc, op->getOperands(), resultType);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
-            ErfOp, CastOp, SoftmaxOp, LayerNormOp>(
+            ErfOp, CastOp, SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp>(
           [&](auto) { return getSizes(b, loc, op->getOperand(0)); })
-      .Case([&](MatMulOp matmul) -> FailureOr<Sizes> {
+      .Case<MatMulOp, MatMulIntegerOp>([&](auto matmul) -> FailureOr<Sizes> {
         auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
         auto rhs = cast<RankedTensorType>(matmul.getRhs().getType());
         // The batch dimensions broadcast; rows come from lhs, columns from
@@ -227,5 +227,6 @@ void kiln::registerShapeReification(MLIRContext &context) {
                     TanhOp, ErfOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
                     PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
                     ReduceSumOp, ReduceMeanOp, SliceOp, ReshapeOp, BroadcastOp,
-                    RangeOp, AttentionOp, Conv2DOp>(context);
+                    RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,
+                    MatMulIntegerOp>(context);
 }

@@ -16,6 +16,8 @@ int64_t kiln::getElementBytes(Type type) {
     return 4;
   if (type.isInteger(64))
     return 8;
+  if (type.isF16() || type.isBF16())
+    return 2;
   if (type.isInteger(8))
     return 1;
   return 0;

@@ -33,6 +33,7 @@ struct ConvertKilnToLinalgPass
     kiln::populateElementwiseLoweringPatterns(patterns);
     kiln::populateStructuredLoweringPatterns(patterns);
     kiln::populatePackedMatMulLoweringPatterns(patterns);
+    kiln::populateQuantLoweringPatterns(patterns);
     kiln::populateAttentionLoweringPatterns(patterns, attentionQueryRows,
                                             attentionKeyColumns);
     kiln::populateDataMovementLoweringPatterns(patterns);

@@ -36,28 +36,6 @@ Value createSafeSignedDiv(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return arith::SelectOp::create(b, loc, unsafe, special, quotient);
 }
 
-/// Converts a scalar between f32, i64 and i1 as ONNX Cast does: floats
-/// truncate toward zero, and anything non-zero (NaN included) is true.
-Value createCast(OpBuilder &b, Location loc, Value value, Type to) {
-  Type from = value.getType();
-  if (from == to)
-    return value;
-  if (to.isInteger(1)) {
-    Value zero = createScalarConstant(b, loc, from, 0);
-    if (isa<FloatType>(from))
-      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value,
-                                   zero);
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, value, zero);
-  }
-  if (from.isInteger(1))
-    return isa<FloatType>(to)
-               ? arith::UIToFPOp::create(b, loc, to, value).getResult()
-               : arith::ExtUIOp::create(b, loc, to, value).getResult();
-  if (isa<FloatType>(from))
-    return arith::FPToSIOp::create(b, loc, to, value);
-  return arith::SIToFPOp::create(b, loc, to, value);
-}
-
 /// The scalar computation of one elementwise kiln op on its block arguments.
 Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
                      Type resultElementType) {
@@ -134,8 +112,9 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
         return arith::SelectOp::create(b, loc, args[0], args[1], args[2]);
       })
       .Case([&](BroadcastOp) { return args[0]; })
-      .Case([&](CastOp) {
-        return createCast(b, loc, args[0], resultElementType);
+      .Case([&](CastOp cast) {
+        return createCast(b, loc, args[0], resultElementType,
+                          cast.getInputUnsigned(), cast.getResultUnsigned());
       });
 }
 
@@ -181,6 +160,46 @@ struct ElementwiseLowering : OpConversionPattern<OpTy> {
 };
 
 } // namespace
+
+Value kiln::createCast(OpBuilder &b, Location loc, Value value, Type to,
+                       bool fromUnsigned, bool toUnsigned) {
+  Type from = value.getType();
+  if (from == to)
+    return value;
+  if (to.isInteger(1)) {
+    Value zero = createScalarConstant(b, loc, from, 0);
+    if (isa<FloatType>(from))
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, value,
+                                   zero);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, value, zero);
+  }
+  // A bool is 0 or 1, an unsigned number.
+  fromUnsigned |= from.isInteger(1);
+  if (isa<FloatType>(from) && isa<FloatType>(to)) {
+    if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
+      return arith::ExtFOp::create(b, loc, to, value);
+    if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
+      return arith::TruncFOp::create(b, loc, to, value);
+    // f16 <-> bf16: exactly through f32.
+    Value wide = arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+    return arith::TruncFOp::create(b, loc, to, wide);
+  }
+  if (isa<FloatType>(from))
+    return toUnsigned ? arith::FPToUIOp::create(b, loc, to, value).getResult()
+                      : arith::FPToSIOp::create(b, loc, to, value).getResult();
+  if (isa<FloatType>(to))
+    return fromUnsigned
+               ? arith::UIToFPOp::create(b, loc, to, value).getResult()
+               : arith::SIToFPOp::create(b, loc, to, value).getResult();
+  unsigned fromBits = from.getIntOrFloatBitWidth(),
+           toBits = to.getIntOrFloatBitWidth();
+  if (fromBits > toBits)
+    return arith::TruncIOp::create(b, loc, to, value);
+  if (fromBits == toBits)
+    return value;
+  return fromUnsigned ? arith::ExtUIOp::create(b, loc, to, value).getResult()
+                      : arith::ExtSIOp::create(b, loc, to, value).getResult();
+}
 
 void kiln::populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,

@@ -75,6 +75,22 @@ mlir::Value createBroadcastCombine(
 mlir::Value createSumStep(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value value, mlir::Value accumulator);
 
+/// ONNX MatMul (numpy semantics) of `lhs` and `rhs` into `resultType`:
+/// linalg.matmul where codegen can tile and vectorize it, else a generic.
+mlir::Value createMatMul(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::Value lhs, mlir::Value rhs,
+                         mlir::RankedTensorType resultType,
+                         mlir::ValueRange dynamicSizes = {});
+
+/// Converts scalar `value` to `to` as ONNX Cast does: floats to integers
+/// truncate toward zero, anything non-zero is true, integers extend by
+/// their signedness (`fromUnsigned`), floats convert to an unsigned
+/// integer with `toUnsigned`.
+mlir::Value createCast(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value value, mlir::Type to,
+                       bool fromUnsigned = false, bool toUnsigned = false);
+
+void populateQuantLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);

@@ -96,83 +96,80 @@ Value createNamedMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
   return {};
 }
 
-/// ONNX MatMul: a named op where one fits, otherwise one linalg.generic
-/// over (result dims..., k) with batch broadcasting and 1-D operands in the
-/// indexing maps.
+/// ONNX MatMul as one linalg.generic over (result dims..., k) with batch
+/// broadcasting and 1-D operands in the indexing maps.
+Value createGenericMatMul(OpBuilder &b, Location loc, Value lhsValue,
+                          Value rhsValue, RankedTensorType resultType,
+                          ValueRange dynamicSizes) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> lhs = cast<RankedTensorType>(lhsValue.getType()).getShape();
+  ArrayRef<int64_t> rhs = cast<RankedTensorType>(rhsValue.getType()).getShape();
+  ArrayRef<int64_t> result = resultType.getShape();
+  bool lhsIsVector = lhs.size() == 1, rhsIsVector = rhs.size() == 1;
+  unsigned resultRank = result.size();
+  unsigned numLoops = resultRank + 1;
+  unsigned numBatch =
+      resultRank - (lhsIsVector ? 0 : 1) - (rhsIsVector ? 0 : 1);
+  AffineExpr k = getAffineDimExpr(resultRank, ctx);
+  ArrayRef<int64_t> batchShape = result.take_front(numBatch);
+
+  auto batchExprs = [&](ArrayRef<int64_t> operand) {
+    ArrayRef<int64_t> operandBatch =
+        operand.size() > 2 ? operand.drop_back(2) : ArrayRef<int64_t>();
+    AffineMap map = getBroadcastMap(ctx, operandBatch, batchShape, numLoops);
+    return SmallVector<AffineExpr>(map.getResults());
+  };
+  SmallVector<AffineExpr> lhsExprs = batchExprs(lhs);
+  if (!lhsIsVector)
+    lhsExprs.push_back(getAffineDimExpr(numBatch, ctx));
+  lhsExprs.push_back(k);
+  SmallVector<AffineExpr> rhsExprs = batchExprs(rhs);
+  rhsExprs.push_back(k);
+  if (!rhsIsVector)
+    rhsExprs.push_back(getAffineDimExpr(resultRank - 1, ctx));
+
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(numLoops, 0, lhsExprs, ctx),
+      AffineMap::get(numLoops, 0, rhsExprs, ctx),
+      AffineMap::getMultiDimIdentityMap(numLoops, ctx)
+          .getMajorSubMap(resultRank)};
+  SmallVector<utils::IteratorType> iterators(resultRank,
+                                             utils::IteratorType::parallel);
+  iterators.push_back(utils::IteratorType::reduction);
+
+  Type elementType = resultType.getElementType();
+  bool isFloat = isa<FloatType>(elementType);
+  Value init = createFilledTensor(
+      b, loc, resultType, createScalarConstant(b, loc, elementType, 0),
+      dynamicSizes);
+  return linalg::GenericOp::create(
+             b, loc, resultType, ValueRange{lhsValue, rhsValue}, init, maps,
+             iterators,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value sum;
+               if (isFloat)
+                 sum = arith::AddFOp::create(
+                     nb, l, args[2],
+                     arith::MulFOp::create(nb, l, args[0], args[1]));
+               else
+                 sum = arith::AddIOp::create(
+                     nb, l, args[2],
+                     arith::MulIOp::create(nb, l, args[0], args[1]));
+               linalg::YieldOp::create(nb, l, sum);
+             })
+      .getResult(0);
+}
+
 struct MatMulLowering : OpConversionPattern<MatMulOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    auto type = cast<RankedTensorType>(op.getType());
-    Value named;
-    if (type.hasStaticShape() && op.getLhs().getType().hasStaticShape() &&
-        op.getRhs().getType().hasStaticShape())
-      named = createNamedMatMul(rewriter, loc, adaptor.getLhs(),
-                                adaptor.getRhs(), type);
-    if (named) {
-      rewriter.replaceOp(op, named);
-      return success();
-    }
-    MLIRContext *ctx = op.getContext();
-    auto resultType = cast<RankedTensorType>(op.getType());
-    ArrayRef<int64_t> lhs = op.getLhs().getType().getShape();
-    ArrayRef<int64_t> rhs = op.getRhs().getType().getShape();
-    ArrayRef<int64_t> result = resultType.getShape();
-    bool lhsIsVector = lhs.size() == 1, rhsIsVector = rhs.size() == 1;
-    unsigned resultRank = result.size();
-    unsigned numLoops = resultRank + 1;
-    unsigned numBatch =
-        resultRank - (lhsIsVector ? 0 : 1) - (rhsIsVector ? 0 : 1);
-    AffineExpr k = getAffineDimExpr(resultRank, ctx);
-    ArrayRef<int64_t> batchShape = result.take_front(numBatch);
-
-    auto batchExprs = [&](ArrayRef<int64_t> operand) {
-      ArrayRef<int64_t> operandBatch =
-          operand.size() > 2 ? operand.drop_back(2) : ArrayRef<int64_t>();
-      AffineMap map = getBroadcastMap(ctx, operandBatch, batchShape, numLoops);
-      return SmallVector<AffineExpr>(map.getResults());
-    };
-    SmallVector<AffineExpr> lhsExprs = batchExprs(lhs);
-    if (!lhsIsVector)
-      lhsExprs.push_back(getAffineDimExpr(numBatch, ctx));
-    lhsExprs.push_back(k);
-    SmallVector<AffineExpr> rhsExprs = batchExprs(rhs);
-    rhsExprs.push_back(k);
-    if (!rhsIsVector)
-      rhsExprs.push_back(getAffineDimExpr(resultRank - 1, ctx));
-
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(numLoops, 0, lhsExprs, ctx),
-        AffineMap::get(numLoops, 0, rhsExprs, ctx),
-        AffineMap::getMultiDimIdentityMap(numLoops, ctx)
-            .getMajorSubMap(resultRank)};
-    SmallVector<utils::IteratorType> iterators(resultRank,
-                                               utils::IteratorType::parallel);
-    iterators.push_back(utils::IteratorType::reduction);
-
-    Type elementType = resultType.getElementType();
-    bool isFloat = isa<FloatType>(elementType);
-    Value init =
-        createFilledTensor(rewriter, loc, resultType,
-                           createScalarConstant(rewriter, loc, elementType, 0),
-                           getDynamicResultSizes(rewriter, op));
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, resultType,
-        ValueRange{adaptor.getLhs(), adaptor.getRhs()}, init, maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value sum;
-          if (isFloat)
-            sum = arith::AddFOp::create(
-                b, l, args[2], arith::MulFOp::create(b, l, args[0], args[1]));
-          else
-            sum = arith::AddIOp::create(
-                b, l, args[2], arith::MulIOp::create(b, l, args[0], args[1]));
-          linalg::YieldOp::create(b, l, sum);
-        });
-    rewriter.replaceOp(op, generic.getResults());
+    rewriter.replaceOp(
+        op, createMatMul(rewriter, op.getLoc(), adaptor.getLhs(),
+                         adaptor.getRhs(), op.getType(),
+                         getDynamicResultSizes(rewriter, op)));
     return success();
   }
 };
@@ -386,6 +383,16 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
 };
 
 } // namespace
+
+Value kiln::createMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                        RankedTensorType resultType, ValueRange dynamicSizes) {
+  if (resultType.hasStaticShape() &&
+      cast<RankedTensorType>(lhs.getType()).hasStaticShape() &&
+      cast<RankedTensorType>(rhs.getType()).hasStaticShape())
+    if (Value named = createNamedMatMul(b, loc, lhs, rhs, resultType))
+      return named;
+  return createGenericMatMul(b, loc, lhs, rhs, resultType, dynamicSizes);
+}
 
 void kiln::populateStructuredLoweringPatterns(RewritePatternSet &patterns) {
   patterns

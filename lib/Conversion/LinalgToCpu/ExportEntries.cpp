@@ -49,11 +49,21 @@ struct Entry {
   LLVM::LLVMFuncOp wrapper;
 };
 
-FailureOr<int32_t> getDtype(Type element) {
+/// The ABI dtype of elements of `element`; 8-bit integers are signed
+/// unless the argument is marked unsigned.
+FailureOr<int32_t> getDtype(Type element, bool isUnsigned) {
   if (element.isF32())
     return KILN_DTYPE_F32;
+  if (element.isF16())
+    return KILN_DTYPE_F16;
+  if (element.isBF16())
+    return KILN_DTYPE_BF16;
   if (element.isInteger(64))
     return KILN_DTYPE_I64;
+  if (element.isInteger(32))
+    return KILN_DTYPE_I32;
+  if (element.isInteger(8))
+    return isUnsigned ? KILN_DTYPE_U8 : KILN_DTYPE_I8;
   if (element.isInteger(1))
     return KILN_DTYPE_BOOL;
   return failure();
@@ -112,13 +122,14 @@ FailureOr<Entry> describeEntry(func::FuncOp func,
              << " has type " << argument.getType()
              << "; artifacts take dense tensors whose dynamic dimensions are "
                 "named dimensions of the module";
-    FailureOr<int32_t> dtype = getDtype(type.getElementType());
+    FailureOr<int32_t> dtype = getDtype(
+        type.getElementType(), static_cast<bool>(func.getArgAttr(i, kUnsignedAttr)));
     if (failed(dtype))
       return func.emitError()
              << "entry point '" << func.getSymName() << "' "
              << (isOutput ? "output" : "input") << " #" << list.size()
              << " has element type " << type.getElementType()
-             << "; artifacts take f32, i64 and i1 tensors";
+             << "; artifacts take f32, f16, bf16, i64, i32, i8 and i1 tensors";
     auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
     list.push_back({i, name ? name.str() : fallback, *dtype, type, dims});
   }

@@ -1,0 +1,91 @@
+//===- KilnQuantOps.cpp - quantize, dequantize, integer products ----------===//
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Checks a quantization's scale and zero point against its `data`: both
+/// 0-D (per tensor), or both 1-D with one value per index of `axis`.
+LogicalResult verifyQuantParams(Operation *op, Value data, Value scale,
+                                Value zeroPoint, std::optional<int64_t> axis) {
+  auto dataType = cast<RankedTensorType>(data.getType());
+  auto scaleType = cast<RankedTensorType>(scale.getType());
+  auto zeroType = cast<RankedTensorType>(zeroPoint.getType());
+  if (scaleType.getShape() != zeroType.getShape())
+    return op->emitOpError("scale ")
+           << scaleType << " and zero point " << zeroType
+           << " must have one shape";
+  if (scaleType.getRank() == 0) {
+    if (axis)
+      return op->emitOpError("has an axis but a per-tensor (0-D) scale");
+    return success();
+  }
+  if (scaleType.getRank() != 1)
+    return op->emitOpError("scale must be 0-D (per tensor) or 1-D (per axis)");
+  if (!axis)
+    return op->emitOpError("has a 1-D scale but no axis");
+  int64_t rank = dataType.getRank();
+  if (*axis < 0 || *axis >= rank)
+    return op->emitOpError("axis ")
+           << *axis << " is out of range for rank " << rank;
+  if (failed(verifyCompatibleShape({dataType.getDimSize(*axis)},
+                                   {scaleType.getDimSize(0)})))
+    return op->emitOpError("has ")
+           << scaleType.getDimSize(0) << " scales for the "
+           << dataType.getDimSize(*axis) << " indices of axis " << *axis;
+  return success();
+}
+
+/// Whether `zeroPoint`'s shape broadcasts to `operand`'s without changing
+/// it (ONNX rules).
+bool broadcastsTo(Value zeroPoint, Value operand) {
+  ArrayRef<int64_t> target =
+      cast<RankedTensorType>(operand.getType()).getShape();
+  SmallVector<int64_t> shape;
+  return OpTrait::util::getBroadcastedShape(
+             target, cast<RankedTensorType>(zeroPoint.getType()).getShape(),
+             shape) &&
+         ArrayRef<int64_t>(shape) == target;
+}
+
+} // namespace
+
+LogicalResult QuantizeOp::verify() {
+  return verifyQuantParams(*this, getInput(), getScale(), getZeroPoint(),
+                           getAxis());
+}
+
+LogicalResult DequantizeOp::verify() {
+  if (getInput().getType().getElementType() !=
+      getZeroPoint().getType().getElementType())
+    return emitOpError("zero point must have the input's element type");
+  if (getInputUnsigned() && getInput().getType().getElementType().isInteger(32))
+    return emitOpError("32-bit input must be signed");
+  return verifyQuantParams(*this, getInput(), getScale(), getZeroPoint(),
+                           getAxis());
+}
+
+LogicalResult MatMulIntegerOp::verify() {
+  if (!broadcastsTo(getLhsZeroPoint(), getLhs()))
+    return emitOpError("lhs zero point ")
+           << getLhsZeroPoint().getType() << " does not broadcast to "
+           << getLhs().getType();
+  if (!broadcastsTo(getRhsZeroPoint(), getRhs()))
+    return emitOpError("rhs zero point ")
+           << getRhsZeroPoint().getType() << " does not broadcast to "
+           << getRhs().getType();
+  SmallVector<Type> inferred;
+  if (failed(inferMatMulResultType(getLoc(), getLhs().getType(),
+                                   getRhs().getType(),
+                                   getType().getElementType(), inferred)))
+    return failure();
+  if (failed(verifyCompatibleShape(inferred[0], getType())))
+    return emitOpError("result type ")
+           << getType() << " is not the product's " << inferred[0];
+  return success();
+}

@@ -1,0 +1,116 @@
+//===- KilnQuantOps.td - quantization ops ------------------*- tablegen -*-===//
+//
+// Linear (affine) quantization as ONNX defines it: a real value x is stored
+// as the 8-bit integer q with x = (q - zero_point) * scale. Scales and zero
+// points are operands, not part of the element type (see docs/design.md):
+// ONNX gives them as tensors, DynamicQuantizeLinear computes them at run
+// time, and per-channel ones for a large layer would make unwieldy types.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KILN_DIALECT_KILN_QUANT_OPS
+#define KILN_DIALECT_KILN_QUANT_OPS
+
+def Kiln_QuantizeOp : Kiln_Op<"quantize",
+    [Pure, AllShapesMatch<["input", "result"]>]> {
+  let summary = "float to 8-bit integers (ONNX QuantizeLinear)";
+  let description = [{
+    `q = saturate(round(x / scale) + zero_point)`, rounding half to even
+    and saturating to the 8-bit range: `[0, 255]` with `result_unsigned`,
+    `[-128, 127]` without. A 0-D `scale` and `zero_point` quantize the
+    whole tensor; 1-D ones hold one value per index of dimension `axis`
+    (per-channel quantization).
+
+    ```mlir
+    %q = kiln.quantize %x, %s, %zp : tensor<6xf32>, tensor<f32>, tensor<i8> -> tensor<6xi8>
+    %w = kiln.quantize %x, %s, %zp axis = 0 {result_unsigned} : tensor<3x4xf32>, tensor<3xf32>, tensor<3xi8> -> tensor<3x4xi8>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Kiln_QuantTensor:$zero_point,
+                       OptionalAttr<I64Attr>:$axis, UnitAttr:$result_unsigned);
+  let results = (outs Kiln_QuantTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $zero_point (`axis` `=` $axis^)? attr-dict `:`
+    type($input) `,` type($scale) `,` type($zero_point) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_DequantizeOp : Kiln_Op<"dequantize",
+    [Pure, AllShapesMatch<["input", "result"]>]> {
+  let summary = "integers to float (ONNX DequantizeLinear)";
+  let description = [{
+    `x = (q - zero_point) * scale`, the difference taken exactly in 32-bit
+    integers. `input` is 8-bit (unsigned with `input_unsigned`) or 32-bit
+    (a quantized bias), and `zero_point` has its element type. Scales and
+    zero points are per tensor (0-D) or per index of `axis` (1-D), as for
+    `kiln.quantize`.
+
+    ```mlir
+    %x = kiln.dequantize %q, %s, %zp {input_unsigned} : tensor<4xi8>, tensor<f32>, tensor<i8> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins RankedTensorOf<[I8, I32]>:$input,
+                       Kiln_FloatTensor:$scale,
+                       RankedTensorOf<[I8, I32]>:$zero_point,
+                       OptionalAttr<I64Attr>:$axis, UnitAttr:$input_unsigned);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $zero_point (`axis` `=` $axis^)? attr-dict `:`
+    type($input) `,` type($scale) `,` type($zero_point) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_DynamicQuantizeOp : Kiln_Op<"dynamic_quantize",
+    [Pure, AllShapesMatch<["input", "result"]>]> {
+  let summary = "float to uint8 with a scale from the data (ONNX DynamicQuantizeLinear)";
+  let description = [{
+    Quantizes `input` to unsigned 8-bit integers over the range of its
+    values widened to include 0: `scale = (max - min) / 255` and
+    `zero_point = saturate(round(-min / scale))`, then as `kiln.quantize`
+    with `result_unsigned`. An all-zero input has scale 0; its elements
+    quantize to the zero point, 0.
+
+    ```mlir
+    %q, %s, %zp = kiln.dynamic_quantize %x : tensor<6xf32> -> tensor<6xi8>, tensor<f32>, tensor<i8>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input);
+  let results = (outs Kiln_QuantTensor:$result, 0DTensorOf<[F32]>:$scale,
+                      0DTensorOf<[I8]>:$zero_point);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result) `,` type($scale) `,`
+    type($zero_point)
+  }];
+}
+
+def Kiln_MatMulIntegerOp : Kiln_Op<"matmul_integer", [Pure]> {
+  let summary = "product of 8-bit integer matrices in 32 bits (ONNX MatMulInteger)";
+  let description = [{
+    `matmul(lhs - lhs_zero_point, rhs - rhs_zero_point)` with the numpy
+    semantics of `kiln.matmul`, every product and sum exact in 32-bit
+    integers. Each operand is signed or, with `lhs_unsigned` /
+    `rhs_unsigned`, unsigned, and its zero point (of the same signedness)
+    broadcasts to it: a 0-D zero point is per tensor, `[M, 1]` per row of
+    the left operand, `[N]` per column of the right one.
+
+    ```mlir
+    %0 = kiln.matmul_integer %a, %b, %azp, %bzp {lhs_unsigned} : tensor<4x3xi8>, tensor<3x2xi8>, tensor<i8>, tensor<2xi8> -> tensor<4x2xi32>
+    ```
+  }];
+  let arguments = (ins Kiln_QuantTensor:$lhs, Kiln_QuantTensor:$rhs,
+                       Kiln_QuantTensor:$lhs_zero_point,
+                       Kiln_QuantTensor:$rhs_zero_point,
+                       UnitAttr:$lhs_unsigned, UnitAttr:$rhs_unsigned);
+  let results = (outs Kiln_AccumulatorTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $lhs_zero_point `,` $rhs_zero_point attr-dict `:`
+    type($lhs) `,` type($rhs) `,` type($lhs_zero_point) `,`
+    type($rhs_zero_point) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // KILN_DIALECT_KILN_QUANT_OPS

@@ -1,0 +1,274 @@
+//===- OnnxQuantOps.cpp - importers of the ONNX quantization ops ----------===//
+//
+// QuantizeLinear / DequantizeLinear (the QDQ format), DynamicQuantizeLinear,
+// and the integer products of the QOperator format. Kiln's 8-bit tensors
+// are signless: whether a value is uint8 comes from the graph's types.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Import/OnnxOpUtils.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// A scale or zero point as the kiln ops take it: a one-element 1-D tensor
+/// (what exporters write for per-tensor parameters, and ONNX Runtime reads
+/// as such) becomes 0-D.
+Value getPerTensorIfSingle(NodeImporter &node, Value param) {
+  auto type = cast<RankedTensorType>(param.getType());
+  if (type.getRank() == 1 && type.getDimSize(0) == 1)
+    return createReshape(node, param, ArrayRef<int64_t>{});
+  return param;
+}
+
+/// The zero point input `index`, or the constant 0 (of `like`'s shape,
+/// `elementType`) ONNX defaults it to.
+Value getZeroPoint(NodeImporter &node, unsigned index, Value like,
+                   Type elementType) {
+  if (index < node.operands.size() && node.operands[index])
+    return getPerTensorIfSingle(node, node.operands[index]);
+  auto type = RankedTensorType::get(
+      cast<RankedTensorType>(like.getType()).getShape(), elementType);
+  return ConstantOp::create(
+      node.b, node.loc, type,
+      DenseElementsAttr::get(type, node.b.getIntegerAttr(elementType, 0)));
+}
+
+/// The axis of a per-axis scale (normalized), or nullopt for a 0-D one.
+FailureOr<std::optional<int64_t>> getQuantAxis(NodeImporter &node, Value scale,
+                                               int64_t rank) {
+  auto scaleType = cast<RankedTensorType>(scale.getType());
+  if (scaleType.getRank() == 0)
+    return std::optional<int64_t>();
+  if (scaleType.getRank() != 1)
+    return node.emitError() << "the scale must be a scalar or 1-D, not "
+                            << scaleType;
+  if (node.getIntAttr("block_size", 0) != 0)
+    return node.emitError() << "blocked quantization (block_size) is not "
+                               "supported";
+  FailureOr<int64_t> axis = node.normalizeAxis(node.getIntAttr("axis", 1), rank);
+  if (failed(axis))
+    return failure();
+  return std::optional<int64_t>(*axis);
+}
+
+LogicalResult requireByteOperand(NodeImporter &node, unsigned index,
+                                 StringRef what) {
+  if (node.getOperandType(index).getElementType().isInteger(8))
+    return success();
+  return node.emitError() << what << " must be INT8 or UINT8, not "
+                          << getOnnxTypeName(
+                                 node.graph.getValueType(node.node.input(index)));
+}
+
+/// Records that output `index` holds uint8 or int8.
+void setByteOutputType(NodeImporter &node, unsigned index, bool isUnsigned) {
+  node.graph.setValueType(node.node.output(index),
+                          isUnsigned ? onnx::TensorProto::UINT8
+                                     : onnx::TensorProto::INT8);
+}
+
+} // namespace
+
+LogicalResult kiln::importQuantizeLinear(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1);
+  if (failed(input) || failed(scale) || failed(requireFloat(node, *input)) ||
+      failed(requireFloat(node, *scale)))
+    return failure();
+  bool hasZeroPoint = node.operands.size() > 2 && node.operands[2];
+  if (hasZeroPoint && failed(requireByteOperand(node, 2, "the zero point")))
+    return failure();
+  // Without a zero point, the output type is uint8 unless output_dtype
+  // (opset 21) says otherwise.
+  bool isUnsigned =
+      hasZeroPoint ? node.isUnsignedOperand(2)
+                   : node.getIntAttr("output_dtype", onnx::TensorProto::UINT8) ==
+                         onnx::TensorProto::UINT8;
+  if (!hasZeroPoint && !isUnsigned &&
+      node.getIntAttr("output_dtype", 0) != onnx::TensorProto::INT8)
+    return node.emitError() << "output_dtype "
+                            << getOnnxTypeName(node.getIntAttr("output_dtype", 0))
+                            << " is not supported; Kiln quantizes to INT8 and "
+                               "UINT8";
+  Value perTensor = getPerTensorIfSingle(node, *scale);
+  int64_t rank = node.getOperandType(0).getRank();
+  FailureOr<std::optional<int64_t>> axis = getQuantAxis(node, perTensor, rank);
+  if (failed(axis))
+    return failure();
+  Type i8 = node.b.getI8Type();
+  Value zeroPoint = getZeroPoint(node, 2, perTensor, i8);
+  auto type = RankedTensorType::get(node.getOperandType(0).getShape(), i8);
+  auto op = QuantizeOp::create(
+      node.b, node.loc, type, *input, perTensor, zeroPoint,
+      *axis ? node.b.getI64IntegerAttr(**axis) : IntegerAttr(), isUnsigned);
+  setByteOutputType(node, 0, isUnsigned);
+  node.results.push_back(op);
+  return success();
+}
+
+LogicalResult kiln::importDequantizeLinear(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1);
+  if (failed(input) || failed(scale) || failed(requireFloat(node, *scale)))
+    return failure();
+  Type inputElement = node.getOperandType(0).getElementType();
+  if (!inputElement.isInteger(8) && !inputElement.isInteger(32))
+    return node.emitError() << "the input must be INT8, UINT8 or INT32, not "
+                            << getOnnxTypeName(
+                                   node.graph.getValueType(node.node.input(0)));
+  bool hasZeroPoint = node.operands.size() > 2 && node.operands[2];
+  if (hasZeroPoint &&
+      node.getOperandType(2).getElementType() != inputElement)
+    return node.emitError() << "the zero point must have the input's type";
+  Value perTensor = getPerTensorIfSingle(node, *scale);
+  int64_t rank = node.getOperandType(0).getRank();
+  FailureOr<std::optional<int64_t>> axis = getQuantAxis(node, perTensor, rank);
+  if (failed(axis))
+    return failure();
+  Value zeroPoint = getZeroPoint(node, 2, perTensor, inputElement);
+  auto type = RankedTensorType::get(node.getOperandType(0).getShape(),
+                                    node.b.getF32Type());
+  bool isUnsigned = inputElement.isInteger(8) && node.isUnsignedOperand(0);
+  node.results.push_back(DequantizeOp::create(
+      node.b, node.loc, type, *input, perTensor, zeroPoint,
+      *axis ? node.b.getI64IntegerAttr(**axis) : IntegerAttr(), isUnsigned));
+  return success();
+}
+
+LogicalResult kiln::importDynamicQuantizeLinear(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input) || failed(requireFloat(node, *input)))
+    return failure();
+  Type i8 = node.b.getI8Type();
+  auto op = DynamicQuantizeOp::create(
+      node.b, node.loc,
+      RankedTensorType::get(node.getOperandType(0).getShape(), i8),
+      RankedTensorType::get({}, node.b.getF32Type()),
+      RankedTensorType::get({}, i8), *input);
+  setByteOutputType(node, 0, true);
+  setByteOutputType(node, 2, true);
+  node.results.append({op.getResult(), op.getScale(), op.getZeroPoint()});
+  return success();
+}
+
+namespace {
+
+/// The zero point of MatMulInteger's left operand broadcasting to it: a
+/// per-row vector `[M]` of a matrix becomes `[M, 1]`.
+Value getLhsZeroPoint(NodeImporter &node, unsigned index, Value lhs) {
+  Value zeroPoint = getPerTensorIfSingle(node, node.operands[index]);
+  auto type = cast<RankedTensorType>(zeroPoint.getType());
+  auto lhsType = cast<RankedTensorType>(lhs.getType());
+  if (type.getRank() == 1 && lhsType.getRank() >= 2)
+    return createReshape(node, zeroPoint,
+                         ArrayRef<int64_t>{type.getDimSize(0), 1});
+  return zeroPoint;
+}
+
+/// `matmul_integer` of operands `lhsIndex` and `rhsIndex` with the zero
+/// points at `lhsZeroIndex` and `rhsZeroIndex` (absent: 0).
+FailureOr<Value> createMatMulInteger(NodeImporter &node, unsigned lhsIndex,
+                                     unsigned rhsIndex, unsigned lhsZeroIndex,
+                                     unsigned rhsZeroIndex) {
+  FailureOr<Value> lhs = node.getOperand(lhsIndex),
+                   rhs = node.getOperand(rhsIndex);
+  if (failed(lhs) || failed(rhs) ||
+      failed(requireByteOperand(node, lhsIndex, "the left operand")) ||
+      failed(requireByteOperand(node, rhsIndex, "the right operand")))
+    return failure();
+  Type i8 = node.b.getI8Type();
+  auto scalarZero = [&]() {
+    auto type = RankedTensorType::get({}, i8);
+    return ConstantOp::create(
+               node.b, node.loc, type,
+               DenseElementsAttr::get(type, node.b.getIntegerAttr(i8, 0)))
+        .getResult();
+  };
+  auto present = [&](unsigned index) {
+    return index < node.operands.size() && node.operands[index];
+  };
+  Value lhsZero = present(lhsZeroIndex)
+                      ? getLhsZeroPoint(node, lhsZeroIndex, *lhs)
+                      : scalarZero();
+  Value rhsZero = present(rhsZeroIndex)
+                      ? getPerTensorIfSingle(node, node.operands[rhsZeroIndex])
+                      : scalarZero();
+  for (Value zero : {lhsZero, rhsZero})
+    if (!cast<RankedTensorType>(zero.getType()).getElementType().isInteger(8))
+      return node.emitError() << "zero points must be INT8 or UINT8";
+  SmallVector<Type> types;
+  if (failed(inferMatMulResultType(node.loc, lhs->getType(), rhs->getType(),
+                                   node.b.getI32Type(), types)))
+    return failure();
+  auto op = MatMulIntegerOp::create(node.b, node.loc, types[0], *lhs, *rhs,
+                                    lhsZero, rhsZero,
+                                    node.isUnsignedOperand(lhsIndex),
+                                    node.isUnsignedOperand(rhsIndex));
+  if (failed(mlir::verify(op)))
+    return failure();
+  return op.getResult();
+}
+
+} // namespace
+
+LogicalResult kiln::importMatMulInteger(NodeImporter &node) {
+  FailureOr<Value> product = createMatMulInteger(node, 0, 1, 2, 3);
+  if (failed(product))
+    return failure();
+  node.results.push_back(*product);
+  return success();
+}
+
+/// The integer product, then `round(product * a_scale * b_scale / y_scale)
+/// + y_zero_point` saturated, as ONNX's reference computes it.
+LogicalResult kiln::importQLinearMatMul(NodeImporter &node) {
+  FailureOr<Value> product = createMatMulInteger(node, 0, 3, 2, 5);
+  FailureOr<Value> lhsScale = node.getOperand(1), rhsScale = node.getOperand(4),
+                   resultScale = node.getOperand(6),
+                   resultZero = node.getOperand(7);
+  if (failed(product) || failed(lhsScale) || failed(rhsScale) ||
+      failed(resultScale) || failed(resultZero) ||
+      failed(requireFloat(node, *lhsScale)) ||
+      failed(requireFloat(node, *rhsScale)) ||
+      failed(requireFloat(node, *resultScale)) ||
+      failed(requireByteOperand(node, 7, "the result's zero point")))
+    return failure();
+  // A per-row scale of the left operand applies along the rows.
+  Value rowScale = getPerTensorIfSingle(node, *lhsScale);
+  auto rowType = cast<RankedTensorType>(rowScale.getType());
+  if (rowType.getRank() == 1)
+    rowScale = createReshape(node, rowScale,
+                             ArrayRef<int64_t>{rowType.getDimSize(0), 1});
+  FailureOr<Value> scales = createInferred<MulOp>(
+      node, {rowScale, getPerTensorIfSingle(node, *rhsScale)});
+  if (failed(scales))
+    return failure();
+  FailureOr<Value> multiplier = createInferred<DivOp>(
+      node, {*scales, getPerTensorIfSingle(node, *resultScale)});
+  if (failed(multiplier))
+    return failure();
+  auto productType = cast<RankedTensorType>(product->getType());
+  Type f32 = node.b.getF32Type();
+  Value real = CastOp::create(
+      node.b, node.loc, RankedTensorType::get(productType.getShape(), f32),
+      *product);
+  FailureOr<Value> scaled = createInferred<MulOp>(node, {real, *multiplier});
+  if (failed(scaled))
+    return failure();
+  Value zeroPoint = getPerTensorIfSingle(node, *resultZero);
+  if (cast<RankedTensorType>(zeroPoint.getType()).getRank() != 0)
+    return node.emitError() << "the result's zero point must be per tensor";
+  bool isUnsigned = node.isUnsignedOperand(7);
+  Value one = createScalar(node, f32, 1.0);
+  auto type = RankedTensorType::get(
+      cast<RankedTensorType>(scaled->getType()).getShape(), node.b.getI8Type());
+  node.results.push_back(QuantizeOp::create(node.b, node.loc, type, *scaled,
+                                            one, zeroPoint, IntegerAttr(),
+                                            isUnsigned));
+  setByteOutputType(node, 0, isUnsigned);
+  return success();
+}

@@ -1,0 +1,98 @@
+// RUN: kiln-opt %s -convert-kiln-to-linalg -split-input-file | FileCheck %s
+
+// Quantize: divide, round half to even, add the zero point, saturate to
+// the unsigned range, convert; the scale and zero point read per column.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @quantize_per_axis
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[COL]], #[[COL]], #[[ID]]]
+// CHECK: arith.divf
+// CHECK-NEXT: math.roundeven
+// CHECK-NEXT: arith.uitofp %{{.*}} : i8 to f32
+// CHECK-NEXT: arith.addf
+// CHECK-DAG: arith.constant 0.000000e+00 : f32
+// CHECK-DAG: arith.constant 2.550000e+02 : f32
+// CHECK: arith.maxnumf
+// CHECK-NEXT: arith.minnumf
+// CHECK-NEXT: arith.fptoui %{{.*}} : f32 to i8
+func.func @quantize_per_axis(%x: tensor<2x3xf32>, %s: tensor<3xf32>, %zp: tensor<3xi8>) -> tensor<2x3xi8> {
+  %q = kiln.quantize %x, %s, %zp axis = 1 {result_unsigned} : tensor<2x3xf32>, tensor<3xf32>, tensor<3xi8> -> tensor<2x3xi8>
+  return %q : tensor<2x3xi8>
+}
+
+// -----
+
+// Signed: saturate to [-128, 127].
+// CHECK-LABEL: func.func @quantize_signed
+// CHECK: arith.sitofp %{{.*}} : i8 to f32
+// CHECK-DAG: arith.constant -1.280000e+02 : f32
+// CHECK-DAG: arith.constant 1.270000e+02 : f32
+// CHECK: arith.fptosi %{{.*}} : f32 to i8
+func.func @quantize_signed(%x: tensor<4xf32>, %s: tensor<f32>, %zp: tensor<i8>) -> tensor<4xi8> {
+  %q = kiln.quantize %x, %s, %zp : tensor<4xf32>, tensor<f32>, tensor<i8> -> tensor<4xi8>
+  return %q : tensor<4xi8>
+}
+
+// -----
+
+// Dequantize: the difference in i32, then one multiply.
+// CHECK-LABEL: func.func @dequantize
+// CHECK: arith.extui %{{.*}} : i8 to i32
+// CHECK-NEXT: arith.extui %{{.*}} : i8 to i32
+// CHECK-NEXT: arith.subi
+// CHECK-NEXT: arith.sitofp %{{.*}} : i32 to f32
+// CHECK-NEXT: arith.mulf
+func.func @dequantize(%q: tensor<4xi8>, %s: tensor<f32>, %zp: tensor<i8>) -> tensor<4xf32> {
+  %d = kiln.dequantize %q, %s, %zp {input_unsigned} : tensor<4xi8>, tensor<f32>, tensor<i8> -> tensor<4xf32>
+  return %d : tensor<4xf32>
+}
+
+// -----
+
+// The range comes from two reductions starting at 0 (so it includes 0);
+// the scale and zero point are computed once, on scalars.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]
+// CHECK: arith.minnumf
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "reduction"]
+// CHECK: arith.maxnumf
+// CHECK: %[[RANGE:.*]] = arith.subf
+// CHECK: %[[SCALE:.*]] = arith.divf %[[RANGE]]
+// CHECK: tensor.from_elements %[[SCALE]] : tensor<f32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK: math.roundeven
+func.func @dynamic(%x: tensor<4x3xf32>) -> (tensor<4x3xi8>, tensor<f32>, tensor<i8>) {
+  %q, %s, %zp = kiln.dynamic_quantize %x : tensor<4x3xf32> -> tensor<4x3xi8>, tensor<f32>, tensor<i8>
+  return %q, %s, %zp : tensor<4x3xi8>, tensor<f32>, tensor<i8>
+}
+
+// -----
+
+// Each operand widens by its own signedness, less its zero point; the
+// product is an i32 linalg.matmul.
+// CHECK-LABEL: func.func @product
+// CHECK: arith.extui %{{.*}} : i8 to i32
+// CHECK: arith.subi
+// CHECK: arith.extsi %{{.*}} : i8 to i32
+// CHECK: arith.subi
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x3xi32>, tensor<3x2xi32>)
+func.func @product(%a: tensor<4x3xi8>, %b: tensor<3x2xi8>, %azp: tensor<i8>, %bzp: tensor<2xi8>) -> tensor<4x2xi32> {
+  %p = kiln.matmul_integer %a, %b, %azp, %bzp {lhs_unsigned} : tensor<4x3xi8>, tensor<3x2xi8>, tensor<i8>, tensor<2xi8> -> tensor<4x2xi32>
+  return %p : tensor<4x2xi32>
+}
+
+// -----
+
+// Casts between the float types and from unsigned bytes.
+// CHECK-LABEL: func.func @casts
+// CHECK: arith.uitofp %{{.*}} : i8 to f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK: arith.fptoui %{{.*}} : f32 to i8
+func.func @casts(%x: tensor<4xi8>, %h: tensor<4xf16>) -> (tensor<4xbf16>, tensor<4xi8>) {
+  %f = kiln.cast %x {input_unsigned} : tensor<4xi8> -> tensor<4xf32>
+  %b = kiln.cast %f : tensor<4xf32> -> tensor<4xbf16>
+  %g = kiln.cast %h : tensor<4xf16> -> tensor<4xf32>
+  %u = kiln.cast %g {result_unsigned} : tensor<4xf32> -> tensor<4xi8>
+  return %b, %u : tensor<4xbf16>, tensor<4xi8>
+}

@@ -1,0 +1,39 @@
+// RUN: kiln-opt %s | kiln-opt | FileCheck %s
+
+// The quantization ops print and parse back.
+
+// CHECK-LABEL: func.func @per_tensor
+// CHECK: %[[Q:.*]] = kiln.quantize %arg0, %arg1, %arg2 {result_unsigned} : tensor<6xf32>, tensor<f32>, tensor<i8> -> tensor<6xi8>
+// CHECK: kiln.dequantize %[[Q]], %arg1, %arg2 {input_unsigned} : tensor<6xi8>, tensor<f32>, tensor<i8> -> tensor<6xf32>
+func.func @per_tensor(%x: tensor<6xf32>, %s: tensor<f32>, %zp: tensor<i8>) -> tensor<6xf32> {
+  %q = kiln.quantize %x, %s, %zp {result_unsigned} : tensor<6xf32>, tensor<f32>, tensor<i8> -> tensor<6xi8>
+  %d = kiln.dequantize %q, %s, %zp {input_unsigned} : tensor<6xi8>, tensor<f32>, tensor<i8> -> tensor<6xf32>
+  return %d : tensor<6xf32>
+}
+
+// CHECK-LABEL: func.func @per_axis
+// CHECK: kiln.quantize %arg0, %arg1, %arg2 axis = 1 : tensor<2x3xf32>, tensor<3xf32>, tensor<3xi8> -> tensor<2x3xi8>
+// CHECK: kiln.dequantize %arg3, %arg1, %arg4 axis = 1 : tensor<2x3xi32>, tensor<3xf32>, tensor<3xi32> -> tensor<2x3xf32>
+func.func @per_axis(%x: tensor<2x3xf32>, %s: tensor<3xf32>, %zp: tensor<3xi8>, %b: tensor<2x3xi32>, %bzp: tensor<3xi32>) -> (tensor<2x3xi8>, tensor<2x3xf32>) {
+  %q = kiln.quantize %x, %s, %zp axis = 1 : tensor<2x3xf32>, tensor<3xf32>, tensor<3xi8> -> tensor<2x3xi8>
+  %d = kiln.dequantize %b, %s, %bzp axis = 1 : tensor<2x3xi32>, tensor<3xf32>, tensor<3xi32> -> tensor<2x3xf32>
+  return %q, %d : tensor<2x3xi8>, tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @dynamic_and_product
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = kiln.dynamic_quantize %arg0 : tensor<4x3xf32> -> tensor<4x3xi8>, tensor<f32>, tensor<i8>
+// CHECK: kiln.matmul_integer %{{.*}}, %arg1, %{{.*}}, %arg2 {lhs_unsigned} : tensor<4x3xi8>, tensor<3x2xi8>, tensor<i8>, tensor<2xi8> -> tensor<4x2xi32>
+func.func @dynamic_and_product(%x: tensor<4x3xf32>, %w: tensor<3x2xi8>, %wzp: tensor<2xi8>) -> tensor<4x2xi32> {
+  %q, %s, %zp = kiln.dynamic_quantize %x : tensor<4x3xf32> -> tensor<4x3xi8>, tensor<f32>, tensor<i8>
+  %p = kiln.matmul_integer %q, %w, %zp, %wzp {lhs_unsigned} : tensor<4x3xi8>, tensor<3x2xi8>, tensor<i8>, tensor<2xi8> -> tensor<4x2xi32>
+  return %p : tensor<4x2xi32>
+}
+
+// CHECK-LABEL: func.func @casts
+// CHECK: kiln.cast %arg0 {input_unsigned} : tensor<4xi8> -> tensor<4xf32>
+// CHECK: kiln.cast %{{.*}} : tensor<4xf32> -> tensor<4xbf16>
+func.func @casts(%x: tensor<4xi8>) -> tensor<4xbf16> {
+  %f = kiln.cast %x {input_unsigned} : tensor<4xi8> -> tensor<4xf32>
+  %h = kiln.cast %f : tensor<4xf32> -> tensor<4xbf16>
+  return %h : tensor<4xbf16>
+}
