@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Writes the ONNX Runtime-quantized test models in this folder.
+
+usage: make_models.py [OUTPUT_DIR]   (needs onnx, onnxruntime and numpy)
+
+A small float MLP, y = Relu(x W1 + b1) W2 + b2 on [1, 8, 32] inputs (seeded
+weights), is quantized by ONNX Runtime's own tools, the way users quantize
+their models:
+  dynamic-qoperator      quantize_dynamic (DynamicQuantizeLinear, MatMulInteger)
+  dynamic-per-channel    the same with per-channel weight scales
+  static-qdq             quantize_static, QDQ format (Q/DQ around float ops)
+  static-qdq-per-channel the same with per-channel weights (DequantizeLinear axis)
+  static-qoperator       quantize_static, QOperator format (QLinearMatMul)
+Each folder gets model.onnx, input_0.pb and output_0.pb (ONNX Runtime's
+output for that input, the graph evaluated op by op: graph optimizations
+off), and atol.txt: the tolerance a test allows, one quantization step of a
+quantized output, 1e-5 for a float one (the integers must agree exactly).
+Kiln's tests compile and run the models without ONNX Runtime; this script
+is run by hand and its outputs committed (a few kilobytes each).
+
+On a CPU without VNNI, ONNX Runtime's uint8 x int8 kernels add pairs of
+products in saturating 16-bit arithmetic (vpmaddubsw), so with full-range
+int8 weights its results are not the model's: the script prints how far
+its optimized run is from the reference, and quantizes the per-channel
+dynamic model with reduce_range (7-bit weights, ONNX Runtime's advice for
+such CPUs), where its kernels are exact.
+"""
+import os
+import pathlib
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
+                                      QuantType, quantize_dynamic,
+                                      quantize_static)
+
+SHAPE = [1, 8, 32]
+HIDDEN = 64
+
+
+def float_model():
+    rng = np.random.default_rng(7)
+    def weight(name, *shape):
+        return numpy_helper.from_array(
+            (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32),
+            name)
+    initializers = [weight("w1", SHAPE[-1], HIDDEN),
+                    numpy_helper.from_array(
+                        rng.standard_normal(HIDDEN).astype(np.float32) * 0.1, "b1"),
+                    weight("w2", HIDDEN, SHAPE[-1]),
+                    numpy_helper.from_array(
+                        rng.standard_normal(SHAPE[-1]).astype(np.float32) * 0.1, "b2")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h0"], name="fc1"),
+             helper.make_node("Add", ["h0", "b1"], ["h1"], name="fc1_bias"),
+             helper.make_node("Relu", ["h1"], ["h2"], name="relu"),
+             helper.make_node("MatMul", ["h2", "w2"], ["y0"], name="fc2"),
+             helper.make_node("Add", ["y0", "b2"], ["y"], name="fc2_bias")]
+    graph = helper.make_graph(
+        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)],
+        initializer=initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+class Calibration(CalibrationDataReader):
+    def __init__(self):
+        rng = np.random.default_rng(11)
+        self.batches = iter([{"x": rng.standard_normal(SHAPE).astype(np.float32)}
+                             for _ in range(32)])
+
+    def get_next(self):
+        return next(self.batches, None)
+
+
+def output_step(model):
+    """One quantization step of the graph output: the scale of the
+    DequantizeLinear producing it (static), else None."""
+    producers = {out: node for node in model.graph.node for out in node.output}
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    node = producers[model.graph.output[0].name]
+    if node.op_type == "DequantizeLinear":
+        return float(np.max(inits[node.input[1]]))
+    return None
+
+
+def main():
+    out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(__file__))
+    rng = np.random.default_rng(23)
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        source = os.path.join(tmp, "float.onnx")
+        onnx.save(float_model(), source)
+        variants = {
+            "dynamic-qoperator": lambda dst: quantize_dynamic(
+                source, dst, weight_type=QuantType.QInt8),
+            "dynamic-per-channel": lambda dst: quantize_dynamic(
+                source, dst, weight_type=QuantType.QInt8, per_channel=True,
+                reduce_range=True),
+            "static-qdq": lambda dst: quantize_static(
+                source, dst, Calibration(), quant_format=QuantFormat.QDQ),
+            "static-qdq-per-channel": lambda dst: quantize_static(
+                source, dst, Calibration(), quant_format=QuantFormat.QDQ,
+                per_channel=True),
+            "static-qoperator": lambda dst: quantize_static(
+                source, dst, Calibration(), quant_format=QuantFormat.QOperator,
+                op_types_to_quantize=["MatMul"]),
+        }
+        for name, quantize in variants.items():
+            folder = out / name
+            folder.mkdir(parents=True, exist_ok=True)
+            path = str(folder / "model.onnx")
+            quantize(path)
+            model = onnx.load(path)
+            literal = ort.SessionOptions()
+            literal.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            y = ort.InferenceSession(path, literal, providers=[
+                "CPUExecutionProvider"]).run(None, {"x": x})[0]
+            optimized = ort.InferenceSession(path, providers=[
+                "CPUExecutionProvider"]).run(None, {"x": x})[0]
+            (folder / "input_0.pb").write_bytes(
+                numpy_helper.from_array(x, "x").SerializeToString())
+            (folder / "output_0.pb").write_bytes(
+                numpy_helper.from_array(y, "y").SerializeToString())
+            step = output_step(model)
+            atol = step if step is not None else 1e-5
+            (folder / "atol.txt").write_text(f"{atol:.9g}\n")
+            ops = sorted({node.op_type for node in model.graph.node})
+            gap = float(np.abs(optimized - y).max())
+            print(f"{name}: {os.path.getsize(path)} bytes, atol {atol:.3g}, "
+                  f"ORT optimized vs op by op {gap:.3g}"
+                  + (f" ({gap / step:.1f} steps)" if step else "")
+                  + f", ops {ops}")
+
+
+if __name__ == "__main__":
+    main()
