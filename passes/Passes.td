@@ -85,6 +85,38 @@ def PackWeightsPass : Pass<"kiln-pack-weights"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def QuantizeInt8DynamicPass : Pass<"kiln-quantize-int8-dynamic"> {
+  let summary = "Matrix products with int8 weights and rows quantized at run time";
+  let description = [{
+    Rewrites each `kiln.matmul` of a statically shaped f32 input (rank 2 or
+    more) and a constant f32 `[K, N]` weight into `kiln.quantized_matmul`:
+    each weight column is quantized symmetrically to 7 bits (scale
+    `max |w| / 63`, integers in `[-63, 63]`; 7 rather than 8 bits so
+    uint8 x int8 pairs never saturate the 16-bit sums of AVX2's
+    `vpmaddubsw`), packed in panels of `panel-width` columns and groups of 4
+    rows, with each column's integer sum for the zero-point correction.
+    Products with fewer than `min-depth` rows of weights stay in float:
+    their quantization costs more than it saves.
+
+    ```mlir
+    %w = kiln.constant dense<...> : tensor<384x1536xf32>
+    %y = kiln.matmul %x, %w : tensor<1x128x384xf32>, tensor<384x1536xf32>
+    // becomes
+    %q = kiln.constant dense<...> : tensor<96x96x16x4xi8>
+    %s = kiln.constant dense<...> : tensor<1536xf32>
+    %c = kiln.constant dense<...> : tensor<1536xi32>
+    %y = kiln.quantized_matmul %x, %q, %s, %c : tensor<1x128x384xf32>, tensor<96x96x16x4xi8>, tensor<1536xf32>, tensor<1536xi32> -> tensor<1x128x1536xf32>
+    ```
+  }];
+  let options = [
+    Option<"panelWidth", "panel-width", "int64_t", "16",
+           "Columns per weight panel: the integer kernel's block width">,
+    Option<"minDepth", "min-depth", "int64_t", "64",
+           "Fewest weight rows (K) a product needs to be quantized">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FuseMatMulEpiloguePass : Pass<"kiln-fuse-matmul-epilogue"> {
   let summary = "Fuse bias, GELU and residual adds into the packed product they follow";
   let description = [{

@@ -43,6 +43,15 @@ namespace kiln {
 /// every optimized build can be checked against it.
 enum class OptLevel { O0, O1, O2, O3 };
 
+/// How a compile quantizes a float model.
+enum class Quantization {
+  None,
+  /// Matrix products with constant weights: int8 weights (7-bit, one
+  /// scale per output column), each row of the other operand quantized to
+  /// uint8 when the model runs.
+  Int8Dynamic,
+};
+
 /// What a compile produces.
 enum class EmitKind {
   Mlir,    ///< the kiln-dialect module, as imported
@@ -80,6 +89,8 @@ struct CompileOptions {
   /// "host" is the machine compiling, with the features it has.
   std::string targetCpu = "host";
   OptLevel optLevel = OptLevel::O2;
+  /// Quantization of the model's float products (from -O1).
+  Quantization quantization = Quantization::None;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

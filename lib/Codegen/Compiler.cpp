@@ -65,7 +65,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
   };
   if (failed(runPipeline("Graph passes",
                          [&](OpPassManager &pm) {
-                           buildGraphPipeline(pm, options.optLevel);
+                           buildGraphPipeline(pm, options.optLevel,
+                                              options.quantization);
                          })) ||
       failed(runPipeline("Lower for the target", [&](OpPassManager &pm) {
         (*backend)->buildPipeline(pm, options);

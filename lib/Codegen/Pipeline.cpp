@@ -24,7 +24,8 @@ void kiln::registerKilnPasses() {
   registerKilnGraphPasses();
 }
 
-void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
+void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level,
+                              Quantization quantization) {
   if (level >= OptLevel::O1) {
     pm.addPass(createFoldConstantsPass());
     // Constants to the right of commutative ops: the fusions match one
@@ -36,6 +37,8 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
     pm.addPass(createFuseAttentionPass());
     pm.addPass(createFoldAttentionTransposesPass());
   }
+  if (level >= OptLevel::O1 && quantization == Quantization::Int8Dynamic)
+    pm.addPass(createQuantizeInt8DynamicPass());
   pm.addPass(createInsertRuntimeChecksPass());
 }
 
@@ -87,6 +90,10 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   pm.addPass(createPlanMemoryPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createMemRefCopyToLinalgPass());
+  SmallVector<StringRef> features;
+  cpuFeatures.split(features, ',');
+  if (optimize && llvm::is_contained(features, "avx2"))
+    pm.addPass(createLowerInt8PanelProductsPass());
   if (optimize)
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else

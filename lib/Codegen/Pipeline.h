@@ -17,9 +17,10 @@ void registerKilnPasses();
 
 /// Adds the target-independent graph passes on the kiln dialect: constant
 /// folding (from -O1), the recognition of layer norms and attention (from
-/// -O2), and the run-time checks that give every entry point its status
-/// result.
-void buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level);
+/// -O2), `quantization` of the products left (from -O1), and the run-time
+/// checks that give every entry point its status result.
+void buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level,
+                        Quantization quantization = Quantization::None);
 
 /// Adds the passes lowering a kiln-dialect module to the LLVM dialect for
 /// a CPU with `layout`: from -O2, weights packed into panels and matrix

@@ -20,6 +20,12 @@
 
 namespace kiln {
 
+/// Marks the linalg.generic that kiln.quantized_matmul's lowering makes for
+/// its integer product (uint8 rows times int8 weight panels), which
+/// kiln-lower-int8-panel-products replaces with a register-blocked kernel.
+inline constexpr llvm::StringLiteral kInt8PanelProductAttr =
+    "kiln.int8_panel_product";
+
 #define GEN_PASS_DECL
 #include "lib/Conversion/Passes.h.inc"
 

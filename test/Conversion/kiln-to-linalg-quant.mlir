@@ -96,3 +96,28 @@ func.func @casts(%x: tensor<4xi8>, %h: tensor<4xf16>) -> (tensor<4xbf16>, tensor
   %u = kiln.cast %g {result_unsigned} : tensor<4xf32> -> tensor<4xi8>
   return %b, %u : tensor<4xbf16>, tensor<4xi8>
 }
+
+// -----
+
+// kiln.quantized_matmul: row ranges, row scales and zero points, the rows
+// as uint8 padded to groups of 4, the marked integer product over
+// (row, panel, column, group, lane), and the epilogue on the real columns.
+// CHECK-LABEL: func.func @quantized_product
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: arith.minnumf
+// CHECK: arith.maxnumf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK: arith.fptosi %{{.*}} : f32 to i32
+// CHECK: arith.fptoui %{{.*}} : f32 to i8
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [10, 70] [1, 1] : tensor<10x70xi8> into tensor<10x72xi8>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]
+// CHECK-SAME: ins(%{{.*}}, %{{.*}} : tensor<10x18x4xi8>, tensor<5x18x16x4xi8>) outs(%{{.*}} : tensor<10x5x16xi32>)
+// CHECK-SAME: attrs = {kiln.int8_panel_product}
+// CHECK: arith.extui
+// CHECK: arith.extsi
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [10, 70] [1, 1] : tensor<10x80xi32> to tensor<10x70xi32>
+// CHECK: arith.sitofp
+func.func @quantized_product(%x: tensor<2x5x70xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>) -> tensor<2x5x70xf32> {
+  %y = kiln.quantized_matmul %x, %w, %s, %c : tensor<2x5x70xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
+  return %y : tensor<2x5x70xf32>
+}

@@ -431,3 +431,19 @@ func.func @cast_unsigned_float(%x: tensor<4xf32>) {
   %0 = kiln.cast %x {input_unsigned} : tensor<4xf32> -> tensor<4xi8>
   return
 }
+
+// -----
+
+func.func @quantized_matmul_depth(%x: tensor<2x72xf32>, %w: tensor<5x17x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>) {
+  // expected-error @+1 {{input has 72 columns but the weights hold 17 groups of 4 rows}}
+  %0 = kiln.quantized_matmul %x, %w, %s, %c : tensor<2x72xf32>, tensor<5x17x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x70xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_columns(%x: tensor<2x72xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>) {
+  // expected-error @+1 {{result 'tensor<2x60xf32>' must have the input's rows and between 65 and 80 columns}}
+  %0 = kiln.quantized_matmul %x, %w, %s, %c : tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x60xf32>
+  return
+}

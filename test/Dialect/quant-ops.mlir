@@ -37,3 +37,10 @@ func.func @casts(%x: tensor<4xi8>) -> tensor<4xbf16> {
   %h = kiln.cast %f : tensor<4xf32> -> tensor<4xbf16>
   return %h : tensor<4xbf16>
 }
+
+// CHECK-LABEL: func.func @quantized_product
+// CHECK: kiln.quantized_matmul %arg0, %arg1, %arg2, %arg3 : tensor<2x5x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
+func.func @quantized_product(%x: tensor<2x5x72xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>) -> tensor<2x5x70xf32> {
+  %y = kiln.quantized_matmul %x, %w, %s, %c : tensor<2x5x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
+  return %y : tensor<2x5x70xf32>
+}

@@ -60,6 +60,11 @@ llvm::cl::list<std::string> dimSizes(
                    "dynamic within a range (SYMBOL=MIN..MAX; buffers are "
                    "sized for MAX) (repeatable)"),
     llvm::cl::value_desc("symbol=size"));
+llvm::cl::opt<kiln::Quantization> quantization(
+    "quantize", llvm::cl::desc("Quantize the model's float products"),
+    llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
+                                "int8 weights, rows quantized at run time")),
+    llvm::cl::init(kiln::Quantization::None));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -85,7 +90,8 @@ void printDiagnostic(const kiln::Diagnostic &diagnostic) {
 /// these only (LLVM's code generators register hundreds more).
 void hideOtherOptions() {
   static const char *const shown[] = {
-      "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "target-cpu",
+      "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
+      "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
       "mlir-disable-threading", "help", "version"};
@@ -205,6 +211,7 @@ int main(int argc, char **argv) {
   options.outputPath = outputPath.empty() ? defaultOutputPath() : outputPath;
   options.targetCpu = targetCpu;
   options.optLevel = optLevel;
+  options.quantization = quantization;
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

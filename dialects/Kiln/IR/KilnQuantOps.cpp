@@ -89,3 +89,34 @@ LogicalResult MatMulIntegerOp::verify() {
            << getType() << " is not the product's " << inferred[0];
   return success();
 }
+
+LogicalResult QuantizedMatMulOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  ArrayRef<int64_t> weights = getWeights().getType().getShape();
+  RankedTensorType resultType = getType();
+  if (inputType.getRank() < 2 || weights.size() != 4 || weights[3] != 4)
+    return emitOpError("takes an input of rank 2 or more and weights "
+                       "[panels, K / 4, W, 4]");
+  int64_t k = inputType.getShape().back();
+  if (!ShapedType::isDynamic(k) && (k + 3) / 4 != weights[1])
+    return emitOpError("input has ")
+           << k << " columns but the weights hold " << weights[1]
+           << " groups of 4 rows";
+  int64_t padded = weights[0] * weights[2];
+  for (Value perColumn : {getScales(), getColumnSums()}) {
+    auto type = cast<RankedTensorType>(perColumn.getType());
+    if (type.getRank() != 1 || type.getDimSize(0) != padded)
+      return emitOpError("scales and column sums must have one entry per "
+                         "padded column (")
+             << padded << ")";
+  }
+  int64_t columns = resultType.getShape().back();
+  if (resultType.getRank() != inputType.getRank() ||
+      failed(verifyCompatibleShape(resultType.getShape().drop_back(),
+                                   inputType.getShape().drop_back())) ||
+      columns > padded || columns <= padded - weights[2])
+    return emitOpError("result ")
+           << resultType << " must have the input's rows and between "
+           << padded - weights[2] + 1 << " and " << padded << " columns";
+  return success();
+}

@@ -113,4 +113,40 @@ def Kiln_MatMulIntegerOp : Kiln_Op<"matmul_integer", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", [Pure]> {
+  let summary = "float product with int8 weights, rows quantized at run time";
+  let description = [{
+    `input` (`[..., M, K]`, f32) times a `[K, N]` matrix stored as 7-bit
+    integers in column panels: each row of `input` is quantized to uint8
+    over its own range (widened to include 0: scale `(max - min) / 255`,
+    zero point `round(-min / scale)`), multiplied exactly in 32-bit
+    integers with the weights, and scaled back:
+    `result[m, n] = row_scale[m] * scales[n] * (sum_k q[m, k] * w[k, n] -
+    row_zero_point[m] * column_sums[n])`.
+
+    `weights` is `[ceil(N / W), ceil(K / 4), W, 4]`: panel `p` holds
+    columns `p * W` to `p * W + W - 1`, and for every group of four rows of
+    the matrix, the four values of each column side by side (zeros past
+    `K` and `N`). The values lie in `[-64, 63]`, so that a pair of
+    uint8 x int8 products always fits the 16 bits x86's `vpmaddubsw` sums
+    them in. `scales` and `column_sums` (the sum of each column's
+    integers) have one entry per padded column.
+
+    ```mlir
+    %0 = kiln.quantized_matmul %x, %w, %s, %sums : tensor<1x128x384xf32>, tensor<96x96x16x4xi8>, tensor<1536xf32>, tensor<1536xi32> -> tensor<1x128x1536xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input,
+                       RankedTensorOf<[I8], [HasStaticShapePred]>:$weights,
+                       Kiln_FloatTensor:$scales,
+                       Kiln_AccumulatorTensor:$column_sums);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $scales `,` $column_sums attr-dict `:`
+    type($input) `,` type($weights) `,` type($scales) `,` type($column_sums)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_DIALECT_KILN_QUANT_OPS

@@ -109,8 +109,8 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
           sizes.push_back(getSize(b, loc, matmul.getRhs(), rhs.getRank() - 1));
         return sizes;
       })
-      .Case([&](PackedMatMulOp matmul) {
-        Sizes sizes = getSizes(b, loc, matmul.getLhs());
+      .Case<PackedMatMulOp, QuantizedMatMulOp>([&](auto matmul) {
+        Sizes sizes = getSizes(b, loc, matmul->getOperand(0));
         sizes.back() = b.getIndexAttr(resultType.getShape().back());
         return sizes;
       })
@@ -228,5 +228,5 @@ void kiln::registerShapeReification(MLIRContext &context) {
                     PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
                     ReduceSumOp, ReduceMeanOp, SliceOp, ReshapeOp, BroadcastOp,
                     RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,
-                    MatMulIntegerOp>(context);
+                    MatMulIntegerOp, QuantizedMatMulOp>(context);
 }

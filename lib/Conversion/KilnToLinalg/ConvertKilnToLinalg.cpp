@@ -34,6 +34,7 @@ struct ConvertKilnToLinalgPass
     kiln::populateStructuredLoweringPatterns(patterns);
     kiln::populatePackedMatMulLoweringPatterns(patterns);
     kiln::populateQuantLoweringPatterns(patterns);
+    kiln::populateQuantizedMatMulLoweringPatterns(patterns);
     kiln::populateAttentionLoweringPatterns(patterns, attentionQueryRows,
                                             attentionKeyColumns);
     kiln::populateDataMovementLoweringPatterns(patterns);

@@ -91,6 +91,7 @@ mlir::Value createCast(mlir::OpBuilder &b, mlir::Location loc,
                        bool fromUnsigned = false, bool toUnsigned = false);
 
 void populateQuantLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);

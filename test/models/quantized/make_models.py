@@ -33,7 +33,9 @@ import tempfile
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper, numpy_helper
+from onnx import numpy_helper
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "Inputs"))
+from mlp_model import mlp_model  # noqa: E402
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
                                       QuantType, quantize_dynamic,
                                       quantize_static)
@@ -44,28 +46,13 @@ HIDDEN = 64
 
 def float_model():
     rng = np.random.default_rng(7)
-    def weight(name, *shape):
-        return numpy_helper.from_array(
-            (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32),
-            name)
-    initializers = [weight("w1", SHAPE[-1], HIDDEN),
-                    numpy_helper.from_array(
-                        rng.standard_normal(HIDDEN).astype(np.float32) * 0.1, "b1"),
-                    weight("w2", HIDDEN, SHAPE[-1]),
-                    numpy_helper.from_array(
-                        rng.standard_normal(SHAPE[-1]).astype(np.float32) * 0.1, "b2")]
-    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h0"], name="fc1"),
-             helper.make_node("Add", ["h0", "b1"], ["h1"], name="fc1_bias"),
-             helper.make_node("Relu", ["h1"], ["h2"], name="relu"),
-             helper.make_node("MatMul", ["h2", "w2"], ["y0"], name="fc2"),
-             helper.make_node("Add", ["y0", "b2"], ["y"], name="fc2_bias")]
-    graph = helper.make_graph(
-        nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, SHAPE)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, SHAPE)],
-        initializer=initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    return model
+    def weight(*shape):
+        return (rng.standard_normal(shape) / np.sqrt(shape[0])).astype(np.float32)
+    w1 = weight(SHAPE[-1], HIDDEN)
+    b1 = rng.standard_normal(HIDDEN).astype(np.float32) * 0.1
+    w2 = weight(HIDDEN, SHAPE[-1])
+    b2 = rng.standard_normal(SHAPE[-1]).astype(np.float32) * 0.1
+    return mlp_model(SHAPE, w1, b1, w2, b2)
 
 
 class Calibration(CalibrationDataReader):

@@ -1,0 +1,31 @@
+// RUN: kiln-opt %s -kiln-quantize-int8-dynamic="min-depth=4 panel-width=8" -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -kiln-quantize-int8-dynamic -split-input-file | FileCheck %s --check-prefix=SHALLOW
+
+// Each column gets the scale max|w| / 63 and integers in [-63, 63] (31.5
+// rounds to the even 32); the all-zero column scale 0. Panels of 8 columns
+// hold each column's 4 rows side by side, zeros past N = 3; the column
+// sums correct for the rows' zero points.
+// CHECK-LABEL: func.func @product
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[\[}}[63, -63, 32, 0], [-63, 32, 0, 63], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]{{\]\]\]}}> : tensor<1x1x8x4xi8>
+// CHECK: %[[S:.*]] = kiln.constant dense<[0.00999999977, 2.000000e-02, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00, 0.000000e+00]> : tensor<8xf32>
+// CHECK: %[[C:.*]] = kiln.constant dense<[32, 32, 0, 0, 0, 0, 0, 0]> : tensor<8xi32>
+// CHECK: kiln.quantized_matmul %arg0, %[[W]], %[[S]], %[[C]] : tensor<2x4xf32>, tensor<1x1x8x4xi8>, tensor<8xf32>, tensor<8xi32> -> tensor<2x3xf32>
+// CHECK-NOT: kiln.matmul
+// By default, products this shallow (K = 4 < 64) stay in float.
+// SHALLOW-LABEL: func.func @product
+// SHALLOW: kiln.matmul
+func.func @product(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %w = kiln.constant dense<[[0.63, -1.26, 0.0], [-0.63, 0.63, 0.0], [0.315, 0.0, 0.0], [0.0, 1.26, 0.0]]> : tensor<4x3xf32>
+  %y = kiln.matmul %x, %w : tensor<2x4xf32>, tensor<4x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Products of two activations (attention's) stay in float.
+// CHECK-LABEL: func.func @activations
+// CHECK: kiln.matmul
+func.func @activations(%x: tensor<2x4xf32>, %y: tensor<4x3xf32>) -> tensor<2x3xf32> {
+  %z = kiln.matmul %x, %y : tensor<2x4xf32>, tensor<4x3xf32>
+  return %z : tensor<2x3xf32>
+}

@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Writes a float MLP and the outputs --quantize=int8-dynamic must give.
+
+usage: make_int8_dynamic_model.py OUTPUT_DIR
+
+y = Relu(x W1 + b1) W2 + b2 with seeded weights on a [2, 5, 72] input (rows
+and depth that are not multiples of the kernel's blocks; 72 columns of W2's
+output, 4 panels and a half). Writes model.onnx, input_0.pb,
+expected_int8.pb (the quantization scheme computed here in numpy, from its
+definition in kiln.quantized_matmul: per-column 7-bit symmetric weights,
+per-row uint8 activations, exact integer sums) and expected_float.pb (the
+float model, to bound the quantization error).
+"""
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "Inputs"))
+from mlp_model import mlp_model  # noqa: E402
+
+SHAPE = (2, 5, 72)
+HIDDEN = 100
+
+
+def quantize_weights(w):
+    scale = (np.abs(w).max(axis=0) / np.float32(63)).astype(np.float32)
+    safe = np.where(scale > 0, scale, np.float32(1))
+    q = np.clip(np.rint(w / safe), -63, 63).astype(np.int64)
+    return q, scale
+
+
+def quantized_product(x, w):
+    """The product as kiln.quantized_matmul defines it, in float32 steps."""
+    q_w, w_scale = quantize_weights(w)
+    rows = x.reshape(-1, x.shape[-1]).astype(np.float32)
+    low = np.minimum(rows.min(axis=1), np.float32(0))
+    high = np.maximum(rows.max(axis=1), np.float32(0))
+    scale = ((high - low) / np.float32(255)).astype(np.float32)
+    inverse = np.where(scale > 0, np.float32(1) / np.where(scale > 0, scale, 1),
+                       np.float32(0)).astype(np.float32)
+    zero = np.clip(np.rint(-low * inverse), 0, 255).astype(np.float32)
+    q = np.clip(np.rint(rows * inverse[:, None]) + zero[:, None], 0, 255)
+    acc = q.astype(np.int64) @ q_w - zero.astype(np.int64)[:, None] * q_w.sum(axis=0)
+    real = acc.astype(np.float32) * (scale[:, None] * w_scale[None, :])
+    return real.reshape(x.shape[:-1] + (w.shape[1],)).astype(np.float32)
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(5)
+    w1 = (rng.standard_normal((SHAPE[-1], HIDDEN)) / 8).astype(np.float32)
+    b1 = (rng.standard_normal(HIDDEN) / 10).astype(np.float32)
+    w2 = (rng.standard_normal((HIDDEN, SHAPE[-1])) / 10).astype(np.float32)
+    b2 = (rng.standard_normal(SHAPE[-1]) / 10).astype(np.float32)
+    x = rng.standard_normal(SHAPE).astype(np.float32)
+    model = mlp_model(SHAPE, w1, b1, w2, b2)
+    onnx.save(model, os.path.join(out, "model.onnx"))
+
+    hidden = np.maximum(quantized_product(x, w1) + b1, 0).astype(np.float32)
+    y_int8 = (quantized_product(hidden, w2) + b2).astype(np.float32)
+    y_float = (np.maximum(x @ w1 + b1, 0) @ w2 + b2).astype(np.float32)
+    for name, array in (("input_0", x), ("expected_int8", y_int8),
+                        ("expected_float", y_float)):
+        with open(os.path.join(out, name + ".pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, "y" if name != "input_0"
+                                            else "x").SerializeToString())
+    error = np.abs(y_int8 - y_float).max() / np.abs(y_float).max()
+    print(f"int8 vs float: max error {error:.4f} of the largest output")
+
+
+if __name__ == "__main__":
+    main()
