@@ -16,7 +16,14 @@ and normalization (bench/models/make_minilm_real.py, run by Debian's
     (calibrated on the first 32 sentences).
 Quality is the cosine similarity of each sentence's embedding with the
 same runtime's fp32 embedding, mean and minimum over --sentences
-sentences. Writes docs/benchmarks-quantized.md.
+sentences.
+
+Then one decode step of the GPT-2-small-shaped decoder (random weights:
+speed only; bench/models/make_models.py, sequence length 1, compiled with
+--dim seq=1): Kiln and ONNX Runtime fp32 and int8, with the bandwidth the
+weights are read at (their bytes over the step's time) beside a streaming
+read of memory measured in the same run (bench/stream_read.c).
+Writes docs/benchmarks-quantized.md.
 """
 import argparse
 import glob
@@ -78,6 +85,102 @@ def cosines(embeddings, reference):
     return float(values.mean()), float(values.min())
 
 
+def stream_bandwidth(threads):
+    """GB/s of a streaming read on `threads` threads (bench/stream_read.c)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        binary = os.path.join(tmp, "stream_read")
+        subprocess.run(["clang-22", "-O2", "-march=native", "-pthread",
+                        os.path.join(HERE, "stream_read.c"), "-o", binary],
+                       check=True)
+        out, _, _ = time_process([binary, str(threads)])
+    return float(out.strip())
+
+
+def weight_elements(model_path):
+    """Elements of the constant right operands of the model's MatMuls
+    (initializers, or transposes of them: GPT-2's tied head)."""
+    import onnx
+    graph = onnx.load(model_path, load_external_data=False).graph
+    sizes = {t.name: int(np.prod(t.dims)) for t in graph.initializer}
+    transposed = {n.output[0]: n.input[0] for n in graph.node
+                  if n.op_type == "Transpose"}
+    total = 0
+    for node in graph.node:
+        if node.op_type in ("MatMul", "Gemm"):
+            b = node.input[1]
+            total += sizes.get(b, sizes.get(transposed.get(b, ""), 0))
+    return total
+
+
+def bench_decode(args, time_kiln_cmd, time_ort_model):
+    """Rows of the GPT-2 decode table."""
+    folder = os.path.join(args.work, "gpt2-dynamic")
+    model = os.path.join(folder, "model.onnx")
+    if not (args.reuse and os.path.exists(model)):
+        subprocess.run(["/usr/bin/python3",
+                        os.path.join(HERE, "models", "make_models.py"),
+                        args.work, "--models", "gpt2", "--dynamic-lengths", "1"],
+                       check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    ort_int8 = os.path.join(folder, "ort-int8-dynamic.onnx")
+    if not (args.reuse and os.path.exists(ort_int8)):
+        quantize_dynamic(model, ort_int8, weight_type=QuantType.QInt8)
+    inputs = [os.path.join(folder, "test_data_set_0", "input_0.pb")]
+    artifacts = {}
+    for name, flags in (("Kiln fp32", []),
+                        ("Kiln int8-dynamic", ["--quantize=int8-dynamic"])):
+        artifacts[name] = os.path.join(folder, re.sub(r"\W+", "-", name.lower()) + ".so")
+        subprocess.run([os.path.join(args.bin_dir, "kiln-compile"), model,
+                        "--dim", "batch=1", "--dim", "seq=1",
+                        "-o", artifacts[name]] + flags, check=True)
+    ort_models = {"ORT fp32": model, "ORT int8 dynamic": ort_int8}
+    names = list(artifacts) + list(ort_models)
+    elements = weight_elements(model)
+    weight_bytes = {"Kiln fp32": 4 * elements, "Kiln int8-dynamic": elements,
+                    "ORT fp32": 4 * elements, "ORT int8 dynamic": elements}
+    times, bandwidth = {}, {}
+    for threads in (1, 2):
+        bandwidth[threads] = stream_bandwidth(threads)
+        rounds = {name: [] for name in names}
+        for _ in range(args.rounds):
+            for name in names:
+                if name in artifacts:
+                    rounds[name].append(time_kiln_cmd(artifacts[name], inputs, threads))
+                else:
+                    rounds[name].append(time_ort_model(ort_models[name], inputs, threads))
+        for name in names:
+            values = sorted(rounds[name])
+            times[name, threads] = values[len(values) // 2]
+        print(", ".join(f"{n} {times[n, threads]:.2f}" for n in names),
+              f"ms (decode, {threads} threads)", flush=True)
+    lines = [
+        "",
+        "## GPT-2-small decode step (sequence length 1, random weights)",
+        "",
+        f"The products' weights are {elements / 1e6:.1f} M values "
+        f"({4 * elements / 1e6:.0f} MB in fp32, {elements / 1e6:.0f} MB in "
+        "int8). A streaming read of memory runs at "
+        f"{bandwidth[1]:.1f} GB/s on 1 thread and {bandwidth[2]:.1f} GB/s "
+        "on 2 (bench/stream_read.c, same run); \"weights GB/s\" is the "
+        "weights' bytes over the step's time, and its share of that "
+        "bandwidth.",
+        "",
+        "| model | 1 thread ms | 2 threads ms | vs own fp32 (1 / 2) "
+        "| weights GB/s (1 / 2) | of bandwidth (1 / 2) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for name in names:
+        base = "Kiln fp32" if name in artifacts else "ORT fp32"
+        rate = {t: weight_bytes[name] / times[name, t] / 1e6 for t in (1, 2)}
+        lines.append(
+            f"| {name} | {times[name, 1]:.2f} | {times[name, 2]:.2f} | "
+            + " / ".join(f"{times[base, t] / times[name, t]:.2f}x" for t in (1, 2))
+            + " | " + " / ".join(f"{rate[t]:.1f}" for t in (1, 2)) + " | "
+            + " / ".join(f"{100 * rate[t] / bandwidth[t]:.0f}%" for t in (1, 2))
+            + " |")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin-dir", required=True)
@@ -123,21 +226,26 @@ def main():
     inputs = [os.path.join(folder, "test_data_set_0", f"input_{i}.pb")
               for i in (0, 1)]
 
-    def time_kiln(name, threads):
-        cmd = [os.path.join(args.bin_dir, "kiln-run"), artifacts[name],
+    def time_kiln_cmd(artifact, inputs, threads):
+        cmd = [os.path.join(args.bin_dir, "kiln-run"), artifact,
                "--repeat", str(args.runs + 1), "--threads", str(threads)]
         for path in inputs:
             cmd += ["--input", path]
         out, _, _ = time_process(cmd)
         return float(re.search(r"median run time: ([0-9.]+) ms", out).group(1))
 
-    def time_ort(name, threads):
+    def time_ort_model(path, inputs, threads):
         with tempfile.TemporaryDirectory() as tmp:
             out, _, _ = time_process(
-                [sys.executable, "-c", ORT_WORKER, ort_models[name],
-                 str(threads), str(args.runs), ",".join(inputs),
-                 os.path.join(tmp, "out.npy")])
+                [sys.executable, "-c", ORT_WORKER, path, str(threads),
+                 str(args.runs), ",".join(inputs), os.path.join(tmp, "out.npy")])
         return json.loads(out)["median_ms"]
+
+    def time_kiln(name, threads):
+        return time_kiln_cmd(artifacts[name], inputs, threads)
+
+    def time_ort(name, threads):
+        return time_ort_model(ort_models[name], inputs, threads)
 
     names = list(kiln_models) + list(ort_models)
     times = {}
@@ -206,6 +314,8 @@ def main():
         "fp32 embeddings agree with PyTorch's to a cosine of "
         f"{min(torch_check):.7f} or more ({len(torch_check)} sentences).",
         "",
+        "## all-MiniLM-L6-v2 (trained), sequence 128",
+        "",
         "| model | 1 thread ms | 2 threads ms | vs own fp32 (1 / 2 threads) "
         "| vs ORT int8 dynamic (1 / 2) | cosine mean | cosine min |",
         "| --- | --- | --- | --- | --- | --- | --- |",
@@ -220,6 +330,7 @@ def main():
         lines.append(f"| {name} | {times[name, 1]:.2f} | {times[name, 2]:.2f}"
                      f" | {speedup} | {versus} | {quality[name][0]:.5f} | "
                      f"{quality[name][1]:.5f} |")
+    lines += bench_decode(args, time_kiln_cmd, time_ort_model)
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines[8:]))

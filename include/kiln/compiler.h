@@ -35,7 +35,7 @@ extern "C" {
 
 /* The version of this API; kiln_compiler_api_version() returns the
  * library's. */
-#define KILN_COMPILER_API_VERSION 1
+#define KILN_COMPILER_API_VERSION 2
 
 typedef enum kiln_compile_status {
   KILN_COMPILE_OK = 0,
@@ -91,6 +91,18 @@ void kiln_compiler_options_destroy(kiln_compiler_options *options);
 kiln_compile_status
 kiln_compiler_options_set_opt_level(kiln_compiler_options *options,
                                     int32_t level);
+/* How a compile quantizes a float model's products (API version 2). */
+typedef enum kiln_quantization {
+  KILN_QUANTIZE_NONE = 0,
+  /* Products with constant weights: int8 weights (7 bits, a scale per
+   * output column), the other operand quantized row by row at run time. */
+  KILN_QUANTIZE_INT8_DYNAMIC = 1,
+} kiln_quantization;
+
+/* One of kiln_quantization; default KILN_QUANTIZE_NONE. Applies from -O1. */
+kiln_compile_status
+kiln_compiler_options_set_quantization(kiln_compiler_options *options,
+                                       int32_t quantization);
 /* An LLVM CPU name ("znver4", "x86-64-v3"); "host" is the machine
  * compiling. An unknown name fails the compile with a diagnostic. */
 kiln_compile_status

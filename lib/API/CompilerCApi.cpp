@@ -101,6 +101,18 @@ kiln_compiler_options_set_opt_level(kiln_compiler_options *options,
 }
 
 kiln_compile_status
+kiln_compiler_options_set_quantization(kiln_compiler_options *options,
+                                       int32_t quantization) {
+  if (!options || quantization < KILN_QUANTIZE_NONE ||
+      quantization > KILN_QUANTIZE_INT8_DYNAMIC)
+    return KILN_COMPILE_INVALID_ARGUMENT;
+  options->compileOptions.quantization =
+      quantization == KILN_QUANTIZE_INT8_DYNAMIC ? kiln::Quantization::Int8Dynamic
+                                                 : kiln::Quantization::None;
+  return KILN_COMPILE_OK;
+}
+
+kiln_compile_status
 kiln_compiler_options_set_target_cpu(kiln_compiler_options *options,
                                      const char *cpu) {
   if (!options || !cpu || !*cpu)

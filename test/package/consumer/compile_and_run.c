@@ -127,6 +127,10 @@ static int bad_input_fails_cleanly(const char *workdir) {
   CHECK(options);
   CHECK(kiln_compiler_options_set_opt_level(options, 7) ==
         KILN_COMPILE_INVALID_ARGUMENT);
+  CHECK(kiln_compiler_options_set_quantization(options, 9) ==
+        KILN_COMPILE_INVALID_ARGUMENT);
+  CHECK(kiln_compiler_options_set_quantization(
+            options, KILN_QUANTIZE_INT8_DYNAMIC) == KILN_COMPILE_OK);
   diagnostics_seen seen = {0};
   kiln_compiler_options_set_diagnostic_callback(options, on_diagnostic, &seen);
 
