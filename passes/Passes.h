@@ -10,6 +10,12 @@
 
 namespace kiln {
 
+/// What the quantization passes tell the quantization report, as
+/// discardable attributes: a quantized product's relative RMS weight error
+/// (f32), and why a product with constant weights stayed in float (string).
+inline constexpr llvm::StringLiteral kWeightErrorAttr = "kiln.weight_error";
+inline constexpr llvm::StringLiteral kKeptFloatAttr = "kiln.kept_float";
+
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 

@@ -31,6 +31,7 @@ namespace {
 /// The largest magnitude of the weights' integers: 7 bits, symmetric.
 constexpr int kMaxWeight = 63;
 
+
 struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
   QuantizeConstantRhs(MLIRContext *ctx, int64_t width, int64_t minDepth)
       : OpRewritePattern(ctx), width(width), minDepth(minDepth) {}
@@ -45,7 +46,9 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     std::optional<ArrayRef<char>> bytes = getRawBytes(weight.getValue());
     auto type = cast<RankedTensorType>(weight.getType());
     if (!bytes || !type.getElementType().isF32() || type.getRank() != 2 ||
-        type.getDimSize(0) < minDepth || type.getDimSize(1) == 0)
+        type.getDimSize(1) == 0)
+      return failure();
+    if (type.getDimSize(0) < minDepth)
       return failure();
     int64_t k = type.getDimSize(0), n = type.getDimSize(1);
     int64_t panels = llvm::divideCeil(n, width), groups = llvm::divideCeil(k, 4);
@@ -69,15 +72,23 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     };
     auto packedType = RankedTensorType::get({panels, groups, width, 4},
                                             rewriter.getI8Type());
+    double errorSquares = 0, weightSquares = 0;
     ElementsAttr packed = createElements(packedType, [&](MutableArrayRef<char> out) {
       char *next = out.data();
       for (int64_t p = 0; p < panels; ++p)
         for (int64_t g = 0; g < groups; ++g)
           for (int64_t j = 0; j < width; ++j)
             for (int64_t lane = 0; lane < 4; ++lane) {
-              int8_t q = quantized(g * 4 + lane, p * width + j);
-              sums[p * width + j] += q;
+              int64_t row = g * 4 + lane, col = p * width + j;
+              int8_t q = quantized(row, col);
+              sums[col] += q;
               *next++ = static_cast<char>(q);
+              if (row < k && col < n) {
+                double value = w[row * n + col];
+                double error = value - double(q) * scales[col];
+                errorSquares += error * error;
+                weightSquares += value * value;
+              }
             }
     });
     Location loc = weight.getLoc();
@@ -90,8 +101,13 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     Value sumValue = ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(sumType, ArrayRef<int32_t>(sums)));
     rewriter.setInsertionPoint(op);
-    rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
+    auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), op.getLhs(), panelsValue, scaleValue, sumValue);
+    product->setAttr(kWeightErrorAttr,
+                     rewriter.getF32FloatAttr(
+                         weightSquares > 0
+                             ? std::sqrt(errorSquares / weightSquares)
+                             : 0.0));
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }
@@ -112,7 +128,19 @@ struct QuantizeInt8DynamicPass
     RewritePatternSet patterns(&getContext());
     patterns.add<QuantizeConstantRhs>(&getContext(), panelWidth, minDepth);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    // The products with constant weights left in float, for the report.
+    getOperation()->walk([&](MatMulOp op) {
+      auto weight = op.getRhs().getDefiningOp<ConstantOp>();
+      auto type = weight ? dyn_cast<RankedTensorType>(weight.getType())
+                         : RankedTensorType();
+      if (type && type.getRank() == 2 && type.getDimSize(0) < minDepth)
+        op->setAttr(kKeptFloatAttr,
+                    StringAttr::get(&getContext(),
+                                    "depth " + std::to_string(type.getDimSize(0)) +
+                                        " is below min-depth " +
+                                        std::to_string(minDepth)));
+    });
   }
 };
 

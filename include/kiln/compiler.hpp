@@ -91,6 +91,10 @@ struct CompileOptions {
   OptLevel optLevel = OptLevel::O2;
   /// Quantization of the model's float products (from -O1).
   Quantization quantization = Quantization::None;
+  /// Where to write the quantization report (JSON: every product with
+  /// constant weights, its precision, scales and weight error); empty:
+  /// none.
+  std::string quantizationReportPath;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

@@ -6,6 +6,7 @@
 #include "lib/Codegen/CpuTarget.h"
 #include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
+#include "lib/Codegen/QuantizationReport.h"
 
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -63,15 +64,25 @@ LogicalResult kiln::compileModule(ModuleOp module,
     pm.enableTiming(scope);
     return pm.run(module);
   };
+  // The report is written with the output, so a failed compile leaves
+  // neither.
+  OutputFile report;
+  if (!options.quantizationReportPath.empty() &&
+      failed(report.create(options.quantizationReportPath, loc)))
+    return failure();
   if (failed(runPipeline("Graph passes",
                          [&](OpPassManager &pm) {
                            buildGraphPipeline(pm, options.optLevel,
                                               options.quantization);
-                         })) ||
-      failed(runPipeline("Lower for the target", [&](OpPassManager &pm) {
+                         })))
+    return failure();
+  if (!options.quantizationReportPath.empty())
+    report.os() << renderQuantizationReport(module);
+  if (failed(runPipeline("Lower for the target", [&](OpPassManager &pm) {
         (*backend)->buildPipeline(pm, options);
       })) ||
-      failed((*backend)->emit(module, options, output)))
+      failed((*backend)->emit(module, options, output)) ||
+      (!options.quantizationReportPath.empty() && failed(report.commit(loc))))
     return failure();
   return output.commit(loc);
 }

@@ -125,6 +125,17 @@ def main():
             [vinfo("x", TensorProto.FLOAT, [2, 3]),
              vinfo("scale", TensorProto.FLOAT, [2, 3])],
             [vinfo("y", TensorProto.UINT8, [2, 3])]), out_dir)
+    elif kind == "deep-and-shallow-products":
+        # y = (x W1) W2: W1 is 64 deep (quantized), W2 only 8 (stays float).
+        rng = np.random.default_rng(3)
+        save(graph_model(
+            [helper.make_node("MatMul", ["x", "w1"], ["h"], name="deep"),
+             helper.make_node("MatMul", ["h", "w2"], ["y"], name="shallow")],
+            [vinfo("x", TensorProto.FLOAT, [2, 64])],
+            [vinfo("y", TensorProto.FLOAT, [2, 4])],
+            [numpy_helper.from_array(rng.standard_normal((64, 8)).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w2")]),
+            out_dir)
     elif kind == "softmax-opset11":
         save(graph_model(
             [helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)],

@@ -65,6 +65,10 @@ llvm::cl::opt<kiln::Quantization> quantization(
     llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
                                 "int8 weights, rows quantized at run time")),
     llvm::cl::init(kiln::Quantization::None));
+llvm::cl::opt<std::string> quantizeReport(
+    "quantize-report",
+    llvm::cl::desc("Write what quantization did to each product (JSON)"),
+    llvm::cl::value_desc("path"));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -91,6 +95,7 @@ void printDiagnostic(const kiln::Diagnostic &diagnostic) {
 void hideOtherOptions() {
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
+      "quantize-report",
       "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -212,6 +217,7 @@ int main(int argc, char **argv) {
   options.targetCpu = targetCpu;
   options.optLevel = optLevel;
   options.quantization = quantization;
+  options.quantizationReportPath = quantizeReport;
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };
