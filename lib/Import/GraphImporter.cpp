@@ -456,6 +456,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   OpImportFn importFn = nullptr;
   if (domain.empty() || domain == "ai.onnx")
     importFn = lookupOpImporter(node.op_type());
+  else if (domain == "com.microsoft")
+    importFn = lookupMicrosoftOpImporter(node.op_type());
   // The location names the node; the message names the rest.
   if (!importFn)
     return emitError(loc) << "unsupported ONNX op '" << node.op_type()

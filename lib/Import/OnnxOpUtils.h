@@ -92,6 +92,7 @@ llvm::LogicalResult importDequantizeLinear(NodeImporter &node);
 llvm::LogicalResult importDynamicQuantizeLinear(NodeImporter &node);
 llvm::LogicalResult importMatMulInteger(NodeImporter &node);
 llvm::LogicalResult importQLinearMatMul(NodeImporter &node);
+llvm::LogicalResult importMatMulNBits(NodeImporter &node);
 
 } // namespace kiln
 

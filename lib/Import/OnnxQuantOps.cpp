@@ -8,8 +8,14 @@
 #include "lib/Import/OnnxOpUtils.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
 
 #include "mlir/IR/Verifier.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cstring>
+#include <type_traits>
+#include <vector>
 
 using namespace mlir;
 using namespace kiln;
@@ -271,4 +277,139 @@ LogicalResult kiln::importQLinearMatMul(NodeImporter &node) {
                                             isUnsigned));
   setByteOutputType(node, 0, isUnsigned);
   return success();
+}
+
+namespace {
+
+/// The elements of the compile-time constant `value` as `T` (uint8_t for
+/// 8-bit integers, float for f32), or nullopt if it is not one.
+template <typename T>
+std::optional<std::vector<T>> getConstantValues(Value value) {
+  auto constant = value ? value.getDefiningOp<ConstantOp>() : ConstantOp();
+  if (!constant)
+    return std::nullopt;
+  ElementsAttr elements = constant.getValue();
+  Type element = elements.getElementType();
+  if (std::is_same_v<T, float> ? !element.isF32() : !element.isInteger(8))
+    return std::nullopt;
+  if (auto dense = dyn_cast<DenseElementsAttr>(elements)) {
+    std::vector<T> values;
+    if constexpr (std::is_same_v<T, float>) {
+      for (float value : dense.getValues<float>())
+        values.push_back(value);
+    } else {
+      for (const APInt &value : dense.getValues<APInt>())
+        values.push_back(static_cast<T>(value.getZExtValue()));
+    }
+    return values;
+  }
+  std::optional<ArrayRef<char>> bytes = getRawBytes(elements);
+  if (!bytes)
+    return std::nullopt;
+  std::vector<T> values(bytes->size() / sizeof(T));
+  std::memcpy(values.data(), bytes->data(), values.size() * sizeof(T));
+  return values;
+}
+
+/// Bits `[index * bits, (index + 1) * bits)` of `bytes`, least significant
+/// first (ONNX Runtime packs 4-bit values low nibble first).
+unsigned extractBits(const uint8_t *bytes, int64_t index, int64_t bits) {
+  unsigned value = 0;
+  for (int64_t b = 0; b < bits; ++b) {
+    int64_t bit = index * bits + b;
+    value |= ((bytes[bit / 8] >> (bit % 8)) & 1u) << b;
+  }
+  return value;
+}
+
+} // namespace
+
+/// com.microsoft MatMulNBits: a float product with block-quantized
+/// constant weights (4-bit for ONNX Runtime's int4 models). The weights
+/// are dequantized here, at compile time, into a float [K, N] matrix:
+/// `(q - zero_point) * scale` per block of `block_size` rows of a column,
+/// zero points packed like the weights, given as floats, or by default
+/// 2^(bits - 1).
+LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input) || failed(requireFloat(node, *input)))
+    return failure();
+  int64_t k = node.getIntAttr("K", 0), n = node.getIntAttr("N", 0);
+  int64_t bits = node.getIntAttr("bits", 4);
+  int64_t blockSize = node.getIntAttr("block_size", 0);
+  if (k <= 0 || n <= 0 || blockSize < 16 || !llvm::isPowerOf2_64(blockSize))
+    return node.emitError() << "K and N must be positive and block_size a "
+                               "power of 2 of at least 16";
+  if (bits != 2 && bits != 4 && bits != 8)
+    return node.emitError() << bits << "-bit weights are not supported; "
+                                       "Kiln reads 2, 4 and 8 bits";
+  if (node.operands.size() > 4 && node.operands[4])
+    return node.emitError() << "g_idx (reordered rows) is not supported";
+  if (node.getOperandType(0).getShape().back() != k)
+    return node.emitError() << "the input has "
+                            << node.getOperandType(0).getShape().back()
+                            << " columns but K is " << k;
+  int64_t blocks = llvm::divideCeil(k, blockSize);
+  int64_t blob = blockSize * bits / 8;
+  std::optional<std::vector<uint8_t>> packed =
+      getConstantValues<uint8_t>(node.operands[1]);
+  std::optional<std::vector<float>> scales =
+      getConstantValues<float>(node.operands.size() > 2 ? node.operands[2]
+                                                          : Value());
+  if (!packed || static_cast<int64_t>(packed->size()) != n * blocks * blob)
+    return node.emitError() << "the weights must be a constant uint8 tensor "
+                               "of N * ceil(K / block_size) * "
+                               "(block_size * bits / 8) = "
+                            << n * blocks * blob << " bytes";
+  if (!scales || static_cast<int64_t>(scales->size()) != n * blocks)
+    return node.emitError() << "the scales must be a constant float tensor "
+                               "of N * ceil(K / block_size) = "
+                            << n * blocks << " values";
+  Value zeroInput = node.operands.size() > 3 ? node.operands[3] : Value();
+  std::optional<std::vector<uint8_t>> packedZeros =
+      getConstantValues<uint8_t>(zeroInput);
+  std::optional<std::vector<float>> floatZeros =
+      getConstantValues<float>(zeroInput);
+  int64_t zeroStride = llvm::divideCeil(blocks * bits, 8);
+  if (zeroInput &&
+      !(packedZeros && static_cast<int64_t>(packedZeros->size()) ==
+                           n * zeroStride) &&
+      !(floatZeros && static_cast<int64_t>(floatZeros->size()) == n * blocks))
+    return node.emitError() << "the zero points must be constant: "
+                            << n * zeroStride << " packed uint8 or "
+                            << n * blocks << " floats";
+  auto zeroPoint = [&](int64_t col, int64_t block) -> float {
+    if (floatZeros)
+      return (*floatZeros)[col * blocks + block];
+    if (packedZeros)
+      return extractBits(packedZeros->data() + col * zeroStride, block, bits);
+    return float(1 << (bits - 1));
+  };
+  auto type = RankedTensorType::get({k, n}, node.b.getF32Type());
+  ElementsAttr weights = createElements(type, [&](MutableArrayRef<char> out) {
+    float *w = reinterpret_cast<float *>(out.data());
+    for (int64_t col = 0; col < n; ++col)
+      for (int64_t block = 0; block < blocks; ++block) {
+        const uint8_t *bytes = packed->data() + (col * blocks + block) * blob;
+        float scale = (*scales)[col * blocks + block];
+        float zero = zeroPoint(col, block);
+        for (int64_t i = 0; i < blockSize && block * blockSize + i < k; ++i)
+          w[(block * blockSize + i) * n + col] =
+              (float(extractBits(bytes, i, bits)) - zero) * scale;
+      }
+  });
+  Value matrix = ConstantOp::create(node.b, node.loc, weights);
+  FailureOr<Value> product = createInferred<MatMulOp>(node, {*input, matrix});
+  if (failed(product))
+    return failure();
+  if (node.operands.size() > 5 && node.operands[5])
+    product = createInferred<AddOp>(node, {*product, node.operands[5]});
+  if (failed(product))
+    return failure();
+  node.results.push_back(*product);
+  return success();
+}
+
+OpImportFn kiln::lookupMicrosoftOpImporter(StringRef opType) {
+  return opType == "MatMulNBits" ? importMatMulNBits : nullptr;
 }

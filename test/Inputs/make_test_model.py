@@ -125,6 +125,18 @@ def main():
             [vinfo("x", TensorProto.FLOAT, [2, 3]),
              vinfo("scale", TensorProto.FLOAT, [2, 3])],
             [vinfo("y", TensorProto.UINT8, [2, 3])]), out_dir)
+    elif kind == "matmulnbits-runtime-weights":
+        # MatMulNBits whose packed weights are a graph input.
+        model = graph_model(
+            [helper.make_node("MatMulNBits", ["x", "w", "scales"], ["y"],
+                              name="int4", domain="com.microsoft", K=32, N=4,
+                              bits=4, block_size=32)],
+            [vinfo("x", TensorProto.FLOAT, [1, 32]),
+             vinfo("w", TensorProto.UINT8, [4, 1, 16])],
+            [vinfo("y", TensorProto.FLOAT, [1, 4])],
+            [numpy_helper.from_array(np.ones(4, np.float32), "scales")])
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+        save(model, out_dir)
     elif kind == "deep-and-shallow-products":
         # y = (x W1) W2: W1 is 64 deep (quantized), W2 only 8 (stays float).
         rng = np.random.default_rng(3)

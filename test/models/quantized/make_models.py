@@ -11,6 +11,10 @@ their models:
   static-qdq             quantize_static, QDQ format (Q/DQ around float ops)
   static-qdq-per-channel the same with per-channel weights (DequantizeLinear axis)
   static-qoperator       quantize_static, QOperator format (QLinearMatMul)
+  nbits-block32          MatMulNBitsQuantizer: com.microsoft MatMulNBits,
+                         int4 weights in blocks of 32, symmetric
+  nbits-block16-zero-points  the same in blocks of 16, with zero points
+  nbits-block64-ragged   blocks of 64 over 32 and 64 rows (a partial block)
 Each folder gets model.onnx, input_0.pb and output_0.pb (ONNX Runtime's
 output for that input, the graph evaluated op by op: graph optimizations
 off), and atol.txt: the tolerance a test allows, one quantization step of a
@@ -39,6 +43,8 @@ from mlp_model import mlp_model  # noqa: E402
 from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
                                       QuantType, quantize_dynamic,
                                       quantize_static)
+from onnxruntime.quantization.matmul_nbits_quantizer import \
+    MatMulNBitsQuantizer
 
 SHAPE = [1, 8, 32]
 HIDDEN = 64
@@ -76,6 +82,13 @@ def output_step(model):
     return None
 
 
+def quantize_nbits(source, dst, block_size, symmetric):
+    quantizer = MatMulNBitsQuantizer(onnx.load(source), block_size=block_size,
+                                     is_symmetric=symmetric)
+    quantizer.process()
+    onnx.save(quantizer.model.model, dst)
+
+
 def main():
     out = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(__file__))
     rng = np.random.default_rng(23)
@@ -97,6 +110,11 @@ def main():
             "static-qoperator": lambda dst: quantize_static(
                 source, dst, Calibration(), quant_format=QuantFormat.QOperator,
                 op_types_to_quantize=["MatMul"]),
+            "nbits-block32": lambda dst: quantize_nbits(source, dst, 32, True),
+            "nbits-block16-zero-points": lambda dst: quantize_nbits(
+                source, dst, 16, False),
+            "nbits-block64-ragged": lambda dst: quantize_nbits(
+                source, dst, 64, False),
         }
         for name, quantize in variants.items():
             folder = out / name
