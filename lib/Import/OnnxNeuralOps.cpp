@@ -23,15 +23,13 @@ std::pair<int64_t, int64_t> getSamePads(int64_t input, int64_t kernel,
 
 } // namespace
 
-/// 1-D and 2-D Conv, grouped or not. A 1-D convolution runs as a 2-D one of
-/// height 1; the bias becomes an add broadcast over the spatial dimensions.
-LogicalResult kiln::importConv(NodeImporter &node) {
-  FailureOr<Value> input = node.getOperand(0), filter = node.getOperand(1);
-  if (failed(input) || failed(filter) || failed(requireFloat(node, *input)) ||
-      failed(requireFloat(node, *filter)))
-    return failure();
-  RankedTensorType inputType = node.getOperandType(0);
-  RankedTensorType filterType = node.getOperandType(1);
+/// The 1-D or 2-D convolution of `input` by `filter` (f32 or i32) with the
+/// node's strides, dilations, pads, auto_pad and group. A 1-D convolution
+/// runs as a 2-D one of height 1.
+FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
+                                         Value filter) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto filterType = cast<RankedTensorType>(filter.getType());
   int64_t spatial = inputType.getRank() - 2;
   if ((spatial != 1 && spatial != 2) || filterType.getRank() != spatial + 2)
     return node.emitError() << "only 1-D and 2-D convolutions are supported; "
@@ -61,7 +59,7 @@ LogicalResult kiln::importConv(NodeImporter &node) {
     return node.emitError() << "unknown auto_pad '" << padMode << "'";
   }
 
-  Value x = *input, w = *filter;
+  Value x = input, w = filter;
   if (spatial == 1) {
     auto addHeight = [&](Value v) {
       auto type = cast<RankedTensorType>(v.getType());
@@ -91,6 +89,21 @@ LogicalResult kiln::importConv(NodeImporter &node) {
         node, result,
         {type.getDimSize(0), type.getDimSize(1), type.getDimSize(3)});
   }
+  return result;
+}
+
+/// 1-D and 2-D Conv, grouped or not; the bias becomes an add broadcast over
+/// the spatial dimensions.
+LogicalResult kiln::importConv(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), filter = node.getOperand(1);
+  if (failed(input) || failed(filter) || failed(requireFloat(node, *input)) ||
+      failed(requireFloat(node, *filter)))
+    return failure();
+  FailureOr<Value> conv = createConvolution(node, *input, *filter);
+  if (failed(conv))
+    return failure();
+  Value result = *conv;
+  int64_t spatial = node.getOperandType(0).getRank() - 2;
   if (node.operands.size() > 2 && node.operands[2]) {
     Value bias = node.operands[2];
     auto biasType = cast<RankedTensorType>(bias.getType());

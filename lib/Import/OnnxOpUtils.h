@@ -68,6 +68,11 @@ llvm::LogicalResult requireSameElementType(NodeImporter &node, mlir::Value lhs,
                                            mlir::Value rhs);
 
 // Importers of neural-network layers (OnnxNeuralOps.cpp).
+/// The 1-D or 2-D convolution of `input` by `filter` (both f32 or both
+/// i32) with the node's convolution attributes.
+mlir::FailureOr<mlir::Value> createConvolution(NodeImporter &node,
+                                               mlir::Value input,
+                                               mlir::Value filter);
 llvm::LogicalResult importConv(NodeImporter &node);
 llvm::LogicalResult importLayerNormalization(NodeImporter &node);
 
@@ -93,6 +98,8 @@ llvm::LogicalResult importDynamicQuantizeLinear(NodeImporter &node);
 llvm::LogicalResult importMatMulInteger(NodeImporter &node);
 llvm::LogicalResult importQLinearMatMul(NodeImporter &node);
 llvm::LogicalResult importMatMulNBits(NodeImporter &node);
+llvm::LogicalResult importConvInteger(NodeImporter &node);
+llvm::LogicalResult importQLinearConv(NodeImporter &node);
 
 } // namespace kiln
 

@@ -301,5 +301,7 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("DynamicQuantizeLinear", importDynamicQuantizeLinear)
       .Case("MatMulInteger", importMatMulInteger)
       .Case("QLinearMatMul", importQLinearMatMul)
+      .Case("ConvInteger", importConvInteger)
+      .Case("QLinearConv", importQLinearConv)
       .Default(nullptr);
 }

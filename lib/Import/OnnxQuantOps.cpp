@@ -413,3 +413,126 @@ LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
 OpImportFn kiln::lookupMicrosoftOpImporter(StringRef opType) {
   return opType == "MatMulNBits" ? importMatMulNBits : nullptr;
 }
+
+namespace {
+
+/// Operand `index` (8-bit) widened to i32, less the zero point at
+/// `zeroIndex` (absent: 0). A per-channel zero point of a filter
+/// (`[M]`) applies along its first dimension.
+FailureOr<Value> widenLessZeroPoint(NodeImporter &node, unsigned index,
+                                    unsigned zeroIndex) {
+  if (failed(requireByteOperand(node, index, "the operand")))
+    return failure();
+  Type i32 = node.b.getI32Type();
+  auto widen = [&](Value value, bool isUnsigned) {
+    auto type = cast<RankedTensorType>(value.getType());
+    auto cast = CastOp::create(node.b, node.loc,
+                               RankedTensorType::get(type.getShape(), i32), value);
+    cast.setInputUnsigned(isUnsigned);
+    return cast.getResult();
+  };
+  Value value = node.operands[index];
+  Value result = widen(value, node.isUnsignedOperand(index));
+  if (zeroIndex >= node.operands.size() || !node.operands[zeroIndex])
+    return result;
+  if (failed(requireByteOperand(node, zeroIndex, "the zero point")))
+    return failure();
+  Value zero = getPerTensorIfSingle(node, node.operands[zeroIndex]);
+  auto zeroType = cast<RankedTensorType>(zero.getType());
+  int64_t rank = cast<RankedTensorType>(value.getType()).getRank();
+  if (zeroType.getRank() == 1) {
+    SmallVector<int64_t> shape(rank, 1);
+    shape[0] = zeroType.getDimSize(0);
+    zero = createReshape(node, zero, shape);
+  }
+  return createInferred<SubOp>(
+      node, {result, widen(zero, node.isUnsignedOperand(zeroIndex))});
+}
+
+/// `values` (one per output channel, or one) shaped to broadcast along the
+/// channels of a convolution's `[N, M, spatial...]` result.
+Value alongChannels(NodeImporter &node, Value values, int64_t resultRank) {
+  Value perTensor = getPerTensorIfSingle(node, values);
+  auto type = cast<RankedTensorType>(perTensor.getType());
+  if (type.getRank() != 1)
+    return perTensor;
+  SmallVector<int64_t> shape(resultRank - 1, 1);
+  shape[0] = type.getDimSize(0);
+  return createReshape(node, perTensor, shape);
+}
+
+} // namespace
+
+/// ConvInteger: the convolution of the operands less their zero points,
+/// exact in i32.
+LogicalResult kiln::importConvInteger(NodeImporter &node) {
+  if (failed(node.getOperand(0)) || failed(node.getOperand(1)))
+    return failure();
+  FailureOr<Value> input = widenLessZeroPoint(node, 0, 2);
+  FailureOr<Value> filter = widenLessZeroPoint(node, 1, 3);
+  if (failed(input) || failed(filter))
+    return failure();
+  FailureOr<Value> conv = createConvolution(node, *input, *filter);
+  if (failed(conv))
+    return failure();
+  node.results.push_back(*conv);
+  return success();
+}
+
+/// QLinearConv: the integer convolution plus the int32 bias, scaled by
+/// `x_scale * w_scale / y_scale` (w_scale per output channel or not) and
+/// quantized with unit scale around `y_zero_point`, as ONNX's reference
+/// computes it.
+LogicalResult kiln::importQLinearConv(NodeImporter &node) {
+  for (unsigned i : {0u, 1u, 3u, 4u, 6u, 7u})
+    if (failed(node.getOperand(i)))
+      return failure();
+  for (unsigned i : {1u, 4u, 6u})
+    if (failed(requireFloat(node, node.operands[i])))
+      return failure();
+  if (failed(requireByteOperand(node, 7, "the result's zero point")))
+    return failure();
+  FailureOr<Value> input = widenLessZeroPoint(node, 0, 2);
+  FailureOr<Value> filter = widenLessZeroPoint(node, 3, 5);
+  if (failed(input) || failed(filter))
+    return failure();
+  FailureOr<Value> conv = createConvolution(node, *input, *filter);
+  if (failed(conv))
+    return failure();
+  int64_t rank = cast<RankedTensorType>(conv->getType()).getRank();
+  if (node.operands.size() > 8 && node.operands[8]) {
+    if (!node.getOperandType(8).getElementType().isInteger(32))
+      return node.emitError() << "the bias must be INT32";
+    conv = createInferred<AddOp>(node,
+                                 {*conv, alongChannels(node, node.operands[8], rank)});
+    if (failed(conv))
+      return failure();
+  }
+  FailureOr<Value> scales = createInferred<MulOp>(
+      node, {getPerTensorIfSingle(node, node.operands[1]),
+             alongChannels(node, node.operands[4], rank)});
+  if (failed(scales))
+    return failure();
+  FailureOr<Value> multiplier = createInferred<DivOp>(
+      node, {*scales, getPerTensorIfSingle(node, node.operands[6])});
+  if (failed(multiplier))
+    return failure();
+  auto convType = cast<RankedTensorType>(conv->getType());
+  Type f32 = node.b.getF32Type();
+  Value real = CastOp::create(
+      node.b, node.loc, RankedTensorType::get(convType.getShape(), f32), *conv);
+  FailureOr<Value> scaled = createInferred<MulOp>(node, {real, *multiplier});
+  if (failed(scaled))
+    return failure();
+  Value zeroPoint = getPerTensorIfSingle(node, node.operands[7]);
+  if (cast<RankedTensorType>(zeroPoint.getType()).getRank() != 0)
+    return node.emitError() << "the result's zero point must be per tensor";
+  bool isUnsigned = node.isUnsignedOperand(7);
+  auto type = RankedTensorType::get(convType.getShape(), node.b.getI8Type());
+  node.results.push_back(QuantizeOp::create(node.b, node.loc, type, *scaled,
+                                            createScalar(node, f32, 1.0),
+                                            zeroPoint, IntegerAttr(),
+                                            isUnsigned));
+  setByteOutputType(node, 0, isUnsigned);
+  return success();
+}

@@ -29,7 +29,8 @@ SUPPORTED_OPS = {
     "Concat", "Gather", "Constant", "Identity", "Cast", "Flatten",
     "Equal", "Where", "LayerNormalization", "Conv", "Expand", "Slice", "Split",
     "Shape", "ConstantOfShape", "QuantizeLinear", "DequantizeLinear",
-    "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul",
+    "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul", "ConvInteger",
+    "QLinearConv",
 }
 SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                    onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT64,
@@ -40,7 +41,8 @@ SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
 # (the others are moved, cast or quantized, but not computed on).
 ARITHMETIC_OPS = {"Add", "Sub", "Mul", "Div", "Neg", "Abs", "Pow", "Relu",
                   "MatMul", "Gemm", "ReduceMean", "ReduceSum"}
-ARITHMETIC_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64}
+ARITHMETIC_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64,
+                    onnx.TensorProto.INT32}
 
 # In-scope tests Kiln is known to get wrong, each with the reason. A test
 # listed here that passes makes the run fail, so fixes get noticed.

@@ -43,7 +43,7 @@ class Kiln_Op<string mnemonic, list<Trait> traits = []>
 // matmul_integer, cast) say which with an `unsigned` flag; the entry
 // point's arguments and results carry `kiln.unsigned` for uint8.
 def Kiln_Tensor : RankedTensorOf<[F32, F16, BF16, I64, I32, I8, I1]>;
-def Kiln_NumericTensor : RankedTensorOf<[F32, I64]>;
+def Kiln_NumericTensor : RankedTensorOf<[F32, I64, I32]>;
 def Kiln_BoolTensor : RankedTensorOf<[I1]>;
 def Kiln_FloatTensor : RankedTensorOf<[F32]>;
 def Kiln_IndexTensor : RankedTensorOf<[I64]>;

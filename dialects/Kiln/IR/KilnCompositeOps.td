@@ -31,7 +31,8 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm",
   let hasVerifier = 1;
 }
 
-def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
+def Kiln_Conv2DOp : Kiln_Op<"conv2d",
+    [Pure, InferTypeOpAdaptor, AllElementTypesMatch<["input", "filter"]>]> {
   let summary = "2-D convolution, NCHW input and FCHW filter";
   let description = [{
     ONNX Conv: `result[n, f, y, x]` sums
@@ -39,15 +40,17 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d", [Pure, InferTypeOpAdaptor]> {
     filter[f, c, i, j]` over `c < C'`, `i`, `j`, where `g` is the group of
     output channel `f` and `C' = C / groups` (the filter's channel count).
     Zeros are read outside the input; `pads` is `[top, left, bottom, right]`.
+    f32, or i32 for the integer convolutions (wrapping, as integer sums do).
 
     ```mlir
     %0 = kiln.conv2d %img, %w strides = [16, 16] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<1x3x224x224xf32>, tensor<384x3x16x16xf32> -> tensor<1x384x14x14xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$filter,
+  let arguments = (ins RankedTensorOf<[F32, I32]>:$input,
+                       RankedTensorOf<[F32, I32]>:$filter,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$dilations,
                        DenseI64ArrayAttr:$pads, I64Attr:$groups);
-  let results = (outs Kiln_FloatTensor:$result);
+  let results = (outs RankedTensorOf<[F32, I32]>:$result);
   let assemblyFormat = [{
     $input `,` $filter `strides` `=` $strides `dilations` `=` $dilations
     `pads` `=` $pads `groups` `=` $groups attr-dict `:` type($input) `,`
