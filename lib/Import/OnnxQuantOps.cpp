@@ -219,6 +219,33 @@ FailureOr<Value> createMatMulInteger(NodeImporter &node, unsigned lhsIndex,
   return op.getResult();
 }
 
+/// The node's result from the int32 `product` of a QLinear op:
+/// `round(product * multiplier) + zero_point`, saturated, computed as ONNX's
+/// reference does (the zero point, operand `zeroIndex`, per tensor).
+LogicalResult requantize(NodeImporter &node, Value product, Value multiplier,
+                         unsigned zeroIndex) {
+  auto productType = cast<RankedTensorType>(product.getType());
+  Type f32 = node.b.getF32Type();
+  Value real = CastOp::create(
+      node.b, node.loc, RankedTensorType::get(productType.getShape(), f32),
+      product);
+  FailureOr<Value> scaled = createInferred<MulOp>(node, {real, multiplier});
+  if (failed(scaled))
+    return failure();
+  Value zeroPoint = getPerTensorIfSingle(node, node.operands[zeroIndex]);
+  if (cast<RankedTensorType>(zeroPoint.getType()).getRank() != 0)
+    return node.emitError() << "the result's zero point must be per tensor";
+  bool isUnsigned = node.isUnsignedOperand(zeroIndex);
+  auto type = RankedTensorType::get(
+      cast<RankedTensorType>(scaled->getType()).getShape(), node.b.getI8Type());
+  node.results.push_back(QuantizeOp::create(node.b, node.loc, type, *scaled,
+                                            createScalar(node, f32, 1.0),
+                                            zeroPoint, IntegerAttr(),
+                                            isUnsigned));
+  setByteOutputType(node, 0, isUnsigned);
+  return success();
+}
+
 } // namespace
 
 LogicalResult kiln::importMatMulInteger(NodeImporter &node) {
@@ -257,26 +284,7 @@ LogicalResult kiln::importQLinearMatMul(NodeImporter &node) {
       node, {*scales, getPerTensorIfSingle(node, *resultScale)});
   if (failed(multiplier))
     return failure();
-  auto productType = cast<RankedTensorType>(product->getType());
-  Type f32 = node.b.getF32Type();
-  Value real = CastOp::create(
-      node.b, node.loc, RankedTensorType::get(productType.getShape(), f32),
-      *product);
-  FailureOr<Value> scaled = createInferred<MulOp>(node, {real, *multiplier});
-  if (failed(scaled))
-    return failure();
-  Value zeroPoint = getPerTensorIfSingle(node, *resultZero);
-  if (cast<RankedTensorType>(zeroPoint.getType()).getRank() != 0)
-    return node.emitError() << "the result's zero point must be per tensor";
-  bool isUnsigned = node.isUnsignedOperand(7);
-  Value one = createScalar(node, f32, 1.0);
-  auto type = RankedTensorType::get(
-      cast<RankedTensorType>(scaled->getType()).getShape(), node.b.getI8Type());
-  node.results.push_back(QuantizeOp::create(node.b, node.loc, type, *scaled,
-                                            one, zeroPoint, IntegerAttr(),
-                                            isUnsigned));
-  setByteOutputType(node, 0, isUnsigned);
-  return success();
+  return requantize(node, *product, *multiplier, 7);
 }
 
 namespace {
@@ -517,22 +525,5 @@ LogicalResult kiln::importQLinearConv(NodeImporter &node) {
       node, {*scales, getPerTensorIfSingle(node, node.operands[6])});
   if (failed(multiplier))
     return failure();
-  auto convType = cast<RankedTensorType>(conv->getType());
-  Type f32 = node.b.getF32Type();
-  Value real = CastOp::create(
-      node.b, node.loc, RankedTensorType::get(convType.getShape(), f32), *conv);
-  FailureOr<Value> scaled = createInferred<MulOp>(node, {real, *multiplier});
-  if (failed(scaled))
-    return failure();
-  Value zeroPoint = getPerTensorIfSingle(node, node.operands[7]);
-  if (cast<RankedTensorType>(zeroPoint.getType()).getRank() != 0)
-    return node.emitError() << "the result's zero point must be per tensor";
-  bool isUnsigned = node.isUnsignedOperand(7);
-  auto type = RankedTensorType::get(convType.getShape(), node.b.getI8Type());
-  node.results.push_back(QuantizeOp::create(node.b, node.loc, type, *scaled,
-                                            createScalar(node, f32, 1.0),
-                                            zeroPoint, IntegerAttr(),
-                                            isUnsigned));
-  setByteOutputType(node, 0, isUnsigned);
-  return success();
+  return requantize(node, *conv, *multiplier, 7);
 }
