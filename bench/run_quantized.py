@@ -18,7 +18,9 @@ Quality is the cosine similarity of each sentence's embedding with the
 same runtime's fp32 embedding, mean and minimum over --sentences
 sentences.
 
-Then one decode step of the GPT-2-small-shaped decoder (random weights:
+Then ViT-S/16 and a GPT-2-small prefill of 128 tokens (random weights:
+speed only; bench/models/make_models.py), and one decode step of the
+GPT-2-small-shaped decoder (random weights:
 speed only; bench/models/make_models.py, sequence length 1, compiled with
 --dim seq=1): Kiln and ONNX Runtime fp32 and int8, with the bandwidth the
 weights are read at (their bytes over the step's time) beside a streaming
@@ -110,6 +112,76 @@ def weight_elements(model_path):
             b = node.input[1]
             total += sizes.get(b, sizes.get(transposed.get(b, ""), 0))
     return total
+
+
+def time_rows(args, names, timers):
+    """Median over alternating rounds of each timer, at 1 and 2 threads."""
+    times = {}
+    for threads in (1, 2):
+        rounds = {name: [] for name in names}
+        for _ in range(args.rounds):
+            for name in names:
+                rounds[name].append(timers[name](threads))
+        for name in names:
+            values = sorted(rounds[name])
+            times[name, threads] = values[len(values) // 2]
+    return times
+
+
+def bench_random(args, time_kiln_cmd, time_ort_model):
+    """ViT-S and a GPT-2 prefill: Kiln and ORT, fp32 and int8, speed only."""
+    models = "vit,gpt2"
+    if not (args.reuse and all(os.path.exists(os.path.join(args.work, m, "model.onnx"))
+                               for m in models.split(","))):
+        subprocess.run(["/usr/bin/python3",
+                        os.path.join(HERE, "models", "make_models.py"),
+                        args.work, "--models", models], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lines = ["", "## ViT-S/16 and GPT-2-small prefill (128 tokens), random weights",
+             "", "Speed only (random weights say nothing of quality); "
+             "\"int8 vs fp32\" is the largest difference of Kiln's int8 "
+             "output from its fp32 output, relative to the largest fp32 "
+             "value.", "",
+             "| model | runtime | fp32 ms (1 / 2 threads) | int8 ms (1 / 2) "
+             "| int8 speed-up (1 / 2) | int8 vs fp32 |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for model_name in models.split(","):
+        folder = os.path.join(args.work, model_name)
+        model = os.path.join(folder, "model.onnx")
+        inputs = sorted(os.path.join(folder, p) for p in os.listdir(folder)
+                        if p.startswith("input_"))
+        ort_int8 = os.path.join(folder, "ort-int8-dynamic.onnx")
+        if not (args.reuse and os.path.exists(ort_int8)):
+            quantize_dynamic(model, ort_int8, weight_type=QuantType.QInt8)
+        artifacts, outputs = {}, {}
+        for kind, flags in (("fp32", []), ("int8", ["--quantize=int8-dynamic"])):
+            artifacts[kind] = os.path.join(folder, f"kiln-{kind}.so")
+            subprocess.run([os.path.join(args.bin_dir, "kiln-compile"), model,
+                            "-o", artifacts[kind]] + flags, check=True)
+            with tempfile.TemporaryDirectory() as tmp:
+                cmd = [os.path.join(args.bin_dir, "kiln-run"), artifacts[kind],
+                       "--repeat", "1", "--save", tmp]
+                for path in inputs:
+                    cmd += ["--input", path]
+                subprocess.run(cmd, check=True, capture_output=True)
+                outputs[kind] = load_tensor(glob.glob(tmp + "/*.pb")[0])
+        error = float(np.abs(outputs["int8"] - outputs["fp32"]).max() /
+                      np.abs(outputs["fp32"]).max())
+        timers = {
+            "Kiln fp32": lambda t: time_kiln_cmd(artifacts["fp32"], inputs, t),
+            "Kiln int8": lambda t: time_kiln_cmd(artifacts["int8"], inputs, t),
+            "ORT fp32": lambda t: time_ort_model(model, inputs, t),
+            "ORT int8": lambda t: time_ort_model(ort_int8, inputs, t)}
+        times = time_rows(args, list(timers), timers)
+        for runtime in ("Kiln", "ORT"):
+            f, q = f"{runtime} fp32", f"{runtime} int8"
+            lines.append(
+                f"| {model_name} | {runtime} | {times[f, 1]:.2f} / {times[f, 2]:.2f} | "
+                f"{times[q, 1]:.2f} / {times[q, 2]:.2f} | "
+                f"{times[f, 1] / times[q, 1]:.2f}x / {times[f, 2] / times[q, 2]:.2f}x | "
+                + (f"{error:.3f} |" if runtime == "Kiln" else "n/a |"))
+        print(lines[-2], lines[-1], sep="\n", flush=True)
+    return lines
 
 
 def bench_decode(args, time_kiln_cmd, time_ort_model):
@@ -330,6 +402,7 @@ def main():
         lines.append(f"| {name} | {times[name, 1]:.2f} | {times[name, 2]:.2f}"
                      f" | {speedup} | {versus} | {quality[name][0]:.5f} | "
                      f"{quality[name][1]:.5f} |")
+    lines += bench_random(args, time_kiln_cmd, time_ort_model)
     lines += bench_decode(args, time_kiln_cmd, time_ort_model)
     with open(args.output, "w") as f:
         f.write("\n".join(lines) + "\n")

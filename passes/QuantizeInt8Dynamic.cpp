@@ -129,17 +129,27 @@ struct QuantizeInt8DynamicPass
     patterns.add<QuantizeConstantRhs>(&getContext(), panelWidth, minDepth);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
-    // The products with constant weights left in float, for the report.
+    // The products with constant weights left in float, and why, for the
+    // report.
     getOperation()->walk([&](MatMulOp op) {
       auto weight = op.getRhs().getDefiningOp<ConstantOp>();
       auto type = weight ? dyn_cast<RankedTensorType>(weight.getType())
                          : RankedTensorType();
-      if (type && type.getRank() == 2 && type.getDimSize(0) < minDepth)
-        op->setAttr(kKeptFloatAttr,
-                    StringAttr::get(&getContext(),
-                                    "depth " + std::to_string(type.getDimSize(0)) +
-                                        " is below min-depth " +
-                                        std::to_string(minDepth)));
+      if (!type || type.getRank() != 2)
+        return;
+      std::string reason;
+      if (type.getDimSize(0) < minDepth)
+        reason = "depth " + std::to_string(type.getDimSize(0)) +
+                 " is below min-depth " + std::to_string(minDepth);
+      else if (!op.getLhs().getType().hasStaticShape())
+        reason = "its rows are a dynamic dimension, which the quantized "
+                 "product does not take yet";
+      else if (!type.getElementType().isF32())
+        reason = "its weights are not f32";
+      else if (op.getLhs().getType().getRank() < 2)
+        reason = "its input is a vector";
+      if (!reason.empty())
+        op->setAttr(kKeptFloatAttr, StringAttr::get(&getContext(), reason));
     });
   }
 };
