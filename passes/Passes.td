@@ -88,7 +88,7 @@ def PackWeightsPass : Pass<"kiln-pack-weights"> {
 def QuantizeInt8DynamicPass : Pass<"kiln-quantize-int8-dynamic"> {
   let summary = "Matrix products with int8 weights and rows quantized at run time";
   let description = [{
-    Rewrites each `kiln.matmul` of a statically shaped f32 input (rank 2 or
+    Rewrites each `kiln.matmul` of an f32 input (rank 2 or
     more) and a constant f32 `[K, N]` weight into `kiln.quantized_matmul`:
     each weight column is quantized symmetrically to 7 bits (scale
     `max |w| / 63`, integers in `[-63, 63]`; 7 rather than 8 bits so

@@ -40,7 +40,8 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
                                 PatternRewriter &rewriter) const override {
     auto weight = op.getRhs().getDefiningOp<ConstantOp>();
     auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
-    if (!weight || lhsType.getRank() < 2 || !lhsType.hasStaticShape() ||
+    if (!weight || lhsType.getRank() < 2 ||
+        ShapedType::isDynamic(lhsType.getShape().back()) ||
         !lhsType.getElementType().isF32())
       return failure();
     std::optional<ArrayRef<char>> bytes = getRawBytes(weight.getValue());
@@ -141,9 +142,8 @@ struct QuantizeInt8DynamicPass
       if (type.getDimSize(0) < minDepth)
         reason = "depth " + std::to_string(type.getDimSize(0)) +
                  " is below min-depth " + std::to_string(minDepth);
-      else if (!op.getLhs().getType().hasStaticShape())
-        reason = "its rows are a dynamic dimension, which the quantized "
-                 "product does not take yet";
+      else if (ShapedType::isDynamic(op.getLhs().getType().getShape().back()))
+        reason = "its depth is a dynamic dimension";
       else if (!type.getElementType().isF32())
         reason = "its weights are not f32";
       else if (op.getLhs().getType().getRank() < 2)

@@ -44,11 +44,24 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
     MLIRContext *ctx = op.getContext();
     auto inputType = cast<RankedTensorType>(op.getInput().getType());
     RankedTensorType resultType = op.getType();
-    if (!inputType.hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "dynamic rows");
     ArrayRef<int64_t> panels = op.getWeights().getType().getShape();
     int64_t k = inputType.getShape().back();
-    int64_t rows = inputType.getNumElements() / std::max<int64_t>(k, 1);
+    // The rows of all leading dimensions, a count known at run time if any
+    // of them is dynamic (a sequence length).
+    int64_t rows = 1;
+    for (int64_t dim : inputType.getShape().drop_back())
+      rows = ShapedType::isDynamic(dim) || rows == ShapedType::kDynamic
+                 ? ShapedType::kDynamic
+                 : rows * dim;
+    SmallVector<Value> dynamicRows;
+    if (ShapedType::isDynamic(rows)) {
+      Value count = arith::ConstantIndexOp::create(rewriter, loc, 1);
+      for (int64_t d = 0; d + 1 < inputType.getRank(); ++d)
+        count = arith::MulIOp::create(
+            rewriter, loc, count,
+            tensor::DimOp::create(rewriter, loc, adaptor.getInput(), d));
+      dynamicRows.push_back(count);
+    }
     int64_t groups = panels[1], width = panels[2];
     int64_t n = resultType.getShape().back();
     OpBuilder &b = rewriter;
@@ -65,11 +78,13 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
     auto constant = [&](Type t, double v) {
       return createScalarConstant(b, loc, t, v);
     };
-    Value x = reshapeTensor(b, loc, adaptor.getInput(), type({rows, k}, f32));
+    Value x = reshapeTensor(b, loc, adaptor.getInput(), type({rows, k}, f32),
+                            dynamicRows);
 
     // Each row's minimum and maximum, starting from 0.
     Value zero = constant(f32, 0);
-    Value lowInit = createFilledTensor(b, loc, type({rows}, f32), zero);
+    Value lowInit =
+        createFilledTensor(b, loc, type({rows}, f32), zero, dynamicRows);
     auto range = createGeneric(
         b, loc, x, {lowInit, lowInit}, {map(2, {0, 1}), map(2, {0}), map(2, {0})},
         {IteratorType::parallel, IteratorType::reduction},
@@ -81,8 +96,9 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
 
     // Scale (its reciprocal for quantizing) and zero point of each row; an
     // all-zero row gets reciprocal 0, so it quantizes to its zero point, 0.
-    Value rowEmpty = createEmptyTensor(b, loc, type({rows}, f32));
-    Value rowZeroEmpty = createEmptyTensor(b, loc, type({rows}, i32));
+    Value rowEmpty = createEmptyTensor(b, loc, type({rows}, f32), dynamicRows);
+    Value rowZeroEmpty =
+        createEmptyTensor(b, loc, type({rows}, i32), dynamicRows);
     auto params = createGeneric(
         b, loc, range.getResults(), {rowEmpty, rowEmpty, rowZeroEmpty},
         SmallVector<AffineMap>(5, map(1, {0})), {IteratorType::parallel},
@@ -111,7 +127,7 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
     // The rows as uint8, in groups of 4 (zeros past K).
     auto quantize = createGeneric(
         b, loc, {x, inverse, rowZero},
-        createEmptyTensor(b, loc, type({rows, k}, i8)),
+        createEmptyTensor(b, loc, type({rows, k}, i8), dynamicRows),
         {map(2, {0, 1}), map(2, {0}), map(2, {0}), map(2, {0, 1})},
         {IteratorType::parallel, IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -128,18 +144,23 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
     Value quantized = quantize.getResult(0);
     if (k != groups * 4) {
       Value padded = createFilledTensor(b, loc, type({rows, groups * 4}, i8),
-                                        constant(i8, 0));
+                                        constant(i8, 0), dynamicRows);
+      OpFoldResult rowSize = dynamicRows.empty()
+                                 ? OpFoldResult(b.getIndexAttr(rows))
+                                 : OpFoldResult(dynamicRows[0]);
       quantized = tensor::InsertSliceOp::create(
           b, loc, quantized, padded,
           getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{0, 0}),
-          getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{rows, k}),
+          SmallVector<OpFoldResult>{rowSize, b.getIndexAttr(k)},
           getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{1, 1}));
     }
-    quantized = reshapeTensor(b, loc, quantized, type({rows, groups, 4}, i8));
+    quantized = reshapeTensor(b, loc, quantized, type({rows, groups, 4}, i8),
+                              dynamicRows);
 
     // The integer product: loops (row, panel, column, group, lane).
     Value accInit = createFilledTensor(
-        b, loc, type({rows, panels[0], width}, i32), constant(i32, 0));
+        b, loc, type({rows, panels[0], width}, i32), constant(i32, 0),
+        dynamicRows);
     auto product = createGeneric(
         b, loc, {quantized, adaptor.getWeights()}, accInit,
         {map(5, {0, 3, 4}), map(5, {1, 3, 2, 4}), map(5, {0, 1, 2})},
@@ -154,7 +175,8 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
         });
     product->setAttr(kInt8PanelProductAttr, b.getUnitAttr());
     Value acc = reshapeTensor(b, loc, product.getResult(0),
-                              type({rows, panels[0] * width}, i32));
+                              type({rows, panels[0] * width}, i32),
+                              dynamicRows);
     // The real columns of the padded panels (views, no copies).
     auto firstColumns = [&](Value value) -> Value {
       auto valueType = cast<RankedTensorType>(value.getType());
@@ -162,10 +184,15 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
       if (sizes.back() == n)
         return value;
       sizes.back() = n;
-      SmallVector<int64_t> zeros(sizes.size(), 0), ones(sizes.size(), 1);
+      SmallVector<OpFoldResult> offsets(sizes.size(), b.getIndexAttr(0)),
+          strides(sizes.size(), b.getIndexAttr(1)), extents;
+      for (int64_t size : sizes)
+        extents.push_back(ShapedType::isDynamic(size)
+                              ? OpFoldResult(dynamicRows[0])
+                              : OpFoldResult(b.getIndexAttr(size)));
       return tensor::ExtractSliceOp::create(
-          b, loc, type(sizes, valueType.getElementType()), value,
-          ValueRange{}, ValueRange{}, ValueRange{}, zeros, sizes, ones);
+          b, loc, type(sizes, valueType.getElementType()), value, offsets,
+          extents, strides);
     };
 
     // (acc - zero_point * column_sum) * row_scale * scale, the first n
@@ -174,7 +201,7 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
         b, loc,
         {firstColumns(acc), rowZero, rowScale, firstColumns(adaptor.getScales()),
          firstColumns(adaptor.getColumnSums())},
-        createEmptyTensor(b, loc, type({rows, n}, f32)),
+        createEmptyTensor(b, loc, type({rows, n}, f32), dynamicRows),
         {map(2, {0, 1}), map(2, {0}), map(2, {0}), map(2, {1}), map(2, {1}),
          map(2, {0, 1})},
         {IteratorType::parallel, IteratorType::parallel},
@@ -187,7 +214,8 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
                                   ValueRange{arith::MulFOp::create(nb, l, real, scale)});
         });
     rewriter.replaceOp(op, reshapeTensor(b, loc, epilogue.getResult(0),
-                                         resultType));
+                                         resultType,
+                                         getDynamicResultSizes(rewriter, op)));
     return success();
   }
 };

@@ -38,13 +38,16 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
   auto rowType = dyn_cast<MemRefType>(rows.getType());
   auto weightType = dyn_cast<MemRefType>(weights.getType());
   auto sumType = dyn_cast<MemRefType>(sums.getType());
-  if (!rowType || !weightType || !sumType || !rowType.hasStaticShape() ||
-      !weightType.hasStaticShape() || !sumType.hasStaticShape() ||
+  // Only the row count may be dynamic (a sequence length).
+  if (!rowType || !weightType || !sumType ||
+      ShapedType::isDynamicShape(rowType.getShape().drop_front()) ||
+      !weightType.hasStaticShape() ||
+      ShapedType::isDynamicShape(sumType.getShape().drop_front()) ||
       !weightType.getLayout().isIdentity())
     return op.emitError("internal error: kiln.int8_panel_product on ")
            << rows.getType() << ", " << weights.getType() << ", "
            << sums.getType();
-  int64_t rowCount = rowType.getDimSize(0), groups = rowType.getDimSize(1);
+  int64_t groups = rowType.getDimSize(1);
   int64_t panels = weightType.getDimSize(0), width = weightType.getDimSize(2);
   int64_t vectors = width / kLanes;
   assert(width % kLanes == 0 && "panels are whole registers wide");
@@ -62,10 +65,13 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
   Value flatWeights = memref::CollapseShapeOp::create(
       b, loc, weights, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
 
-  auto loop = scf::ParallelOp::create(
-      b, loc, ValueRange{index(0), index(0)},
-      ValueRange{index(llvm::divideCeil(rowCount, kBlockRows)), index(panels)},
-      ValueRange{index(1), index(1)});
+  Value rowCount = memref::DimOp::create(b, loc, rows, 0);
+  Value lastRow = arith::SubIOp::create(b, loc, rowCount, index(1));
+  Value rowBlocks = arith::CeilDivUIOp::create(b, loc, rowCount,
+                                               index(kBlockRows));
+  auto loop = scf::ParallelOp::create(b, loc, ValueRange{index(0), index(0)},
+                                      ValueRange{rowBlocks, index(panels)},
+                                      ValueRange{index(1), index(1)});
   b.setInsertionPointToStart(loop.getBody());
   Value firstRow = arith::MulIOp::create(b, loc, loop.getInductionVars()[0],
                                          index(kBlockRows));
@@ -75,8 +81,7 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
   SmallVector<Value> rowIndices;
   for (int64_t i = 0; i < kBlockRows; ++i)
     rowIndices.push_back(arith::MinSIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, firstRow, index(i)),
-        index(rowCount - 1)));
+        b, loc, arith::AddIOp::create(b, loc, firstRow, index(i)), lastRow));
   Value zero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(words, b.getI32IntegerAttr(0)));
   Value ones = arith::ConstantOp::create(
@@ -120,7 +125,7 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
   for (int64_t i = 0; i < kBlockRows; ++i) {
     Value row = arith::AddIOp::create(b, loc, firstRow, index(i));
     Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                         row, index(rowCount));
+                                         row, rowCount);
     auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
     OpBuilder tb = guard.getThenBodyBuilder();
     for (int64_t c = 0; c < vectors; ++c)

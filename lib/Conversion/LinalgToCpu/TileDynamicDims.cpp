@@ -93,7 +93,9 @@ struct TileDynamicDimsPass
   void runOnOperation() override {
     SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
     getOperation()->walk([&](linalg::LinalgOp op) {
-      if (!op.hasPureTensorSemantics() || op->getNumResults() == 0)
+      // The int8 kernel takes any number of rows itself.
+      if (!op.hasPureTensorSemantics() || op->getNumResults() == 0 ||
+          op->hasAttr(kiln::kInt8PanelProductAttr))
         return;
       if (std::optional<unsigned> dim = getDynamicParallelLoop(op))
         work.push_back({op, *dim});

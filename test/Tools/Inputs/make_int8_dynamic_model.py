@@ -3,9 +3,10 @@
 
 usage: make_int8_dynamic_model.py OUTPUT_DIR
 
-y = Relu(x W1 + b1) W2 + b2 with seeded weights on a [2, 5, 72] input (rows
-and depth that are not multiples of the kernel's blocks; 72 columns of W2's
-output, 4 panels and a half). Writes model.onnx, input_0.pb,
+y = Relu(x W1 + b1) W2 + b2 with seeded weights on a [2, rows, 72] input,
+the data for rows = 5 (rows and depth that are not multiples of the
+kernel's blocks; 72 columns of W2's output, 4 panels and a half). `rows` is
+a named dimension, to be fixed or kept dynamic when compiling. Writes model.onnx, input_0.pb,
 expected_int8.pb (the quantization scheme computed here in numpy, from its
 definition in kiln.quantized_matmul: per-column 7-bit symmetric weights,
 per-row uint8 activations, exact integer sums) and expected_float.pb (the
@@ -58,7 +59,7 @@ def main():
     w2 = (rng.standard_normal((HIDDEN, SHAPE[-1])) / 10).astype(np.float32)
     b2 = (rng.standard_normal(SHAPE[-1]) / 10).astype(np.float32)
     x = rng.standard_normal(SHAPE).astype(np.float32)
-    model = mlp_model(SHAPE, w1, b1, w2, b2)
+    model = mlp_model((SHAPE[0], "rows", SHAPE[2]), w1, b1, w2, b2)
     onnx.save(model, os.path.join(out, "model.onnx"))
 
     hidden = np.maximum(quantized_product(x, w1) + b1, 0).astype(np.float32)
