@@ -103,6 +103,12 @@ typedef enum kiln_quantization {
 kiln_compile_status
 kiln_compiler_options_set_quantization(kiln_compiler_options *options,
                                        int32_t quantization);
+/* Where to write the quantization report (JSON: every product with constant
+ * weights, its precision, scales and weight error), written with the
+ * output; NULL or "" for none (API version 2). */
+kiln_compile_status
+kiln_compiler_options_set_quantization_report(kiln_compiler_options *options,
+                                              const char *path);
 /* An LLVM CPU name ("znver4", "x86-64-v3"); "host" is the machine
  * compiling. An unknown name fails the compile with a diagnostic. */
 kiln_compile_status

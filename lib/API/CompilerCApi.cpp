@@ -113,6 +113,15 @@ kiln_compiler_options_set_quantization(kiln_compiler_options *options,
 }
 
 kiln_compile_status
+kiln_compiler_options_set_quantization_report(kiln_compiler_options *options,
+                                              const char *path) {
+  if (!options)
+    return KILN_COMPILE_INVALID_ARGUMENT;
+  options->compileOptions.quantizationReportPath = path ? path : "";
+  return KILN_COMPILE_OK;
+}
+
+kiln_compile_status
 kiln_compiler_options_set_target_cpu(kiln_compiler_options *options,
                                      const char *cpu) {
   if (!options || !cpu || !*cpu)

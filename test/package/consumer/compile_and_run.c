@@ -144,15 +144,19 @@ static int bad_input_fails_cleanly(const char *workdir) {
   CHECK(seen.errors >= 1 && strstr(seen.first_error, "garbage.onnx"));
   printf("garbage model: %s\n", seen.first_error);
 
-  char model_path[4096], artifact_path[4096];
+  char model_path[4096], artifact_path[4096], report_path[4096];
   snprintf(model_path, sizeof(model_path), "%s/garbage.onnx", workdir);
   snprintf(artifact_path, sizeof(artifact_path), "%s/garbage.so", workdir);
+  snprintf(report_path, sizeof(report_path), "%s/garbage.json", workdir);
+  CHECK(kiln_compiler_options_set_quantization_report(options, report_path) ==
+        KILN_COMPILE_OK);
   CHECK(write_file(model_path, garbage, sizeof(garbage)) == 0);
   seen.errors = 0;
   CHECK(kiln_compile_file(model_path, artifact_path, options) ==
         KILN_COMPILE_FAILED);
   CHECK(seen.errors >= 1);
   CHECK(access(artifact_path, F_OK) != 0);
+  CHECK(access(report_path, F_OK) != 0);
 
   CHECK(kiln_compile_buffer(NULL, 0, NULL, NULL, options, &artifact,
                             &artifact_size) == KILN_COMPILE_INVALID_ARGUMENT);
