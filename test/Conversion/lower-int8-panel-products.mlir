@@ -1,14 +1,15 @@
 // RUN: kiln-opt %s -kiln-lower-int8-panel-products | FileCheck %s
 
 // 6 rows in blocks of 4 (the second block reads row 5 for its last two
-// rows and stores only rows 4 and 5), 2 panels of 16 columns: two
+// rows and stores only rows 4 and 5), 2 panels of 16 columns (the outer
+// loop, so consecutive blocks share a panel in cache): two
 // registers of 8 int32 sums per row, kept through the 3 groups of 4.
 // CHECK-LABEL: func.func @product
 // CHECK: %[[W:.*]] = memref.collapse_shape %arg1 {{\[\[}}0], [1], [2, 3]] : memref<2x3x16x4xi8> into memref<2x3x64xi8>
 // CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0{{.*}} : memref<6x3x4xi8>
 // CHECK: %[[LAST:.*]] = arith.subi %[[ROWS]], %c1
 // CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[ROWS]], %c4
-// CHECK: scf.parallel (%[[RB:.*]], %[[P:.*]]) = ({{.*}}) to (%[[BLOCKS]], %c2{{.*}}) step
+// CHECK: scf.parallel (%[[P:.*]], %[[RB:.*]]) = ({{.*}}) to (%c2{{.*}}, %[[BLOCKS]]) step
 // CHECK: arith.minsi %{{.*}}, %[[LAST]]
 // CHECK: %[[SUMS:.*]]:8 = scf.for %[[G:.*]] = {{.*}} iter_args({{.*}}) -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>)
 // CHECK: vector.load %[[W]][%[[P]], %[[G]], %{{.*}}] : memref<2x3x64xi8>, vector<32xi8>

@@ -69,13 +69,16 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
   Value lastRow = arith::SubIOp::create(b, loc, rowCount, index(1));
   Value rowBlocks = arith::CeilDivUIOp::create(b, loc, rowCount,
                                                index(kBlockRows));
+  // Panels outermost: consecutive iterations share a panel (a few KB, in
+  // L1) and sweep the rows (in L2), where rows outermost would stream every
+  // panel again for each block of rows.
   auto loop = scf::ParallelOp::create(b, loc, ValueRange{index(0), index(0)},
-                                      ValueRange{rowBlocks, index(panels)},
+                                      ValueRange{index(panels), rowBlocks},
                                       ValueRange{index(1), index(1)});
   b.setInsertionPointToStart(loop.getBody());
-  Value firstRow = arith::MulIOp::create(b, loc, loop.getInductionVars()[0],
+  Value panel = loop.getInductionVars()[0];
+  Value firstRow = arith::MulIOp::create(b, loc, loop.getInductionVars()[1],
                                          index(kBlockRows));
-  Value panel = loop.getInductionVars()[1];
   // Rows past the end read the last row (the loads stay in bounds) and
   // are not stored.
   SmallVector<Value> rowIndices;
