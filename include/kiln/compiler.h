@@ -99,7 +99,8 @@ typedef enum kiln_quantization {
   KILN_QUANTIZE_INT8_DYNAMIC = 1,
 } kiln_quantization;
 
-/* One of kiln_quantization; default KILN_QUANTIZE_NONE. Applies from -O1. */
+/* One of kiln_quantization; default KILN_QUANTIZE_NONE. Applies at every
+ * -O level: it changes what the model computes (-O0 runs it on plain loops). */
 kiln_compile_status
 kiln_compiler_options_set_quantization(kiln_compiler_options *options,
                                        int32_t quantization);

@@ -89,7 +89,8 @@ struct CompileOptions {
   /// "host" is the machine compiling, with the features it has.
   std::string targetCpu = "host";
   OptLevel optLevel = OptLevel::O2;
-  /// Quantization of the model's float products (from -O1).
+  /// Quantization of the model's float products, at every level: it
+  /// changes what the model computes (-O0 runs it on plain loops).
   Quantization quantization = Quantization::None;
   /// Where to write the quantization report (JSON: every product with
   /// constant weights, its precision, scales and weight error); empty:

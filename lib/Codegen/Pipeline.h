@@ -17,7 +17,7 @@ void registerKilnPasses();
 
 /// Adds the target-independent graph passes on the kiln dialect: constant
 /// folding (from -O1), the recognition of layer norms and attention (from
-/// -O2), `quantization` of the products left (from -O1), and the run-time
+/// -O2), `quantization` of the products left (at every level), and the run-time
 /// checks that give every entry point its status result.
 void buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level,
                         Quantization quantization = Quantization::None);
