@@ -10,6 +10,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <cstring>
+
 namespace kiln {
 #define GEN_PASS_DEF_FOLDCONSTANTSPASS
 #include "passes/Passes.h.inc"
@@ -67,6 +69,78 @@ struct FoldConstantOperands : RewritePattern {
   int64_t maxElements;
 };
 
+/// The integers of constant `elements` (8-bit ones read as unsigned with
+/// `isUnsigned`), or nullopt for a blob without bytes.
+std::optional<SmallVector<int64_t>> getIntegers(ElementsAttr elements,
+                                                bool isUnsigned) {
+  auto extend = [&](const APInt &bits) {
+    return isUnsigned ? static_cast<int64_t>(bits.getZExtValue())
+                      : bits.getSExtValue();
+  };
+  SmallVector<int64_t> values;
+  if (auto dense = dyn_cast<DenseElementsAttr>(elements)) {
+    for (const APInt &bits : dense.getValues<APInt>())
+      values.push_back(extend(bits));
+    return values;
+  }
+  std::optional<ArrayRef<char>> bytes = getRawBytes(elements);
+  if (!bytes)
+    return std::nullopt;
+  unsigned width = elements.getElementType().getIntOrFloatBitWidth();
+  for (size_t i = 0; i < bytes->size(); i += width / 8) {
+    uint64_t raw = 0;
+    std::memcpy(&raw, bytes->data() + i, width / 8);
+    values.push_back(extend(APInt(width, raw)));
+  }
+  return values;
+}
+
+/// kiln.dequantize of constants (a QDQ model's weights) becomes the float
+/// constant it computes, `(q - zero_point) * scale` exactly as at run time,
+/// so the product it feeds gets a constant weight: packed, and not
+/// dequantized again on every run.
+struct FoldDequantize : OpRewritePattern<DequantizeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(DequantizeOp op,
+                                PatternRewriter &rewriter) const override {
+    auto input = op.getInput().getDefiningOp<ConstantOp>();
+    DenseElementsAttr scale = getConstantElements(op.getScale());
+    auto zeroPoint = op.getZeroPoint().getDefiningOp<ConstantOp>();
+    if (!input || !scale || !zeroPoint || !op.getType().hasStaticShape())
+      return failure();
+    bool isUnsigned = op.getInputUnsigned();
+    std::optional<SmallVector<int64_t>> values =
+        getIntegers(input.getValue(), isUnsigned);
+    std::optional<SmallVector<int64_t>> zeros =
+        getIntegers(zeroPoint.getValue(), isUnsigned);
+    if (!values || !zeros)
+      return failure();
+    SmallVector<float> scales(scale.getValues<float>());
+    RankedTensorType type = op.getType();
+    // The index along the axis of flat element i: i / inner % size.
+    int64_t inner = 1, size = 1;
+    if (std::optional<int64_t> axis = op.getAxis()) {
+      size = type.getDimSize(*axis);
+      for (int64_t d = *axis + 1; d < type.getRank(); ++d)
+        inner *= type.getDimSize(d);
+    }
+    ElementsAttr folded = createElements(type, [&](MutableArrayRef<char> out) {
+      float *result = reinterpret_cast<float *>(out.data());
+      for (size_t i = 0; i < values->size(); ++i) {
+        int64_t channel = static_cast<int64_t>(i) / inner % size;
+        int64_t difference = static_cast<int32_t>(
+            (*values)[i] - (*zeros)[zeros->size() == 1 ? 0 : channel]);
+        result[i] = static_cast<float>(difference) *
+                    scales[scales.size() == 1 ? 0 : channel];
+      }
+    });
+    rewriter.replaceOpWithNewOp<ConstantOp>(op, folded);
+    eraseIfUnused(rewriter, input, input.getValue());
+    return success();
+  }
+};
+
 struct FoldConstantsPass
     : kiln::impl::FoldConstantsPassBase<FoldConstantsPass> {
   using FoldConstantsPassBase::FoldConstantsPassBase;
@@ -74,6 +148,7 @@ struct FoldConstantsPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<FoldConstantOperands>(&getContext(), maxElements);
+    patterns.add<FoldDequantize>(&getContext());
     // Only this pass's size policy decides: the op folders' own (smaller)
     // limit would fold past a lower max-elements.
     GreedyRewriteConfig config;

@@ -85,6 +85,31 @@ def PackWeightsPass : Pass<"kiln-pack-weights"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FloatIntegerProductsPass : Pass<"kiln-float-integer-products"> {
+  let summary = "Integer products with constant weights as float products";
+  let description = [{
+    A `kiln.matmul_integer` whose right operand and zero points are
+    constants, used only by a cast to f32 (the MatMulInteger, Cast, Mul
+    chain of ONNX Runtime's quantize_dynamic models), becomes a float
+    `kiln.matmul` of the left operand less its zero point, as f32, and the
+    constant weights less theirs: the packed fp32 kernel instead of 32-bit
+    integer multiplies. The differences are integers that f32 holds
+    exactly; only the sums round, as any float product's do.
+
+    ```mlir
+    %p = kiln.matmul_integer %q, %w, %zq, %zw {lhs_unsigned} : tensor<8x64xi8>, tensor<64x32xi8>, tensor<i8>, tensor<i8> -> tensor<8x32xi32>
+    %f = kiln.cast %p : tensor<8x32xi32> -> tensor<8x32xf32>
+    // becomes
+    %x = kiln.cast %q {input_unsigned} : tensor<8x64xi8> -> tensor<8x64xf32>
+    %z = kiln.cast %zq {input_unsigned} : tensor<i8> -> tensor<f32>
+    %d = kiln.sub %x, %z : tensor<8x64xf32>, tensor<f32>
+    %c = kiln.constant dense<...> : tensor<64x32xf32>
+    %f = kiln.matmul %d, %c : tensor<8x64xf32>, tensor<64x32xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def QuantizeInt8DynamicPass : Pass<"kiln-quantize-int8-dynamic"> {
   let summary = "Matrix products with int8 weights and rows quantized at run time";
   let description = [{

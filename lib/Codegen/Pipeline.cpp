@@ -28,6 +28,7 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level,
                               Quantization quantization) {
   if (level >= OptLevel::O1) {
     pm.addPass(createFoldConstantsPass());
+    pm.addPass(createFloatIntegerProductsPass());
     // Constants to the right of commutative ops: the fusions match one
     // operand order.
     pm.addPass(createCanonicalizerPass());

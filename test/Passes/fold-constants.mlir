@@ -108,3 +108,20 @@ func.func @growing_broadcast() -> tensor<2x3xf32> {
   %b = kiln.broadcast %a : tensor<3xf32> -> tensor<2x3xf32>
   return %b : tensor<2x3xf32>
 }
+
+// -----
+
+// A QDQ model's weights: dequantize of constants is the float constant,
+// (q - zero_point) * scale per column (uint8 here: -1 is 255, (255 - 5) * 0.5
+// = 125).
+// CHECK-LABEL: func.func @dequantize_weights
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[}}2.500000e+00, -2.000000e+00], [1.250000e+02, 0.000000e+00]]> : tensor<2x2xf32>
+// CHECK: return %[[W]]
+// CHECK-NOT: kiln.dequantize
+func.func @dequantize_weights() -> tensor<2x2xf32> {
+  %q = kiln.constant dense<[[10, 0], [-1, 2]]> : tensor<2x2xi8>
+  %s = kiln.constant dense<[0.5, 1.0]> : tensor<2xf32>
+  %z = kiln.constant dense<[5, 2]> : tensor<2xi8>
+  %w = kiln.dequantize %q, %s, %z axis = 1 {input_unsigned} : tensor<2x2xi8>, tensor<2xf32>, tensor<2xi8> -> tensor<2x2xf32>
+  return %w : tensor<2x2xf32>
+}
