@@ -3,6 +3,9 @@
 #define KILN_PASSES_CONSTANTMATCH_H
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
+
+#include <cstring>
 
 #include <optional>
 
@@ -22,6 +25,32 @@ inline std::optional<float> getSplatF32(mlir::Value value) {
   if (!dense || !dense.isSplat() || !dense.getElementType().isF32())
     return std::nullopt;
   return dense.getSplatValue<float>();
+}
+
+/// The integers of constant `elements` (8-bit ones read as unsigned with
+/// `isUnsigned`), or nullopt for a blob without bytes.
+inline std::optional<llvm::SmallVector<int64_t>>
+getIntegers(mlir::ElementsAttr elements, bool isUnsigned) {
+  auto extend = [&](const llvm::APInt &bits) {
+    return isUnsigned ? static_cast<int64_t>(bits.getZExtValue())
+                      : bits.getSExtValue();
+  };
+  llvm::SmallVector<int64_t> values;
+  if (auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(elements)) {
+    for (const llvm::APInt &bits : dense.getValues<llvm::APInt>())
+      values.push_back(extend(bits));
+    return values;
+  }
+  std::optional<llvm::ArrayRef<char>> bytes = getRawBytes(elements);
+  if (!bytes)
+    return std::nullopt;
+  unsigned width = elements.getElementType().getIntOrFloatBitWidth();
+  for (size_t i = 0; i < bytes->size(); i += width / 8) {
+    uint64_t raw = 0;
+    std::memcpy(&raw, bytes->data() + i, width / 8);
+    values.push_back(extend(llvm::APInt(width, raw)));
+  }
+  return values;
 }
 
 } // namespace kiln

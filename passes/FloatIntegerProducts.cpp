@@ -10,6 +10,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/Kiln/IR/Weights.h"
+#include "passes/ConstantMatch.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -24,29 +25,14 @@ using namespace kiln;
 
 namespace {
 
-/// The integers of a dense constant, 8-bit ones unsigned with `isUnsigned`.
-std::optional<SmallVector<int64_t>> getDenseIntegers(Value value,
-                                                     bool isUnsigned) {
+/// The integers of the constant `value`, 8-bit ones unsigned with
+/// `isUnsigned`; nullopt if it is not a constant.
+std::optional<SmallVector<int64_t>> getConstantIntegers(Value value,
+                                                        bool isUnsigned) {
   auto constant = value.getDefiningOp<ConstantOp>();
-  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
-                        : DenseElementsAttr();
-  std::optional<ArrayRef<char>> bytes =
-      constant ? getRawBytes(constant.getValue()) : std::nullopt;
-  SmallVector<int64_t> values;
-  auto extend = [&](int8_t byte) {
-    return isUnsigned ? int64_t(uint8_t(byte)) : int64_t(byte);
-  };
-  if (dense) {
-    for (const APInt &bits : dense.getValues<APInt>())
-      values.push_back(isUnsigned ? int64_t(bits.getZExtValue())
-                                  : bits.getSExtValue());
-  } else if (bytes) {
-    for (char byte : *bytes)
-      values.push_back(extend(static_cast<int8_t>(byte)));
-  } else {
+  if (!constant)
     return std::nullopt;
-  }
-  return values;
+  return getIntegers(constant.getValue(), isUnsigned);
 }
 
 struct FloatConstantProduct : OpRewritePattern<CastOp> {
@@ -66,9 +52,9 @@ struct FloatConstantProduct : OpRewritePattern<CastOp> {
       return failure();
     bool rhsUnsigned = product.getRhsUnsigned();
     std::optional<SmallVector<int64_t>> weights =
-        getDenseIntegers(product.getRhs(), rhsUnsigned);
+        getConstantIntegers(product.getRhs(), rhsUnsigned);
     std::optional<SmallVector<int64_t>> zeros =
-        getDenseIntegers(product.getRhsZeroPoint(), rhsUnsigned);
+        getConstantIntegers(product.getRhsZeroPoint(), rhsUnsigned);
     if (!weights || !zeros)
       return failure();
     int64_t columns = weightType.getDimSize(1);

@@ -69,32 +69,6 @@ struct FoldConstantOperands : RewritePattern {
   int64_t maxElements;
 };
 
-/// The integers of constant `elements` (8-bit ones read as unsigned with
-/// `isUnsigned`), or nullopt for a blob without bytes.
-std::optional<SmallVector<int64_t>> getIntegers(ElementsAttr elements,
-                                                bool isUnsigned) {
-  auto extend = [&](const APInt &bits) {
-    return isUnsigned ? static_cast<int64_t>(bits.getZExtValue())
-                      : bits.getSExtValue();
-  };
-  SmallVector<int64_t> values;
-  if (auto dense = dyn_cast<DenseElementsAttr>(elements)) {
-    for (const APInt &bits : dense.getValues<APInt>())
-      values.push_back(extend(bits));
-    return values;
-  }
-  std::optional<ArrayRef<char>> bytes = getRawBytes(elements);
-  if (!bytes)
-    return std::nullopt;
-  unsigned width = elements.getElementType().getIntOrFloatBitWidth();
-  for (size_t i = 0; i < bytes->size(); i += width / 8) {
-    uint64_t raw = 0;
-    std::memcpy(&raw, bytes->data() + i, width / 8);
-    values.push_back(extend(APInt(width, raw)));
-  }
-  return values;
-}
-
 /// kiln.dequantize of constants (a QDQ model's weights) becomes the float
 /// constant it computes, `(q - zero_point) * scale` exactly as at run time,
 /// so the product it feeds gets a constant weight: packed, and not
