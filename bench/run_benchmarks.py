@@ -156,6 +156,15 @@ def contraction_gflop(model):
     return flop / 1e9
 
 
+def cpu_model():
+    """The CPU's model name, from /proc/cpuinfo."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
 def measure_fma_peak():
     """One core's fp32 FMA throughput in GFLOP/s (bench/fma_peak.c)."""
     compiler = next((c for c in ("clang-22", "clang", "cc")
@@ -297,12 +306,7 @@ def main():
               f"{iree_cells[1]} ms (1 / 2 threads); max rel err {rel_err:.2e}",
               flush=True)
 
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    cpu = cpu_model()
     depth = f", {args.layers} layers" if args.layers else ""
     lines = [
         "# Benchmarks: Kiln vs ONNX Runtime",

@@ -46,8 +46,8 @@ from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from run_benchmarks import (ORT_WORKER, load_tensor,  # noqa: E402
-                            measure_fma_peak, time_process)
+from run_benchmarks import (ORT_WORKER, cpu_model,  # noqa: E402
+                            load_tensor, measure_fma_peak, time_process)
 
 ORT_EMBED = r"""
 import sys, numpy as np, onnx, onnxruntime as ort
@@ -366,12 +366,7 @@ def main():
                        key=lambda p: int(p.split("_")[-2].split("/")[0])))]
 
     peak = measure_fma_peak()
-    cpu = "unknown CPU"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    cpu = cpu_model()
     lines = [
         "# Benchmarks: quantized models",
         "",
