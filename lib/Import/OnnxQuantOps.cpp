@@ -469,6 +469,18 @@ Value alongChannels(NodeImporter &node, Value values, int64_t resultRank) {
   return createReshape(node, perTensor, shape);
 }
 
+/// The convolution, exact in i32, of operands `input` and `filter` less the
+/// zero points at `inputZero` and `filterZero`.
+FailureOr<Value> createIntegerConvolution(NodeImporter &node, unsigned input,
+                                          unsigned inputZero, unsigned filter,
+                                          unsigned filterZero) {
+  FailureOr<Value> x = widenLessZeroPoint(node, input, inputZero);
+  FailureOr<Value> w = widenLessZeroPoint(node, filter, filterZero);
+  if (failed(x) || failed(w))
+    return failure();
+  return createConvolution(node, *x, *w);
+}
+
 } // namespace
 
 /// ConvInteger: the convolution of the operands less their zero points,
@@ -476,11 +488,7 @@ Value alongChannels(NodeImporter &node, Value values, int64_t resultRank) {
 LogicalResult kiln::importConvInteger(NodeImporter &node) {
   if (failed(node.getOperand(0)) || failed(node.getOperand(1)))
     return failure();
-  FailureOr<Value> input = widenLessZeroPoint(node, 0, 2);
-  FailureOr<Value> filter = widenLessZeroPoint(node, 1, 3);
-  if (failed(input) || failed(filter))
-    return failure();
-  FailureOr<Value> conv = createConvolution(node, *input, *filter);
+  FailureOr<Value> conv = createIntegerConvolution(node, 0, 2, 1, 3);
   if (failed(conv))
     return failure();
   node.results.push_back(*conv);
@@ -500,11 +508,7 @@ LogicalResult kiln::importQLinearConv(NodeImporter &node) {
       return failure();
   if (failed(requireByteOperand(node, 7, "the result's zero point")))
     return failure();
-  FailureOr<Value> input = widenLessZeroPoint(node, 0, 2);
-  FailureOr<Value> filter = widenLessZeroPoint(node, 3, 5);
-  if (failed(input) || failed(filter))
-    return failure();
-  FailureOr<Value> conv = createConvolution(node, *input, *filter);
+  FailureOr<Value> conv = createIntegerConvolution(node, 0, 2, 3, 5);
   if (failed(conv))
     return failure();
   int64_t rank = cast<RankedTensorType>(conv->getType()).getRank();

@@ -28,6 +28,15 @@ AffineMap getParamMap(MLIRContext *ctx, unsigned rank,
   return AffineMap::get(rank, 0, getAffineDimExpr(*axis, ctx));
 }
 
+/// `value - zeroPoint` as i32, both read with the same signedness.
+Value createWidenedSub(OpBuilder &b, Location loc, Value value,
+                       Value zeroPoint, bool isUnsigned) {
+  Type i32 = b.getI32Type();
+  return arith::SubIOp::create(b, loc,
+                               createCast(b, loc, value, i32, isUnsigned),
+                               createCast(b, loc, zeroPoint, i32, isUnsigned));
+}
+
 /// `saturate(round_half_even(x / scale) + zeroPoint)` for the 8-bit range
 /// (signed, or unsigned with `isUnsigned`). A NaN saturates to the range's
 /// low end, so no input makes the conversion undefined.
@@ -109,10 +118,8 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
                           getDynamicResultSizes(rewriter, op)),
         ArrayRef<AffineMap>{identity, param, param, identity}, iterators,
         [&](OpBuilder &b, Location l, ValueRange args) {
-          Type i32 = b.getI32Type();
-          Value difference = arith::SubIOp::create(
-              b, l, createCast(b, l, args[0], i32, isUnsigned),
-              createCast(b, l, args[2], i32, isUnsigned));
+          Value difference =
+              createWidenedSub(b, l, args[0], args[2], isUnsigned);
           Value real = createCast(b, l, difference, args[1].getType());
           Value product = arith::MulFOp::create(b, l, real, args[1]);
           linalg::YieldOp::create(b, l, product);
@@ -193,11 +200,8 @@ Value createWidenedDifference(OpBuilder &b, Location loc, Value value,
                                getDynamicSizes(b, loc, value)),
              ArrayRef<AffineMap>{identity, zeroMap, identity}, iterators,
              [&](OpBuilder &nb, Location l, ValueRange args) {
-               Type i32 = nb.getI32Type();
-               Value difference = arith::SubIOp::create(
-                   nb, l, createCast(nb, l, args[0], i32, isUnsigned),
-                   createCast(nb, l, args[1], i32, isUnsigned));
-               linalg::YieldOp::create(nb, l, difference);
+               linalg::YieldOp::create(
+                   nb, l, createWidenedSub(nb, l, args[0], args[1], isUnsigned));
              })
       .getResult(0);
 }
