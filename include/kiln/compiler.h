@@ -35,7 +35,7 @@ extern "C" {
 
 /* The version of this API; kiln_compiler_api_version() returns the
  * library's. */
-#define KILN_COMPILER_API_VERSION 2
+#define KILN_COMPILER_API_VERSION 3
 
 typedef enum kiln_compile_status {
   KILN_COMPILE_OK = 0,
@@ -97,6 +97,10 @@ typedef enum kiln_quantization {
   /* Products with constant weights: int8 weights (7 bits, a scale per
    * output column), the other operand quantized row by row at run time. */
   KILN_QUANTIZE_INT8_DYNAMIC = 1,
+  /* Products with constant weights: 4-bit weights, a scale per block of 32
+   * rows of a column, the other operand quantized row by row at run time
+   * (API version 3). */
+  KILN_QUANTIZE_INT4_WEIGHT = 2,
 } kiln_quantization;
 
 /* One of kiln_quantization; default KILN_QUANTIZE_NONE. Applies at every

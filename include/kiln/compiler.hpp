@@ -50,6 +50,10 @@ enum class Quantization {
   /// scale per output column), each row of the other operand quantized to
   /// uint8 when the model runs.
   Int8Dynamic,
+  /// Matrix products with constant weights: 4-bit weights with one scale
+  /// per block of 32 rows of a column, rows of the other operand quantized
+  /// to uint8 when the model runs. For memory-bound products (decoders).
+  Int4Weight,
 };
 
 /// What a compile produces.

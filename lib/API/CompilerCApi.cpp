@@ -104,11 +104,18 @@ kiln_compile_status
 kiln_compiler_options_set_quantization(kiln_compiler_options *options,
                                        int32_t quantization) {
   if (!options || quantization < KILN_QUANTIZE_NONE ||
-      quantization > KILN_QUANTIZE_INT8_DYNAMIC)
+      quantization > KILN_QUANTIZE_INT4_WEIGHT)
     return KILN_COMPILE_INVALID_ARGUMENT;
-  options->compileOptions.quantization =
-      quantization == KILN_QUANTIZE_INT8_DYNAMIC ? kiln::Quantization::Int8Dynamic
-                                                 : kiln::Quantization::None;
+  switch (quantization) {
+  case KILN_QUANTIZE_INT8_DYNAMIC:
+    options->compileOptions.quantization = kiln::Quantization::Int8Dynamic;
+    break;
+  case KILN_QUANTIZE_INT4_WEIGHT:
+    options->compileOptions.quantization = kiln::Quantization::Int4Weight;
+    break;
+  default:
+    options->compileOptions.quantization = kiln::Quantization::None;
+  }
   return KILN_COMPILE_OK;
 }
 

@@ -42,6 +42,8 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level,
   // reference path is the quantized model on plain loops.
   if (quantization == Quantization::Int8Dynamic)
     pm.addPass(createQuantizeInt8DynamicPass());
+  if (quantization == Quantization::Int4Weight)
+    pm.addPass(createQuantizeInt4WeightPass());
   pm.addPass(createInsertRuntimeChecksPass());
 }
 
@@ -95,8 +97,10 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   pm.addPass(createMemRefCopyToLinalgPass());
   SmallVector<StringRef> features;
   cpuFeatures.split(features, ',');
-  if (optimize && llvm::is_contained(features, "avx2"))
+  if (optimize && llvm::is_contained(features, "avx2")) {
     pm.addPass(createLowerInt8PanelProductsPass());
+    pm.addPass(createLowerInt4PanelProductsPass());
+  }
   if (optimize)
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   else

@@ -7,6 +7,7 @@
 #include "llvm/Support/JSON.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace mlir;
 using namespace kiln;
@@ -23,37 +24,67 @@ std::string getNodeName(Location loc) {
 
 std::string kiln::renderQuantizationReport(ModuleOp module) {
   llvm::json::Array layers;
-  int64_t floatBytes = 0, quantizedBytes = 0;
+  int64_t floatBytes = 0, int8Bytes = 0, int4Bytes = 0;
+  // The smallest and largest scale of the first `n` columns in a constant
+  // `scales` tensor: [columns] for int8, [panels, blocks, width] for int4
+  // (the padded columns past `n` are 0).
+  auto scaleRange = [](Value scales, int64_t n) -> std::pair<float, float> {
+    auto constant = scales.getDefiningOp<ConstantOp>();
+    auto values = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                           : DenseElementsAttr();
+    if (!values)
+      return {0, 0};
+    ArrayRef<int64_t> shape = values.getType().getShape();
+    int64_t width = shape.back(), perPanel = values.getNumElements() / shape[0];
+    if (shape.size() == 1)
+      perPanel = width;
+    float low = INFINITY, high = -INFINITY;
+    int64_t i = 0;
+    for (float v : values.getValues<float>()) {
+      int64_t column = (i / perPanel) * width + i % width;
+      ++i;
+      if (column < n) {
+        low = std::min(low, v);
+        high = std::max(high, v);
+      }
+    }
+    return {low, high};
+  };
+  // What every quantized product reports; k and n set for the byte count.
+  int64_t k = 0, n = 0;
+  auto describe = [&](Operation *product, Value input, Value scales,
+                      StringRef precision, StringRef weights) {
+    k = cast<RankedTensorType>(input.getType()).getShape().back();
+    n = cast<RankedTensorType>(product->getResult(0).getType()).getShape().back();
+    auto [low, high] = scaleRange(scales, n);
+    auto error = product->getAttrOfType<FloatAttr>(kWeightErrorAttr);
+    return llvm::json::Object{
+        {"node", getNodeName(product->getLoc())},
+        {"k", k},
+        {"n", n},
+        {"precision", precision},
+        {"weights", weights},
+        {"activations", "uint8, one scale and zero point per row, at run time"},
+        {"weight_scale_min", low},
+        {"weight_scale_max", high},
+        // -1 where the weights came quantized (an imported int4 model).
+        {"weight_error", error ? error.getValueAsDouble() : -1.0}};
+  };
   module.walk([&](Operation *op) {
     if (auto product = dyn_cast<QuantizedMatMulOp>(op)) {
-      int64_t k = cast<RankedTensorType>(product.getInput().getType())
-                      .getShape()
-                      .back();
-      int64_t n = product.getType().getShape().back();
-      auto scales = dyn_cast_if_present<DenseElementsAttr>(
-          product.getScales().getDefiningOp<ConstantOp>()
-              ? product.getScales().getDefiningOp<ConstantOp>().getValue()
-              : Attribute());
-      float low = 0, high = 0;
-      if (scales) {
-        SmallVector<float> values(scales.getValues<float>());
-        values.resize(n);
-        auto [min, max] = std::minmax_element(values.begin(), values.end());
-        low = *min;
-        high = *max;
-      }
-      auto error = product->getAttrOfType<FloatAttr>(kWeightErrorAttr);
-      layers.push_back(llvm::json::Object{
-          {"node", getNodeName(product.getLoc())},
-          {"k", k},
-          {"n", n},
-          {"precision", "int8"},
-          {"weights", "7-bit symmetric, one scale per output column"},
-          {"activations", "uint8, one scale and zero point per row, at run time"},
-          {"weight_scale_min", low},
-          {"weight_scale_max", high},
-          {"weight_error", error ? error.getValueAsDouble() : -1.0}});
-      quantizedBytes += k * n;
+      layers.push_back(describe(product, product.getInput(),
+                                product.getScales(), "int8",
+                                "7-bit symmetric, one scale per output column"));
+      int8Bytes += k * n;
+      return;
+    }
+    if (auto product = dyn_cast<Int4MatMulOp>(op)) {
+      llvm::json::Object layer = describe(
+          product, product.getInput(), product.getScales(), "int4",
+          "4-bit symmetric, one scale per block of rows of a column");
+      layer["block_size"] = product.getBlockSize();
+      layers.push_back(std::move(layer));
+      int4Bytes += llvm::divideCeil(k * n, 2);
       return;
     }
     auto matmul = dyn_cast<MatMulOp>(op);
@@ -75,7 +106,8 @@ std::string kiln::renderQuantizationReport(ModuleOp module) {
   llvm::json::OStream json(os, /*IndentSize=*/2);
   json.value(llvm::json::Object{
       {"layers", std::move(layers)},
-      {"weight_bytes", llvm::json::Object{{"int8", quantizedBytes},
+      {"weight_bytes", llvm::json::Object{{"int8", int8Bytes},
+                                          {"int4", int4Bytes},
                                           {"float32", floatBytes}}}});
   os << "\n";
   return text;

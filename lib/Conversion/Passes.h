@@ -25,6 +25,11 @@ namespace kiln {
 /// kiln-lower-int8-panel-products replaces with a register-blocked kernel.
 inline constexpr llvm::StringLiteral kInt8PanelProductAttr =
     "kiln.int8_panel_product";
+/// Marks the generic of a lowered kiln.int4_matmul that computes its
+/// block-scaled product (uint8 rows times packed 4-bit weight panels), which
+/// kiln-lower-int4-panel-products replaces with a register-blocked kernel.
+inline constexpr llvm::StringLiteral kInt4PanelProductAttr =
+    "kiln.int4_panel_product";
 
 #define GEN_PASS_DECL
 #include "lib/Conversion/Passes.h.inc"

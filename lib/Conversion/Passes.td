@@ -467,6 +467,41 @@ def LowerInt8PanelProductsPass : Pass<"kiln-lower-int8-panel-products"> {
                            "mlir::LLVM::LLVMDialect"];
 }
 
+def LowerInt4PanelProductsPass : Pass<"kiln-lower-int4-panel-products"> {
+  let summary = "Register-blocked AVX2 kernel for the block-scaled products of kiln.int4_matmul";
+  let description = [{
+    Replaces each bufferized `linalg.generic` marked
+    `kiln.int4_panel_product` (uint8 rows `[R, 2G, 4]` times packed 4-bit
+    weight panels `[P, G, W, 4]`, block scales `[P, blocks, W]`, into f32
+    `[R, P, W]`) with an `scf.parallel` over panels and blocks of 2 rows.
+    Each 32-byte load of weights holds two groups of 4 rows: `vpand` keeps
+    the low 4 bits, `vpsrlw` and `vpand` the high, and `vpsubb` of 8 makes
+    them signed; the products then run as in the int8 kernel
+    (`vpmaddubsw`, `vpmaddwd`) into int32 sums, which at the end of each
+    block of rows are converted and multiplied by the block's scales into
+    float sums (`vfmadd`). Only for targets with AVX2; 4-bit weights keep
+    the 16-bit pair sums exact.
+
+    ```mlir
+    linalg.generic {..., kiln.int4_panel_product} ins(%q, %w, %s : memref<1x192x4xi8>, memref<144x96x16x4xi8>, memref<144x24x16xf32>) outs(%acc : memref<1x144x16xf32>)
+    // becomes
+    scf.parallel (%p, %rb) = (%c0, %c0) to (%c144, %c1) step (%c1, %c1) {
+      %totals:4 = scf.for %b = %c0 to %c24 step %c1 iter_args(...) -> (vector<8xf32>, ...) {
+        %sums:4 = scf.for %g = %c0 to %c4 step %c1 iter_args(...) -> (vector<8xi32>, ...) {
+          %low = arith.andi %packed, %mask : vector<32xi8>
+          ...
+        }
+        %t = vector.fma %real, %scale, %total : vector<8xf32>
+      }
+      vector.store ...
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
 def VectorizeGenericsPass : Pass<"kiln-vectorize-generics"> {
   let summary = "Vectorize elementwise ops and reductions in SIMD-wide blocks";
   let description = [{

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
 
+#include "dialects/Kiln/IR/Int4Weights.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/Kiln/IR/Weights.h"
 
@@ -330,14 +331,45 @@ unsigned extractBits(const uint8_t *bytes, int64_t index, int64_t bits) {
   return value;
 }
 
+/// MatMulNBits' product on its weights dequantized to a float [K, N]
+/// matrix.
+FailureOr<Value>
+createDequantizedProduct(NodeImporter &node, Value input, int64_t k, int64_t n,
+                         int64_t blocks, int64_t blockSize, int64_t bits,
+                         ArrayRef<uint8_t> packed, ArrayRef<float> scales,
+                         function_ref<float(int64_t, int64_t)> zeroPoint) {
+  int64_t blob = blockSize * bits / 8;
+  auto type = RankedTensorType::get({k, n}, node.b.getF32Type());
+  ElementsAttr weights = createElements(type, [&](MutableArrayRef<char> out) {
+    float *w = reinterpret_cast<float *>(out.data());
+    for (int64_t col = 0; col < n; ++col)
+      for (int64_t block = 0; block < blocks; ++block) {
+        const uint8_t *bytes = packed.data() + (col * blocks + block) * blob;
+        float scale = scales[col * blocks + block];
+        float zero = zeroPoint(col, block);
+        for (int64_t i = 0; i < blockSize && block * blockSize + i < k; ++i)
+          w[(block * blockSize + i) * n + col] =
+              (float(extractBits(bytes, i, bits)) - zero) * scale;
+      }
+  });
+  Value matrix = ConstantOp::create(node.b, node.loc, weights);
+  return createInferred<MatMulOp>(node, {input, matrix});
+}
+
+/// Columns per panel of the 4-bit products MatMulNBits imports as: the
+/// AVX2 kernel's block width, as kiln-quantize-int4-weight's default.
+constexpr int64_t kInt4PanelWidth = 16;
+
 } // namespace
 
 /// com.microsoft MatMulNBits: a float product with block-quantized
-/// constant weights (4-bit for ONNX Runtime's int4 models). The weights
-/// are dequantized here, at compile time, into a float [K, N] matrix:
+/// constant weights (4-bit for ONNX Runtime's int4 models):
 /// `(q - zero_point) * scale` per block of `block_size` rows of a column,
 /// zero points packed like the weights, given as floats, or by default
-/// 2^(bits - 1).
+/// 2^(bits - 1). Symmetric 4-bit weights (every zero point 8) in a model
+/// that allows int8 activations (accuracy_level 4, as ONNX Runtime then
+/// computes) become kiln.int4_matmul on the same integers; all others are
+/// dequantized here, at compile time, into a float [K, N] matrix.
 LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input) || failed(requireFloat(node, *input)))
@@ -393,21 +425,36 @@ LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
       return extractBits(packedZeros->data() + col * zeroStride, block, bits);
     return float(1 << (bits - 1));
   };
-  auto type = RankedTensorType::get({k, n}, node.b.getF32Type());
-  ElementsAttr weights = createElements(type, [&](MutableArrayRef<char> out) {
-    float *w = reinterpret_cast<float *>(out.data());
-    for (int64_t col = 0; col < n; ++col)
-      for (int64_t block = 0; block < blocks; ++block) {
-        const uint8_t *bytes = packed->data() + (col * blocks + block) * blob;
-        float scale = (*scales)[col * blocks + block];
-        float zero = zeroPoint(col, block);
-        for (int64_t i = 0; i < blockSize && block * blockSize + i < k; ++i)
-          w[(block * blockSize + i) * n + col] =
-              (float(extractBits(bytes, i, bits)) - zero) * scale;
-      }
-  });
-  Value matrix = ConstantOp::create(node.b, node.loc, weights);
-  FailureOr<Value> product = createInferred<MatMulOp>(node, {*input, matrix});
+  auto inputType = node.getOperandType(0);
+  bool symmetric = true;
+  for (int64_t col = 0; col < n && symmetric; ++col)
+    for (int64_t block = 0; block < blocks && symmetric; ++block)
+      symmetric = zeroPoint(col, block) == 8.0f;
+  FailureOr<Value> product;
+  if (bits == 4 && symmetric && node.getIntAttr("accuracy_level", 0) == 4 &&
+      inputType.getRank() >= 2) {
+    Int4Weights int4 = createInt4Weights(
+        node.b, node.loc, k, n, blockSize, kInt4PanelWidth,
+        [&](int64_t row, int64_t col) {
+          int64_t block = row / blockSize;
+          return int(extractBits(packed->data() + (col * blocks + block) * blob,
+                                 row % blockSize, bits)) -
+                 8;
+        },
+        [&](int64_t block, int64_t col) {
+          return (*scales)[col * blocks + block];
+        });
+    SmallVector<int64_t> shape(inputType.getShape());
+    shape.back() = n;
+    product = Int4MatMulOp::create(
+                  node.b, node.loc,
+                  RankedTensorType::get(shape, node.b.getF32Type()), *input,
+                  int4.panels, int4.scales, int4.columnSums)
+                  .getResult();
+  } else {
+    product = createDequantizedProduct(node, *input, k, n, blocks, blockSize,
+                                       bits, *packed, *scales, zeroPoint);
+  }
   if (failed(product))
     return failure();
   if (node.operands.size() > 5 && node.operands[5])
@@ -417,6 +464,7 @@ LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
   node.results.push_back(*product);
   return success();
 }
+
 
 OpImportFn kiln::lookupMicrosoftOpImporter(StringRef opType) {
   return opType == "MatMulNBits" ? importMatMulNBits : nullptr;

@@ -121,3 +121,34 @@ func.func @quantized_product(%x: tensor<2x5x70xf32>, %w: tensor<5x18x16x4xi8>, %
   %y = kiln.quantized_matmul %x, %w, %s, %c : tensor<2x5x70xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
   return %y : tensor<2x5x70xf32>
 }
+
+// -----
+
+// kiln.int4_matmul: the rows quantized as for kiln.quantized_matmul, padded
+// to whole blocks (72 to 96), then the marked product over (row, panel,
+// column, block, pair, half, lane) on views with one dimension per loop:
+// the half picks the low or high 4 bits of the byte, minus 8; each
+// product is scaled by its block's scale and summed in float. The
+// epilogue subtracts the zero point's share and scales by the row's scale.
+// CHECK-LABEL: func.func @int4_product
+// CHECK: arith.fptoui %{{.*}} : f32 to i8
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [10, 72] [1, 1] : tensor<10x72xi8> into tensor<10x96xi8>
+// CHECK: tensor.expand_shape {{.*}} into tensor<10x3x4x2x4xi8>
+// CHECK: tensor.expand_shape {{.*}} into tensor<5x3x4x16x4xi8>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<10x3x4x2x4xi8>, tensor<5x3x4x16x4xi8>, tensor<5x3x16xf32>) outs(%{{.*}} : tensor<10x5x16xf32>)
+// CHECK-SAME: attrs = {kiln.int4_panel_product}
+// CHECK: linalg.index 5
+// CHECK: arith.shrui
+// CHECK: arith.andi
+// CHECK: arith.subi
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [10, 70] [1, 1] : tensor<10x80xf32> to tensor<10x70xf32>
+// CHECK: arith.sitofp
+// CHECK: arith.subf
+// CHECK: arith.mulf
+func.func @int4_product(%x: tensor<2x5x72xf32>, %w: tensor<5x12x16x4xi8>, %s: tensor<5x3x16xf32>, %c: tensor<80xf32>) -> tensor<2x5x70xf32> {
+  %y = kiln.int4_matmul %x, %w, %s, %c : tensor<2x5x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x5x70xf32>
+  return %y : tensor<2x5x70xf32>
+}

@@ -447,3 +447,27 @@ func.func @quantized_matmul_columns(%x: tensor<2x72xf32>, %w: tensor<5x18x16x4xi
   %0 = kiln.quantized_matmul %x, %w, %s, %c : tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x60xf32>
   return
 }
+
+// -----
+
+func.func @int4_matmul_blocks(%x: tensor<2x72xf32>, %w: tensor<5x12x16x4xi8>, %s: tensor<5x5x16xf32>, %c: tensor<80xf32>) {
+  // expected-error @+1 {{scales 'tensor<5x5x16xf32>' must be [5, blocks, 16] with blocks dividing 96 rows into multiples of 8}}
+  %0 = kiln.int4_matmul %x, %w, %s, %c : tensor<2x72xf32>, tensor<5x12x16x4xi8>, tensor<5x5x16xf32>, tensor<80xf32> -> tensor<2x70xf32>
+  return
+}
+
+// -----
+
+func.func @int4_matmul_depth(%x: tensor<2x60xf32>, %w: tensor<5x12x16x4xi8>, %s: tensor<5x3x16xf32>, %c: tensor<80xf32>) {
+  // expected-error @+1 {{input has 60 columns but the weights hold 96 rows in blocks of 32}}
+  %0 = kiln.int4_matmul %x, %w, %s, %c : tensor<2x60xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x70xf32>
+  return
+}
+
+// -----
+
+func.func @int4_matmul_sums(%x: tensor<2x72xf32>, %w: tensor<5x12x16x4xi8>, %s: tensor<5x3x16xf32>, %c: tensor<70xf32>) {
+  // expected-error @+1 {{column sums must have one entry per padded column (80)}}
+  %0 = kiln.int4_matmul %x, %w, %s, %c : tensor<2x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<70xf32> -> tensor<2x70xf32>
+  return
+}

@@ -44,3 +44,12 @@ func.func @quantized_product(%x: tensor<2x5x72xf32>, %w: tensor<5x18x16x4xi8>, %
   %y = kiln.quantized_matmul %x, %w, %s, %c : tensor<2x5x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
   return %y : tensor<2x5x70xf32>
 }
+
+// 72 rows in 3 blocks of 32 (96 padded, 12 pairs of groups of 4), 70
+// columns in 5 panels of 16.
+// CHECK-LABEL: func.func @int4_product
+// CHECK: kiln.int4_matmul %arg0, %arg1, %arg2, %arg3 : tensor<2x?x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x?x70xf32>
+func.func @int4_product(%x: tensor<2x?x72xf32>, %w: tensor<5x12x16x4xi8>, %s: tensor<5x3x16xf32>, %c: tensor<80xf32>) -> tensor<2x?x70xf32> {
+  %y = kiln.int4_matmul %x, %w, %s, %c : tensor<2x?x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x?x70xf32>
+  return %y : tensor<2x?x70xf32>
+}

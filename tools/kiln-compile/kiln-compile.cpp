@@ -63,7 +63,10 @@ llvm::cl::list<std::string> dimSizes(
 llvm::cl::opt<kiln::Quantization> quantization(
     "quantize", llvm::cl::desc("Quantize the model's float products"),
     llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
-                                "int8 weights, rows quantized at run time")),
+                                "int8 weights, rows quantized at run time"),
+                     clEnumValN(kiln::Quantization::Int4Weight, "int4-weight",
+                                "4-bit weights in blocks of 32 rows, for "
+                                "memory-bound decoders")),
     llvm::cl::init(kiln::Quantization::None));
 llvm::cl::opt<std::string> quantizeReport(
     "quantize-report",

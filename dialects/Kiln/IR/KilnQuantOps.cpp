@@ -90,6 +90,23 @@ LogicalResult MatMulIntegerOp::verify() {
   return success();
 }
 
+/// A product on weight panels `width` columns wide, `padded` columns in
+/// all, has the input's rows and the real columns of its last panel.
+static LogicalResult verifyPanelResult(Operation *op,
+                                       RankedTensorType inputType,
+                                       RankedTensorType resultType,
+                                       int64_t padded, int64_t width) {
+  int64_t columns = resultType.getShape().back();
+  if (resultType.getRank() != inputType.getRank() ||
+      failed(verifyCompatibleShape(resultType.getShape().drop_back(),
+                                   inputType.getShape().drop_back())) ||
+      columns > padded || columns <= padded - width)
+    return op->emitOpError("result ")
+           << resultType << " must have the input's rows and between "
+           << padded - width + 1 << " and " << padded << " columns";
+  return success();
+}
+
 LogicalResult QuantizedMatMulOp::verify() {
   auto inputType = cast<RankedTensorType>(getInput().getType());
   ArrayRef<int64_t> weights = getWeights().getType().getShape();
@@ -110,13 +127,34 @@ LogicalResult QuantizedMatMulOp::verify() {
                          "padded column (")
              << padded << ")";
   }
-  int64_t columns = resultType.getShape().back();
-  if (resultType.getRank() != inputType.getRank() ||
-      failed(verifyCompatibleShape(resultType.getShape().drop_back(),
-                                   inputType.getShape().drop_back())) ||
-      columns > padded || columns <= padded - weights[2])
-    return emitOpError("result ")
-           << resultType << " must have the input's rows and between "
-           << padded - weights[2] + 1 << " and " << padded << " columns";
-  return success();
+  return verifyPanelResult(*this, inputType, resultType, padded, weights[2]);
+}
+
+LogicalResult Int4MatMulOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  ArrayRef<int64_t> weights = getWeights().getType().getShape();
+  auto scalesType = cast<RankedTensorType>(getScales().getType());
+  auto sumsType = cast<RankedTensorType>(getColumnSums().getType());
+  RankedTensorType resultType = getType();
+  if (inputType.getRank() < 2 || weights.size() != 4 || weights[3] != 4)
+    return emitOpError("takes an input of rank 2 or more and weights "
+                       "[panels, K / 8, W, 4]");
+  int64_t padded = weights[0] * weights[2], depth = weights[1] * 8;
+  if (scalesType.getRank() != 3 || scalesType.getDimSize(0) != weights[0] ||
+      scalesType.getDimSize(2) != weights[2] || scalesType.getDimSize(1) <= 0 ||
+      depth % scalesType.getDimSize(1) != 0 || getBlockSize() % 8 != 0)
+    return emitOpError("scales ")
+           << scalesType << " must be [" << weights[0] << ", blocks, "
+           << weights[2] << "] with blocks dividing " << depth
+           << " rows into multiples of 8";
+  int64_t k = inputType.getShape().back();
+  if (!ShapedType::isDynamic(k) &&
+      (k > depth || k <= depth - getBlockSize()))
+    return emitOpError("input has ")
+           << k << " columns but the weights hold " << depth
+           << " rows in blocks of " << getBlockSize();
+  if (sumsType.getRank() != 1 || sumsType.getDimSize(0) != padded)
+    return emitOpError("column sums must have one entry per padded column (")
+           << padded << ")";
+  return verifyPanelResult(*this, inputType, resultType, padded, weights[2]);
 }

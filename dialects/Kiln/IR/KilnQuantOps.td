@@ -149,4 +149,49 @@ def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Kiln_Int4MatMulOp : Kiln_Op<"int4_matmul", [Pure]> {
+  let summary = "float product with 4-bit block-quantized weights";
+  let description = [{
+    `input` (`[..., M, K]`, f32) times a `[K, N]` matrix stored as 4-bit
+    integers with one scale per block of `B` rows of each column
+    (weight-only quantization, as in ONNX Runtime's MatMulNBits). As in
+    `kiln.quantized_matmul`, each row of `input` is quantized to uint8 at
+    run time, so the products are exact integer sums within a block:
+    `result[m, n] = row_scale[m] * (sum_b scales[b, n] * sum_{k in b}
+    q[m, k] * w[k, n] - row_zero_point[m] * column_sums[n])`.
+
+    `weights` is `[ceil(N / W), Kp / 8, W, 4]` for `K` padded to `Kp`, a
+    multiple of `B`: like `kiln.quantized_matmul`'s panels, but each byte
+    holds two values, `w + 8` in `[0, 15]`: the low 4 bits belong to group
+    of four rows `2g`, the high 4 bits to group `2g + 1`. `scales` is
+    `[ceil(N / W), Kp / B, W]`, panel by panel like the weights (a panel's
+    scales are read in order with its weights), so `B` is `Kp` over its
+    second dimension and must be a multiple of 8. `column_sums[n]` is
+    `sum_b scales[b, n] * sum_{k in b} w[k, n]`, the zero-point
+    correction.
+
+    ```mlir
+    %0 = kiln.int4_matmul %x, %w, %s, %sums : tensor<1x1x768xf32>, tensor<144x96x16x4xi8>, tensor<144x24x16xf32>, tensor<2304xf32> -> tensor<1x1x2304xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input,
+                       RankedTensorOf<[I8], [HasStaticShapePred]>:$weights,
+                       Kiln_FloatTensor:$scales,
+                       Kiln_FloatTensor:$column_sums);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weights `,` $scales `,` $column_sums attr-dict `:`
+    type($input) `,` type($weights) `,` type($scales) `,` type($column_sums)
+    `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// Rows of the matrix that share one scale (B).
+    int64_t getBlockSize() {
+      return getWeights().getType().getDimSize(1) * 8 /
+             getScales().getType().getDimSize(1);
+    }
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // KILN_DIALECT_KILN_QUANT_OPS

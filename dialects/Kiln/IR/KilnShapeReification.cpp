@@ -109,7 +109,7 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
           sizes.push_back(getSize(b, loc, matmul.getRhs(), rhs.getRank() - 1));
         return sizes;
       })
-      .Case<PackedMatMulOp, QuantizedMatMulOp>([&](auto matmul) {
+      .Case<PackedMatMulOp, QuantizedMatMulOp, Int4MatMulOp>([&](auto matmul) {
         Sizes sizes = getSizes(b, loc, matmul->getOperand(0));
         sizes.back() = b.getIndexAttr(resultType.getShape().back());
         return sizes;
@@ -228,5 +228,5 @@ void kiln::registerShapeReification(MLIRContext &context) {
                     PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
                     ReduceSumOp, ReduceMeanOp, SliceOp, ReshapeOp, BroadcastOp,
                     RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,
-                    MatMulIntegerOp, QuantizedMatMulOp>(context);
+                    MatMulIntegerOp, QuantizedMatMulOp, Int4MatMulOp>(context);
 }

@@ -1,11 +1,12 @@
-//===- QuantizedMatMulLowering.cpp - kiln.quantized_matmul to linalg ------===//
+//===- QuantizedMatMulLowering.cpp - integer-weight products to linalg ----===//
 //
-// Five generics: each row's range, its scale and zero point, the rows
-// quantized to uint8, the integer product with the weight panels, and the
-// epilogue scaling the integers back to floats. The product is a plain
-// contraction (the reference every build can run); on CPUs with AVX2,
-// kiln-lower-int8-panel-products replaces it after bufferization with a
-// register-blocked kernel.
+// kiln.quantized_matmul and kiln.int4_matmul as five generics each: each
+// row's range, its scale and zero point, the rows quantized to uint8, the
+// product with the weight panels, and the epilogue scaling back to floats.
+// The product is a plain contraction (the reference every build can run);
+// on CPUs with AVX2, kiln-lower-int8-panel-products and
+// kiln-lower-int4-panel-products replace it after bufferization with
+// register-blocked kernels.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -34,57 +35,64 @@ createGeneric(OpBuilder &b, Location loc, ValueRange inputs, ValueRange outputs,
                                    inputs, outputs, maps, iterators, body);
 }
 
-struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(QuantizedMatMulOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = op.getContext();
-    auto inputType = cast<RankedTensorType>(op.getInput().getType());
-    RankedTensorType resultType = op.getType();
-    ArrayRef<int64_t> panels = op.getWeights().getType().getShape();
-    int64_t k = inputType.getShape().back();
-    // The rows of all leading dimensions, a count known at run time if any
-    // of them is dynamic (a sequence length).
-    int64_t rows = 1;
+/// What both products share: the input as `[rows, K]` rows (a row count
+/// known at run time if a leading dimension is dynamic), quantized to uint8
+/// row by row, and the helpers to build generics over them.
+class RowQuantizer {
+public:
+  RowQuantizer(OpBuilder &b, Location loc, Value input)
+      : b(b), loc(loc), ctx(b.getContext()) {
+    auto inputType = cast<RankedTensorType>(input.getType());
+    k = inputType.getShape().back();
+    rows = 1;
     for (int64_t dim : inputType.getShape().drop_back())
       rows = ShapedType::isDynamic(dim) || rows == ShapedType::kDynamic
                  ? ShapedType::kDynamic
                  : rows * dim;
-    SmallVector<Value> dynamicRows;
     if (ShapedType::isDynamic(rows)) {
-      Value count = arith::ConstantIndexOp::create(rewriter, loc, 1);
+      Value count = arith::ConstantIndexOp::create(b, loc, 1);
       for (int64_t d = 0; d + 1 < inputType.getRank(); ++d)
-        count = arith::MulIOp::create(
-            rewriter, loc, count,
-            tensor::DimOp::create(rewriter, loc, adaptor.getInput(), d));
+        count = arith::MulIOp::create(b, loc, count,
+                                      tensor::DimOp::create(b, loc, input, d));
       dynamicRows.push_back(count);
     }
-    int64_t groups = panels[1], width = panels[2];
-    int64_t n = resultType.getShape().back();
-    OpBuilder &b = rewriter;
-    Type f32 = b.getF32Type(), i32 = b.getI32Type(), i8 = b.getI8Type();
-    auto type = [](ArrayRef<int64_t> shape, Type element) {
-      return RankedTensorType::get(shape, element);
-    };
-    auto map = [&](unsigned loops, ArrayRef<unsigned> dims) {
-      SmallVector<AffineExpr> exprs;
-      for (unsigned d : dims)
-        exprs.push_back(getAffineDimExpr(d, ctx));
-      return AffineMap::get(loops, 0, exprs, ctx);
-    };
-    auto constant = [&](Type t, double v) {
-      return createScalarConstant(b, loc, t, v);
-    };
-    Value x = reshapeTensor(b, loc, adaptor.getInput(), type({rows, k}, f32),
-                            dynamicRows);
+    x = reshapeTensor(b, loc, input, type({rows, k}, b.getF32Type()),
+                      dynamicRows);
+  }
 
+  RankedTensorType type(ArrayRef<int64_t> shape, Type element) const {
+    return RankedTensorType::get(shape, element);
+  }
+  AffineMap map(unsigned loops, ArrayRef<unsigned> dims) const {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : dims)
+      exprs.push_back(getAffineDimExpr(d, ctx));
+    return AffineMap::get(loops, 0, exprs, ctx);
+  }
+  Value constant(Type t, double v) const {
+    return createScalarConstant(b, loc, t, v);
+  }
+  /// A tensor of `shape` (its first dimension the rows), empty or filled.
+  Value empty(ArrayRef<int64_t> shape, Type element) const {
+    return createEmptyTensor(b, loc, type(shape, element), dynamicRows);
+  }
+  Value filled(ArrayRef<int64_t> shape, Type element, double v) const {
+    return createFilledTensor(b, loc, type(shape, element),
+                              constant(element, v), dynamicRows);
+  }
+  Value reshape(Value value, ArrayRef<int64_t> shape) const {
+    return reshapeTensor(
+        b, loc, value,
+        type(shape, cast<RankedTensorType>(value.getType()).getElementType()),
+        dynamicRows);
+  }
+
+  /// Sets `rowScale`, `rowZero` and `quantized`: the rows as uint8 in groups
+  /// of 4, `[rows, paddedK / 4, 4]`, zeros past K.
+  void quantize(int64_t paddedK) {
+    Type f32 = b.getF32Type(), i32 = b.getI32Type(), i8 = b.getI8Type();
     // Each row's minimum and maximum, starting from 0.
-    Value zero = constant(f32, 0);
-    Value lowInit =
-        createFilledTensor(b, loc, type({rows}, f32), zero, dynamicRows);
+    Value lowInit = filled({rows}, f32, 0);
     auto range = createGeneric(
         b, loc, x, {lowInit, lowInit}, {map(2, {0, 1}), map(2, {0}), map(2, {0})},
         {IteratorType::parallel, IteratorType::reduction},
@@ -96,11 +104,9 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
 
     // Scale (its reciprocal for quantizing) and zero point of each row; an
     // all-zero row gets reciprocal 0, so it quantizes to its zero point, 0.
-    Value rowEmpty = createEmptyTensor(b, loc, type({rows}, f32), dynamicRows);
-    Value rowZeroEmpty =
-        createEmptyTensor(b, loc, type({rows}, i32), dynamicRows);
+    Value rowEmpty = empty({rows}, f32);
     auto params = createGeneric(
-        b, loc, range.getResults(), {rowEmpty, rowEmpty, rowZeroEmpty},
+        b, loc, range.getResults(), {rowEmpty, rowEmpty, empty({rows}, i32)},
         SmallVector<AffineMap>(5, map(1, {0})), {IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
           auto c = [&](double v) { return createScalarConstant(nb, l, f32, v); };
@@ -121,13 +127,12 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
               ValueRange{inverse, scale,
                          arith::FPToSIOp::create(nb, l, i32, zeroPoint)});
         });
-    Value inverse = params.getResult(0), rowScale = params.getResult(1),
-          rowZero = params.getResult(2);
+    Value inverse = params.getResult(0);
+    rowScale = params.getResult(1);
+    rowZero = params.getResult(2);
 
-    // The rows as uint8, in groups of 4 (zeros past K).
-    auto quantize = createGeneric(
-        b, loc, {x, inverse, rowZero},
-        createEmptyTensor(b, loc, type({rows, k}, i8), dynamicRows),
+    auto quantizeRows = createGeneric(
+        b, loc, {x, inverse, rowZero}, empty({rows, k}, i8),
         {map(2, {0, 1}), map(2, {0}), map(2, {0}), map(2, {0, 1})},
         {IteratorType::parallel, IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -141,10 +146,9 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
           linalg::YieldOp::create(nb, l,
                                   ValueRange{arith::FPToUIOp::create(nb, l, i8, q)});
         });
-    Value quantized = quantize.getResult(0);
-    if (k != groups * 4) {
-      Value padded = createFilledTensor(b, loc, type({rows, groups * 4}, i8),
-                                        constant(i8, 0), dynamicRows);
+    quantized = quantizeRows.getResult(0);
+    if (k != paddedK) {
+      Value padded = filled({rows, paddedK}, i8, 0);
       OpFoldResult rowSize = dynamicRows.empty()
                                  ? OpFoldResult(b.getIndexAttr(rows))
                                  : OpFoldResult(dynamicRows[0]);
@@ -154,56 +158,78 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
           SmallVector<OpFoldResult>{rowSize, b.getIndexAttr(k)},
           getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{1, 1}));
     }
-    quantized = reshapeTensor(b, loc, quantized, type({rows, groups, 4}, i8),
-                              dynamicRows);
+    quantized = reshape(quantized, {rows, paddedK / 4, 4});
+  }
+
+  /// The first `n` columns of `value` (a view, no copy).
+  Value firstColumns(Value value, int64_t n) const {
+    auto valueType = cast<RankedTensorType>(value.getType());
+    SmallVector<int64_t> sizes(valueType.getShape());
+    if (sizes.back() == n)
+      return value;
+    sizes.back() = n;
+    SmallVector<OpFoldResult> offsets(sizes.size(), b.getIndexAttr(0)),
+        strides(sizes.size(), b.getIndexAttr(1)), extents;
+    for (int64_t size : sizes)
+      extents.push_back(ShapedType::isDynamic(size)
+                            ? OpFoldResult(dynamicRows[0])
+                            : OpFoldResult(b.getIndexAttr(size)));
+    return tensor::ExtractSliceOp::create(
+        b, loc, type(sizes, valueType.getElementType()), value, offsets,
+        extents, strides);
+  }
+
+  OpBuilder &b;
+  Location loc;
+  MLIRContext *ctx;
+  int64_t rows, k;
+  SmallVector<Value> dynamicRows;
+  Value x, quantized, rowScale, rowZero;
+};
+
+struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(QuantizedMatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> panels = op.getWeights().getType().getShape();
+    int64_t groups = panels[1], width = panels[2];
+    int64_t n = op.getType().getShape().back();
+    OpBuilder &b = rewriter;
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    RowQuantizer q(b, loc, adaptor.getInput());
+    q.quantize(groups * 4);
+    int64_t rows = q.rows;
 
     // The integer product: loops (row, panel, column, group, lane).
-    Value accInit = createFilledTensor(
-        b, loc, type({rows, panels[0], width}, i32), constant(i32, 0),
-        dynamicRows);
     auto product = createGeneric(
-        b, loc, {quantized, adaptor.getWeights()}, accInit,
-        {map(5, {0, 3, 4}), map(5, {1, 3, 2, 4}), map(5, {0, 1, 2})},
+        b, loc, {q.quantized, adaptor.getWeights()},
+        q.filled({rows, panels[0], width}, i32, 0),
+        {q.map(5, {0, 3, 4}), q.map(5, {1, 3, 2, 4}), q.map(5, {0, 1, 2})},
         {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
          IteratorType::reduction, IteratorType::reduction},
         [&](OpBuilder &nb, Location l, ValueRange args) {
-          Value q = arith::ExtUIOp::create(nb, l, i32, args[0]);
+          Value row = arith::ExtUIOp::create(nb, l, i32, args[0]);
           Value w = arith::ExtSIOp::create(nb, l, i32, args[1]);
           Value sum = arith::AddIOp::create(
-              nb, l, args[2], arith::MulIOp::create(nb, l, q, w));
+              nb, l, args[2], arith::MulIOp::create(nb, l, row, w));
           linalg::YieldOp::create(nb, l, sum);
         });
     product->setAttr(kInt8PanelProductAttr, b.getUnitAttr());
-    Value acc = reshapeTensor(b, loc, product.getResult(0),
-                              type({rows, panels[0] * width}, i32),
-                              dynamicRows);
-    // The real columns of the padded panels (views, no copies).
-    auto firstColumns = [&](Value value) -> Value {
-      auto valueType = cast<RankedTensorType>(value.getType());
-      SmallVector<int64_t> sizes(valueType.getShape());
-      if (sizes.back() == n)
-        return value;
-      sizes.back() = n;
-      SmallVector<OpFoldResult> offsets(sizes.size(), b.getIndexAttr(0)),
-          strides(sizes.size(), b.getIndexAttr(1)), extents;
-      for (int64_t size : sizes)
-        extents.push_back(ShapedType::isDynamic(size)
-                              ? OpFoldResult(dynamicRows[0])
-                              : OpFoldResult(b.getIndexAttr(size)));
-      return tensor::ExtractSliceOp::create(
-          b, loc, type(sizes, valueType.getElementType()), value, offsets,
-          extents, strides);
-    };
+    Value acc = q.reshape(product.getResult(0), {rows, panels[0] * width});
 
     // (acc - zero_point * column_sum) * row_scale * scale, the first n
     // columns.
     auto epilogue = createGeneric(
         b, loc,
-        {firstColumns(acc), rowZero, rowScale, firstColumns(adaptor.getScales()),
-         firstColumns(adaptor.getColumnSums())},
-        createEmptyTensor(b, loc, type({rows, n}, f32), dynamicRows),
-        {map(2, {0, 1}), map(2, {0}), map(2, {0}), map(2, {1}), map(2, {1}),
-         map(2, {0, 1})},
+        {q.firstColumns(acc, n), q.rowZero, q.rowScale,
+         q.firstColumns(adaptor.getScales(), n),
+         q.firstColumns(adaptor.getColumnSums(), n)},
+        q.empty({rows, n}, f32),
+        {q.map(2, {0, 1}), q.map(2, {0}), q.map(2, {0}), q.map(2, {1}),
+         q.map(2, {1}), q.map(2, {0, 1})},
         {IteratorType::parallel, IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
           Value exact = arith::SubIOp::create(
@@ -214,7 +240,89 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
                                   ValueRange{arith::MulFOp::create(nb, l, real, scale)});
         });
     rewriter.replaceOp(op, reshapeTensor(b, loc, epilogue.getResult(0),
-                                         resultType,
+                                         op.getType(),
+                                         getDynamicResultSizes(rewriter, op)));
+    return success();
+  }
+};
+
+struct Int4MatMulLowering : OpConversionPattern<Int4MatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(Int4MatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ArrayRef<int64_t> panels = op.getWeights().getType().getShape();
+    int64_t width = panels[2], depth = panels[1] * 8;
+    int64_t block = op.getBlockSize(), blocks = depth / block;
+    int64_t n = op.getType().getShape().back();
+    OpBuilder &b = rewriter;
+    Type f32 = b.getF32Type(), i32 = b.getI32Type(), i8 = b.getI8Type();
+    RowQuantizer q(b, loc, adaptor.getInput());
+    q.quantize(depth);
+    int64_t rows = q.rows;
+
+    // The product, block by block: loops (row, panel, column, block, pair
+    // of groups in the block, half of the byte, lane), over views with one
+    // dimension per loop. The integers of a block are scaled by its scale
+    // and summed in float.
+    int64_t pairs = block / 8;
+    Value rowGroups = q.reshape(q.quantized, {rows, blocks, pairs, 2, 4});
+    Value weights = reshapeTensor(
+        b, loc, adaptor.getWeights(),
+        q.type({panels[0], blocks, pairs, width, 4}, i8), {});
+    auto product = createGeneric(
+        b, loc, {rowGroups, weights, adaptor.getScales()},
+        q.filled({rows, panels[0], width}, f32, 0),
+        {q.map(7, {0, 3, 4, 5, 6}), q.map(7, {1, 3, 4, 2, 6}),
+         q.map(7, {1, 3, 2}), q.map(7, {0, 1, 2})},
+        {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+         IteratorType::reduction, IteratorType::reduction,
+         IteratorType::reduction, IteratorType::reduction},
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          auto c = [&](Type t, int64_t v) {
+            return arith::ConstantOp::create(nb, l, t, nb.getIntegerAttr(t, v))
+                .getResult();
+          };
+          Value high = arith::CmpIOp::create(
+              nb, l, arith::CmpIPredicate::ne,
+              linalg::IndexOp::create(nb, l, 5),
+              arith::ConstantIndexOp::create(nb, l, 0));
+          Value byte = arith::SelectOp::create(
+              nb, l, high, arith::ShRUIOp::create(nb, l, args[1], c(i8, 4)),
+              args[1]);
+          Value nibble = arith::AndIOp::create(nb, l, byte, c(i8, 15));
+          Value w = arith::SubIOp::create(
+              nb, l, arith::ExtUIOp::create(nb, l, i32, nibble), c(i32, 8));
+          Value integer = arith::MulIOp::create(
+              nb, l, arith::ExtUIOp::create(nb, l, i32, args[0]), w);
+          Value real = arith::MulFOp::create(
+              nb, l, arith::SIToFPOp::create(nb, l, f32, integer), args[2]);
+          linalg::YieldOp::create(nb, l,
+                                  ValueRange{arith::AddFOp::create(nb, l, args[3], real)});
+        });
+    product->setAttr(kInt4PanelProductAttr, b.getUnitAttr());
+    Value acc = q.reshape(product.getResult(0), {rows, panels[0] * width});
+
+    // (acc - zero_point * column_sum) * row_scale, the first n columns.
+    auto epilogue = createGeneric(
+        b, loc,
+        {q.firstColumns(acc, n), q.rowZero, q.rowScale,
+         q.firstColumns(adaptor.getColumnSums(), n)},
+        q.empty({rows, n}, f32),
+        {q.map(2, {0, 1}), q.map(2, {0}), q.map(2, {0}), q.map(2, {1}),
+         q.map(2, {0, 1})},
+        {IteratorType::parallel, IteratorType::parallel},
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value zeroPoint = arith::SIToFPOp::create(nb, l, f32, args[1]);
+          Value exact = arith::SubFOp::create(
+              nb, l, args[0], arith::MulFOp::create(nb, l, zeroPoint, args[3]));
+          linalg::YieldOp::create(
+              nb, l, ValueRange{arith::MulFOp::create(nb, l, exact, args[2])});
+        });
+    rewriter.replaceOp(op, reshapeTensor(b, loc, epilogue.getResult(0),
+                                         op.getType(),
                                          getDynamicResultSizes(rewriter, op)));
     return success();
   }
@@ -224,5 +332,5 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
 
 void kiln::populateQuantizedMatMulLoweringPatterns(
     RewritePatternSet &patterns) {
-  patterns.add<QuantizedMatMulLowering>(patterns.getContext());
+  patterns.add<QuantizedMatMulLowering, Int4MatMulLowering>(patterns.getContext());
 }

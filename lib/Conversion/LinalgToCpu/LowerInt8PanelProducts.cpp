@@ -7,6 +7,7 @@
 // buffers and their layouts are final.
 //
 //===----------------------------------------------------------------------===//
+#include "lib/Conversion/LinalgToCpu/PanelKernels.h"
 #include "lib/Conversion/Passes.h"
 
 namespace kiln {
@@ -22,15 +23,7 @@ namespace {
 /// 2 weight vectors, a row broadcast and the ones fill 13 of AVX2's 16
 /// registers.
 constexpr int64_t kBlockRows = 4;
-/// int32 lanes (columns) per AVX2 register.
-constexpr int64_t kLanes = 8;
-
-Value callIntrinsic(OpBuilder &b, Location loc, Type type, StringRef name,
-                    ValueRange args) {
-  return LLVM::CallIntrinsicOp::create(b, loc, type, b.getStringAttr(name),
-                                       args)
-      .getResult(0);
-}
+using kiln::kPanelLanes;
 
 LogicalResult lowerProduct(linalg::GenericOp op) {
   Value rows = op.getDpsInputs()[0], weights = op.getDpsInputs()[1],
@@ -49,42 +42,24 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
            << sums.getType();
   int64_t groups = rowType.getDimSize(1);
   int64_t panels = weightType.getDimSize(0), width = weightType.getDimSize(2);
-  int64_t vectors = width / kLanes;
-  assert(width % kLanes == 0 && "panels are whole registers wide");
+  int64_t vectors = width / kPanelLanes;
+  assert(width % kPanelLanes == 0 && "panels are whole registers wide");
 
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto index = [&](int64_t v) {
     return arith::ConstantIndexOp::create(b, loc, v).getResult();
   };
-  Type i32 = b.getI32Type();
-  auto bytes = VectorType::get({4 * kLanes}, b.getI8Type());
-  auto halves = VectorType::get({2 * kLanes}, b.getI16Type());
-  auto words = VectorType::get({kLanes}, i32);
+  auto bytes = VectorType::get({4 * kPanelLanes}, b.getI8Type());
+  auto halves = VectorType::get({2 * kPanelLanes}, b.getI16Type());
+  auto words = VectorType::get({kPanelLanes}, b.getI32Type());
   // Each group of 4 rows of a panel as one run of 4 * width bytes.
   Value flatWeights = memref::CollapseShapeOp::create(
       b, loc, weights, ArrayRef<ReassociationIndices>{{0}, {1}, {2, 3}});
 
   Value rowCount = memref::DimOp::create(b, loc, rows, 0);
-  Value lastRow = arith::SubIOp::create(b, loc, rowCount, index(1));
-  Value rowBlocks = arith::CeilDivUIOp::create(b, loc, rowCount,
-                                               index(kBlockRows));
-  // Panels outermost: consecutive iterations share a panel (a few KB, in
-  // L1) and sweep the rows (in L2), where rows outermost would stream every
-  // panel again for each block of rows.
-  auto loop = scf::ParallelOp::create(b, loc, ValueRange{index(0), index(0)},
-                                      ValueRange{index(panels), rowBlocks},
-                                      ValueRange{index(1), index(1)});
-  b.setInsertionPointToStart(loop.getBody());
-  Value panel = loop.getInductionVars()[0];
-  Value firstRow = arith::MulIOp::create(b, loc, loop.getInductionVars()[1],
-                                         index(kBlockRows));
-  // Rows past the end read the last row (the loads stay in bounds) and
-  // are not stored.
-  SmallVector<Value> rowIndices;
-  for (int64_t i = 0; i < kBlockRows; ++i)
-    rowIndices.push_back(arith::MinSIOp::create(
-        b, loc, arith::AddIOp::create(b, loc, firstRow, index(i)), lastRow));
+  kiln::RowBlockLoop block =
+      kiln::createRowBlockLoop(b, loc, rowCount, panels, kBlockRows);
   Value zero = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(words, b.getI32IntegerAttr(0)));
   Value ones = arith::ConstantOp::create(
@@ -98,45 +73,23 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
         for (int64_t c = 0; c < vectors; ++c)
           weightVectors.push_back(vector::LoadOp::create(
               nb, l, bytes, flatWeights,
-              ValueRange{panel, group,
-                         arith::ConstantIndexOp::create(nb, l, c * 4 * kLanes)}));
+              ValueRange{block.panel, group,
+                         arith::ConstantIndexOp::create(nb, l,
+                                                        c * 4 * kPanelLanes)}));
         SmallVector<Value> next;
-        Value c0 = arith::ConstantIndexOp::create(nb, l, 0);
         for (int64_t i = 0; i < kBlockRows; ++i) {
-          Value four = vector::LoadOp::create(
-              nb, l, VectorType::get({4}, nb.getI8Type()), rows,
-              ValueRange{rowIndices[i], group, c0});
-          Value word = vector::ExtractOp::create(
-              nb, l,
-              vector::BitCastOp::create(nb, l, VectorType::get({1}, i32), four),
-              ArrayRef<int64_t>{0});
-          Value broadcast = vector::BitCastOp::create(
-              nb, l, bytes, vector::BroadcastOp::create(nb, l, words, word));
+          Value broadcast =
+              kiln::broadcastRowGroup(nb, l, rows, block.rows[i], group);
           for (int64_t c = 0; c < vectors; ++c) {
-            Value pairs = callIntrinsic(nb, l, halves,
-                                        "llvm.x86.avx2.pmadd.ub.sw",
-                                        {broadcast, weightVectors[c]});
-            Value quads = callIntrinsic(nb, l, words, "llvm.x86.avx2.pmadd.wd",
-                                        {pairs, ones});
+            Value quads = kiln::createByteDotProduct(
+                nb, l, broadcast, weightVectors[c], ones);
             next.push_back(
                 arith::AddIOp::create(nb, l, acc[i * vectors + c], quads));
           }
         }
         scf::YieldOp::create(nb, l, next);
       });
-
-  for (int64_t i = 0; i < kBlockRows; ++i) {
-    Value row = arith::AddIOp::create(b, loc, firstRow, index(i));
-    Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                         row, rowCount);
-    auto guard = scf::IfOp::create(b, loc, inside, /*withElseRegion=*/false);
-    OpBuilder tb = guard.getThenBodyBuilder();
-    for (int64_t c = 0; c < vectors; ++c)
-      vector::StoreOp::create(
-          tb, loc, groupLoop.getResult(i * vectors + c), sums,
-          ValueRange{row, panel,
-                     arith::ConstantIndexOp::create(tb, loc, c * kLanes)});
-  }
+  kiln::storeRowBlock(b, loc, block, groupLoop.getResults(), sums, rowCount);
   op.erase();
   return success();
 }

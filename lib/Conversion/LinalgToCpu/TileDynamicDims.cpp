@@ -93,9 +93,10 @@ struct TileDynamicDimsPass
   void runOnOperation() override {
     SmallVector<std::pair<linalg::LinalgOp, unsigned>> work;
     getOperation()->walk([&](linalg::LinalgOp op) {
-      // The int8 kernel takes any number of rows itself.
+      // The integer kernels take any number of rows themselves.
       if (!op.hasPureTensorSemantics() || op->getNumResults() == 0 ||
-          op->hasAttr(kiln::kInt8PanelProductAttr))
+          op->hasAttr(kiln::kInt8PanelProductAttr) ||
+          op->hasAttr(kiln::kInt4PanelProductAttr))
         return;
       if (std::optional<unsigned> dim = getDynamicParallelLoop(op))
         work.push_back({op, *dim});

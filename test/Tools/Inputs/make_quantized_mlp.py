@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Writes a float MLP and the outputs --quantize=int8-dynamic must give.
+"""Writes a float MLP and the outputs Kiln's --quantize schemes must give.
 
-usage: make_int8_dynamic_model.py OUTPUT_DIR
+usage: make_quantized_mlp.py OUTPUT_DIR
 
 y = Relu(x W1 + b1) W2 + b2 with seeded weights on a [2, rows, 72] input,
 the data for rows = 5 (rows and depth that are not multiples of the
@@ -9,8 +9,11 @@ kernel's blocks; 72 columns of W2's output, 4 panels and a half). `rows` is
 a named dimension, to be fixed or kept dynamic when compiling. Writes model.onnx, input_0.pb,
 expected_int8.pb (the quantization scheme computed here in numpy, from its
 definition in kiln.quantized_matmul: per-column 7-bit symmetric weights,
-per-row uint8 activations, exact integer sums) and expected_float.pb (the
-float model, to bound the quantization error).
+per-row uint8 activations, exact integer sums), expected_int4.pb (from
+kiln.int4_matmul's definition: 4-bit symmetric weights with a scale per
+block of 32 rows of a column, the same activations, exact integer sums
+within a block) and expected_float.pb (the float model, to bound the
+quantization error).
 """
 import os
 import sys
@@ -34,9 +37,8 @@ def quantize_weights(w):
     return q, scale
 
 
-def quantized_product(x, w):
-    """The product as kiln.quantized_matmul defines it, in float32 steps."""
-    q_w, w_scale = quantize_weights(w)
+def quantize_rows(x):
+    """Each row to uint8 over its range widened to 0: (q, scale, zero)."""
     rows = x.reshape(-1, x.shape[-1]).astype(np.float32)
     low = np.minimum(rows.min(axis=1), np.float32(0))
     high = np.maximum(rows.max(axis=1), np.float32(0))
@@ -45,8 +47,31 @@ def quantized_product(x, w):
                        np.float32(0)).astype(np.float32)
     zero = np.clip(np.rint(-low * inverse), 0, 255).astype(np.float32)
     q = np.clip(np.rint(rows * inverse[:, None]) + zero[:, None], 0, 255)
+    return q.astype(np.int64), scale, zero
+
+
+def quantized_product(x, w):
+    """The product as kiln.quantized_matmul defines it, in float32 steps."""
+    q_w, w_scale = quantize_weights(w)
+    q, scale, zero = quantize_rows(x)
     acc = q.astype(np.int64) @ q_w - zero.astype(np.int64)[:, None] * q_w.sum(axis=0)
     real = acc.astype(np.float32) * (scale[:, None] * w_scale[None, :])
+    return real.reshape(x.shape[:-1] + (w.shape[1],)).astype(np.float32)
+
+
+def int4_product(x, w, block=32):
+    """The product as kiln.int4_matmul defines it, in float64."""
+    q, scale, zero = quantize_rows(x)
+    total = np.zeros((q.shape[0], w.shape[1]))
+    for start in range(0, w.shape[0], block):
+        w_block = w[start:start + block]
+        w_scale = (np.abs(w_block).max(axis=0) / np.float32(7)).astype(np.float32)
+        safe = np.where(w_scale > 0, w_scale, np.float32(1))
+        q_w = np.clip(np.rint(w_block / safe), -8, 7).astype(np.int64)
+        q_w = np.where(w_scale > 0, q_w, 0)
+        acc = q[:, start:start + block] @ q_w - zero.astype(np.int64)[:, None] * q_w.sum(axis=0)
+        total += acc * w_scale.astype(np.float64)
+    real = total * scale[:, None]
     return real.reshape(x.shape[:-1] + (w.shape[1],)).astype(np.float32)
 
 
@@ -64,14 +89,28 @@ def main():
 
     hidden = np.maximum(quantized_product(x, w1) + b1, 0).astype(np.float32)
     y_int8 = (quantized_product(hidden, w2) + b2).astype(np.float32)
+    hidden4 = np.maximum(int4_product(x, w1) + b1, 0).astype(np.float32)
+    y_int4 = (int4_product(hidden4, w2) + b2).astype(np.float32)
     y_float = (np.maximum(x @ w1 + b1, 0) @ w2 + b2).astype(np.float32)
     for name, array in (("input_0", x), ("expected_int8", y_int8),
-                        ("expected_float", y_float)):
+                        ("expected_int4", y_int4), ("expected_float", y_float)):
         with open(os.path.join(out, name + ".pb"), "wb") as f:
             f.write(numpy_helper.from_array(array, "y" if name != "input_0"
                                             else "x").SerializeToString())
-    error = np.abs(y_int8 - y_float).max() / np.abs(y_float).max()
-    print(f"int8 vs float: max error {error:.4f} of the largest output")
+    # One row alone (the first of the batch's first sequence), for a
+    # decoder-step-shaped run: the same MLP on a [1, rows, 72] input.
+    onnx.save(mlp_model((1, "rows", SHAPE[2]), w1, b1, w2, b2),
+              os.path.join(out, "row_model.onnx"))
+    row = x[:1, :1]
+    hidden_row = np.maximum(int4_product(row, w1) + b1, 0).astype(np.float32)
+    y_row = (int4_product(hidden_row, w2) + b2).astype(np.float32)
+    for name, array in (("row_input", row), ("row_expected_int4", y_row)):
+        with open(os.path.join(out, name + ".pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, "x" if name == "row_input"
+                                            else "y").SerializeToString())
+    for name, y in (("int8", y_int8), ("int4", y_int4)):
+        error = np.abs(y - y_float).max() / np.abs(y_float).max()
+        print(f"{name} vs float: max error {error:.4f} of the largest output")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,118 @@
+//===- QuantizeInt4Weight.cpp - 4-bit weights with one scale per block ----===//
+//
+// Weight-only quantization for memory-bound products: a decoder's step
+// multiplies one row by every weight, so its time is the weights' bytes
+// over memory bandwidth, and 4 bits halve int8's bytes. Four bits are too
+// few for one scale per column, so each block of `block-size` rows of a
+// column gets its own (as ONNX Runtime's MatMulNBits and GPTQ do).
+//
+//===----------------------------------------------------------------------===//
+#include "passes/Passes.h"
+#include "passes/QuantizableProducts.h"
+
+#include "dialects/Kiln/IR/Int4Weights.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace kiln {
+#define GEN_PASS_DEF_QUANTIZEINT4WEIGHTPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Symmetric 4-bit integers: [-8, 7], the scale mapping a block's largest
+/// magnitude to 7 so that both signs keep the same step.
+constexpr int kMaxWeight = 7;
+
+struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
+  QuantizeConstantRhs(MLIRContext *ctx, int64_t width, int64_t blockSize,
+                      int64_t minDepth)
+      : OpRewritePattern(ctx), width(width), blockSize(blockSize),
+        minDepth(minDepth) {}
+
+  LogicalResult matchAndRewrite(MatMulOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<ConstantWeights> weights =
+        matchQuantizableProduct(op, minDepth);
+    if (!weights)
+      return failure();
+    int64_t k = weights->k, n = weights->n;
+    int64_t blocks = llvm::divideCeil(k, blockSize);
+
+    // Each block of each column: its scale, and its rows' integers.
+    std::vector<float> scales(blocks * n, 0.0f);
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t col = 0; col < n; ++col) {
+        float largest = 0;
+        for (int64_t row = b * blockSize; row < std::min(k, (b + 1) * blockSize);
+             ++row)
+          largest = std::max(largest, std::fabs(weights->at(row, col)));
+        scales[b * n + col] = largest / kMaxWeight;
+      }
+    auto scale = [&](int64_t block, int64_t col) {
+      return scales[block * n + col];
+    };
+    auto quantized = [&](int64_t row, int64_t col) -> int {
+      float s = scale(row / blockSize, col);
+      if (s == 0)
+        return 0;
+      float q = std::nearbyint(weights->at(row, col) / s);
+      return static_cast<int>(std::clamp(q, float(-kMaxWeight - 1),
+                                         float(kMaxWeight)));
+    };
+    double errorSquares = 0, weightSquares = 0;
+    for (int64_t row = 0; row < k; ++row)
+      for (int64_t col = 0; col < n; ++col) {
+        double value = weights->at(row, col);
+        double error =
+            value - quantized(row, col) * double(scale(row / blockSize, col));
+        errorSquares += error * error;
+        weightSquares += value * value;
+      }
+
+    ConstantOp weight = weights->op;
+    rewriter.setInsertionPoint(weight);
+    Int4Weights packed = createInt4Weights(rewriter, weight.getLoc(), k, n,
+                                           blockSize, width, quantized, scale);
+    rewriter.setInsertionPoint(op);
+    auto product = rewriter.replaceOpWithNewOp<Int4MatMulOp>(
+        op, op.getType(), op.getLhs(), packed.panels, packed.scales,
+        packed.columnSums);
+    setWeightError(product, errorSquares, weightSquares);
+    eraseIfUnused(rewriter, weight, weight.getValue());
+    return success();
+  }
+
+  int64_t width, blockSize, minDepth;
+};
+
+struct QuantizeInt4WeightPass
+    : kiln::impl::QuantizeInt4WeightPassBase<QuantizeInt4WeightPass> {
+  using QuantizeInt4WeightPassBase::QuantizeInt4WeightPassBase;
+
+  void runOnOperation() override {
+    if (panelWidth <= 0 || panelWidth % 8 != 0 || blockSize <= 0 ||
+        blockSize % 8 != 0) {
+      getOperation()->emitError("kiln-quantize-int4-weight: panel-width and "
+                                "block-size must be positive multiples of 8");
+      return signalPassFailure();
+    }
+    RewritePatternSet patterns(&getContext());
+    patterns.add<QuantizeConstantRhs>(&getContext(), panelWidth, blockSize,
+                                      minDepth);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    markProductsKeptInFloat(getOperation(), minDepth);
+  }
+};
+
+} // namespace

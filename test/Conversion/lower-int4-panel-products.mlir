@@ -1,0 +1,62 @@
+// RUN: kiln-opt %s -kiln-lower-int4-panel-products | FileCheck %s
+
+// 3 rows, 2 panels of 16 columns, 2 blocks of 8 rows of weights (one pair
+// of groups of 4 each). One row (a decoder step) takes a kernel of its
+// own; otherwise blocks of 2 rows (the second block reads row 2 twice and
+// stores it once). In a block of rows, int32 sums run through the block's
+// pairs, the low 4 bits of each weight byte then the high, made signed by
+// subtracting 8; at the end of each block of weights they are converted
+// and multiplied by the panel's scales for that block into float sums.
+// CHECK-LABEL: func.func @product
+// CHECK: %[[W:.*]] = memref.collapse_shape %arg1 {{\[\[}}0], [1, 2], [3, 4]] : memref<2x2x1x16x4xi8> into memref<2x2x64xi8>
+// CHECK: %[[Q:.*]] = memref.collapse_shape %arg0 {{\[\[}}0], [1, 2, 3], [4]] : memref<3x2x1x2x4xi8> into memref<3x4x4xi8>
+// CHECK: %[[ROWS:.*]] = memref.dim %[[Q]], %c0
+// CHECK: %[[ONE:.*]] = arith.cmpi eq, %[[ROWS]], %c1
+// CHECK: scf.if %[[ONE]] {
+// CHECK: scf.parallel
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>) {
+// CHECK: } else {
+// CHECK: arith.ceildivui %[[ROWS]], %c2
+// CHECK: scf.parallel (%[[P:.*]], %{{.*}}) = ({{.*}}) to (%c2{{.*}}, %{{.*}}) step
+// CHECK: %[[TOTALS:.*]]:4 = scf.for %[[B:.*]] = {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: %[[SUMS:.*]]:4 = scf.for {{.*}} -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>)
+// CHECK: vector.load %[[W]][%[[P]], %{{.*}}, %{{.*}}] : memref<2x2x64xi8>, vector<32xi8>
+// CHECK: arith.andi %{{.*}} : vector<32xi8>
+// CHECK: arith.subi %{{.*}} : vector<32xi8>
+// CHECK: vector.load %[[Q]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<3x4x4xi8>, vector<4xi8>
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
+// CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
+// CHECK: arith.shrui %{{.*}} : vector<16xi16>
+// CHECK: vector.load %arg2[%[[P]], %[[B]], %{{.*}}] : memref<2x2x16xf32>, vector<8xf32>
+// CHECK: arith.sitofp %[[SUMS]]#0 : vector<8xi32> to vector<8xf32>
+// CHECK: vector.fma
+// CHECK: scf.if
+// CHECK: vector.store %[[TOTALS]]#0, %arg3[%{{.*}}, %[[P]], %{{.*}}] : memref<3x2x16xf32>, vector<8xf32>
+// CHECK-NOT: linalg.generic
+#q = affine_map<(r, p, j, b, g, h, u) -> (r, b, g, h, u)>
+#w = affine_map<(r, p, j, b, g, h, u) -> (p, b, g, j, u)>
+#s = affine_map<(r, p, j, b, g, h, u) -> (p, b, j)>
+#acc = affine_map<(r, p, j, b, g, h, u) -> (r, p, j)>
+func.func @product(%q: memref<3x2x1x2x4xi8>, %w: memref<2x2x1x16x4xi8>, %s: memref<2x2x16xf32>, %acc: memref<3x2x16xf32>) {
+  linalg.generic {indexing_maps = [#q, #w, #s, #acc], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]} ins(%q, %w, %s : memref<3x2x1x2x4xi8>, memref<2x2x1x16x4xi8>, memref<2x2x16xf32>) outs(%acc : memref<3x2x16xf32>) attrs = {kiln.int4_panel_product} {
+  ^bb0(%a: i8, %b: i8, %scale: f32, %c: f32):
+    %h = linalg.index 5 : index
+    %c0 = arith.constant 0 : index
+    %high = arith.cmpi ne, %h, %c0 : index
+    %c4 = arith.constant 4 : i8
+    %shifted = arith.shrui %b, %c4 : i8
+    %byte = arith.select %high, %shifted, %b : i8
+    %c15 = arith.constant 15 : i8
+    %nibble = arith.andi %byte, %c15 : i8
+    %wide = arith.extui %nibble : i8 to i32
+    %c8 = arith.constant 8 : i32
+    %weight = arith.subi %wide, %c8 : i32
+    %row = arith.extui %a : i8 to i32
+    %product = arith.muli %row, %weight : i32
+    %real = arith.sitofp %product : i32 to f32
+    %scaled = arith.mulf %real, %scale : f32
+    %sum = arith.addf %c, %scaled : f32
+    linalg.yield %sum : f32
+  }
+  return
+}
