@@ -110,6 +110,35 @@ def FloatIntegerProductsPass : Pass<"kiln-float-integer-products"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseQuantizedProductsPass : Pass<"kiln-fuse-quantized-products"> {
+  let summary = "QDQ products (quantize, dequantize, float product) onto int8 panels";
+  let description = [{
+    Rewrites each `kiln.matmul` whose input is `kiln.dequantize` of
+    `kiln.quantize` with the same per-tensor scale and zero point (a QDQ
+    model's quantized activation) and whose weights are a constant (a QDQ
+    model's dequantized int8 weights, folded) into `kiln.quantized_matmul`
+    with a static input quantization: the activation is quantized with the
+    model's scale and zero point (as uint8: an int8 quantization shifted
+    by 128), the weights are packed in panels as by
+    kiln-quantize-int8-dynamic. The weights are re-quantized to 7 bits per
+    column from their dequantized values: the model's 8-bit weights would
+    overflow the 16-bit pair sums of AVX2's `vpmaddubsw` (docs/design.md).
+
+    ```mlir
+    %q = kiln.quantize %x, %s, %zp {result_unsigned} : tensor<8x64xf32>, tensor<f32>, tensor<i8> -> tensor<8x64xi8>
+    %d = kiln.dequantize %q, %s, %zp {input_unsigned} : tensor<8x64xi8>, tensor<f32>, tensor<i8> -> tensor<8x64xf32>
+    %y = kiln.matmul %d, %w : tensor<8x64xf32>, tensor<64x32xf32>
+    // becomes
+    %y = kiln.quantized_matmul %x, %p, %ws, %c static(%s, %zp : tensor<f32>, tensor<i8>) : tensor<8x64xf32>, tensor<2x16x16x4xi8>, tensor<32xf32>, tensor<32xi32> -> tensor<8x32xf32>
+    ```
+  }];
+  let options = [
+    Option<"panelWidth", "panel-width", "int64_t", "16",
+           "Columns per weight panel: the integer kernel's block width">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def QuantizeInt8DynamicPass : Pass<"kiln-quantize-int8-dynamic"> {
   let summary = "Matrix products with int8 weights and rows quantized at run time";
   let description = [{

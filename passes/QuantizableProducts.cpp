@@ -26,6 +26,63 @@ std::optional<ConstantWeights> kiln::matchQuantizableProduct(MatMulOp op,
                          type.getDimSize(0), type.getDimSize(1)};
 }
 
+/// The largest magnitude of int8 weights' integers: 7 bits, symmetric.
+static constexpr int kMaxInt8Weight = 63;
+
+Int8Weights kiln::createInt8Weights(OpBuilder &b, Location loc,
+                                  const ConstantWeights &weights,
+                                  int64_t width) {
+  int64_t k = weights.k, n = weights.n;
+  int64_t panels = llvm::divideCeil(n, width), groups = llvm::divideCeil(k, 4);
+  int64_t padded = panels * width;
+  auto w = [&](int64_t row, int64_t col) { return weights.at(row, col); };
+
+  std::vector<float> scales(padded, 0.0f);
+  std::vector<int32_t> sums(padded, 0);
+  for (int64_t col = 0; col < n; ++col) {
+    float largest = 0;
+    for (int64_t row = 0; row < k; ++row)
+      largest = std::max(largest, std::fabs(w(row, col)));
+    scales[col] = largest / kMaxInt8Weight;
+  }
+  auto quantized = [&](int64_t row, int64_t col) -> int8_t {
+    if (row >= k || col >= n || scales[col] == 0)
+      return 0;
+    float q = std::nearbyint(w(row, col) / scales[col]);
+    return static_cast<int8_t>(
+        std::clamp(q, float(-kMaxInt8Weight), float(kMaxInt8Weight)));
+  };
+  auto packedType = RankedTensorType::get({panels, groups, width, 4},
+                                          b.getI8Type());
+  double errorSquares = 0, weightSquares = 0;
+  ElementsAttr packed = createElements(packedType, [&](MutableArrayRef<char> out) {
+    char *next = out.data();
+    for (int64_t p = 0; p < panels; ++p)
+      for (int64_t g = 0; g < groups; ++g)
+        for (int64_t j = 0; j < width; ++j)
+          for (int64_t lane = 0; lane < 4; ++lane) {
+            int64_t row = g * 4 + lane, col = p * width + j;
+            int8_t q = quantized(row, col);
+            sums[col] += q;
+            *next++ = static_cast<char>(q);
+            if (row < k && col < n) {
+              double value = w(row, col);
+              double error = value - double(q) * scales[col];
+              errorSquares += error * error;
+              weightSquares += value * value;
+            }
+          }
+  });
+  Value panelsValue = ConstantOp::create(b, loc, packed);
+  auto scaleType = RankedTensorType::get({padded}, b.getF32Type());
+  Value scaleValue = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(scaleType, ArrayRef<float>(scales)));
+  auto sumType = RankedTensorType::get({padded}, b.getI32Type());
+  Value sumValue = ConstantOp::create(
+      b, loc, DenseElementsAttr::get(sumType, ArrayRef<int32_t>(sums)));
+  return {panelsValue, scaleValue, sumValue, errorSquares, weightSquares};
+}
+
 void kiln::setWeightError(Operation *product, double errorSquares,
                           double weightSquares) {
   double error = weightSquares > 0 ? std::sqrt(errorSquares / weightSquares) : 0;

@@ -28,6 +28,17 @@ struct ConstantWeights {
 std::optional<ConstantWeights> matchQuantizableProduct(MatMulOp op,
                                                        int64_t minDepth);
 
+/// The constants of a kiln.quantized_matmul for `weights`: each column
+/// quantized symmetrically to 7 bits (scale `max |w| / 63`), in panels of
+/// `width` columns; and the summed squares of the weights' errors and of
+/// the weights, for setWeightError.
+struct Int8Weights {
+  mlir::Value panels, scales, columnSums;
+  double errorSquares, weightSquares;
+};
+Int8Weights createInt8Weights(mlir::OpBuilder &b, mlir::Location loc,
+                              const ConstantWeights &weights, int64_t width);
+
 /// Records on `product` (as `kiln.weight_error`) the relative RMS error of
 /// its quantized weights: the square roots of the summed squares of the
 /// errors over those of the weights.

@@ -38,6 +38,9 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level,
     pm.addPass(createFuseAttentionPass());
     pm.addPass(createFoldAttentionTransposesPass());
   }
+  // A QDQ model asks for int8 products itself; -O0 runs it as written.
+  if (level >= OptLevel::O1)
+    pm.addPass(createFuseQuantizedProductsPass());
   // Asked-for quantization changes the results, so -O0 gets it too: the
   // reference path is the quantized model on plain loops.
   if (quantization == Quantization::Int8Dynamic)

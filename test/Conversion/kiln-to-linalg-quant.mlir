@@ -152,3 +152,23 @@ func.func @int4_product(%x: tensor<2x5x72xf32>, %w: tensor<5x12x16x4xi8>, %s: te
   %y = kiln.int4_matmul %x, %w, %s, %c : tensor<2x5x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x5x70xf32>
   return %y : tensor<2x5x70xf32>
 }
+
+// -----
+
+// A static input quantization: no row ranges; every row's scale and zero
+// point filled from the given ones, and the rows divided by the scale as
+// QuantizeLinear does.
+// CHECK-LABEL: func.func @static_quantized_product
+// CHECK-NOT: arith.minnumf
+// CHECK: %[[S:.*]] = tensor.extract %arg4[] : tensor<f32>
+// CHECK: %[[Z:.*]] = tensor.extract %arg5[] : tensor<i8>
+// CHECK: arith.extui %[[Z]] : i8 to i32
+// CHECK: linalg.fill ins(%[[S]] : f32)
+// CHECK: linalg.generic
+// CHECK: arith.divf
+// CHECK: math.roundeven
+// CHECK: attrs = {kiln.int8_panel_product}
+func.func @static_quantized_product(%x: tensor<2x5x70xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %xs: tensor<f32>, %xzp: tensor<i8>) -> tensor<2x5x70xf32> {
+  %y = kiln.quantized_matmul %x, %w, %s, %c static(%xs, %xzp : tensor<f32>, tensor<i8>) : tensor<2x5x70xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
+  return %y : tensor<2x5x70xf32>
+}

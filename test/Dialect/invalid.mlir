@@ -471,3 +471,11 @@ func.func @int4_matmul_sums(%x: tensor<2x72xf32>, %w: tensor<5x12x16x4xi8>, %s: 
   %0 = kiln.int4_matmul %x, %w, %s, %c : tensor<2x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<70xf32> -> tensor<2x70xf32>
   return
 }
+
+// -----
+
+func.func @quantized_matmul_static_half(%x: tensor<2x72xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %xs: tensor<f32>) {
+  // expected-error @+1 {{takes a static input scale and zero point together}}
+  %0 = "kiln.quantized_matmul"(%x, %w, %s, %c, %xs) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>}> : (tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32>, tensor<f32>) -> tensor<2x70xf32>
+  return
+}

@@ -119,6 +119,8 @@ LogicalResult QuantizedMatMulOp::verify() {
     return emitOpError("input has ")
            << k << " columns but the weights hold " << weights[1]
            << " groups of 4 rows";
+  if (bool(getInputScale()) != bool(getInputZeroPoint()))
+    return emitOpError("takes a static input scale and zero point together");
   int64_t padded = weights[0] * weights[2];
   for (Value perColumn : {getScales(), getColumnSums()}) {
     auto type = cast<RankedTensorType>(perColumn.getType());

@@ -113,16 +113,23 @@ def Kiln_MatMulIntegerOp : Kiln_Op<"matmul_integer", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", [Pure]> {
-  let summary = "float product with int8 weights, rows quantized at run time";
+def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "float product with int8 weights and uint8-quantized rows";
   let description = [{
     `input` (`[..., M, K]`, f32) times a `[K, N]` matrix stored as 7-bit
-    integers in column panels: each row of `input` is quantized to uint8
-    over its own range (widened to include 0: scale `(max - min) / 255`,
-    zero point `round(-min / scale)`), multiplied exactly in 32-bit
-    integers with the weights, and scaled back:
+    integers in column panels. Each row of `input` is quantized to uint8,
+    multiplied exactly in 32-bit integers with the weights, and scaled
+    back:
     `result[m, n] = row_scale[m] * scales[n] * (sum_k q[m, k] * w[k, n] -
     row_zero_point[m] * column_sums[n])`.
+
+    By default each row is quantized over its own range at run time
+    (widened to include 0: scale `(max - min) / 255`, zero point
+    `round(-min / scale)`). With `static(%s, %zp)`, every row uses the
+    given 0-D scale and uint8 zero point, as ONNX's QuantizeLinear does:
+    `q = saturate(round(x / s) + zp)` (a QDQ model's or a calibrated
+    activation quantization).
 
     `weights` is `[ceil(N / W), ceil(K / 4), W, 4]`: panel `p` holds
     columns `p * W` to `p * W + W - 1`, and for every group of four rows of
@@ -134,15 +141,28 @@ def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul", [Pure]> {
 
     ```mlir
     %0 = kiln.quantized_matmul %x, %w, %s, %sums : tensor<1x128x384xf32>, tensor<96x96x16x4xi8>, tensor<1536xf32>, tensor<1536xi32> -> tensor<1x128x1536xf32>
+    %1 = kiln.quantized_matmul %x, %w, %s, %sums static(%xs, %xzp : tensor<f32>, tensor<i8>) : tensor<1x128x384xf32>, tensor<96x96x16x4xi8>, tensor<1536xf32>, tensor<1536xi32> -> tensor<1x128x1536xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input,
                        RankedTensorOf<[I8], [HasStaticShapePred]>:$weights,
                        Kiln_FloatTensor:$scales,
-                       Kiln_AccumulatorTensor:$column_sums);
+                       Kiln_AccumulatorTensor:$column_sums,
+                       Optional<0DTensorOf<[F32]>>:$input_scale,
+                       Optional<0DTensorOf<[I8]>>:$input_zero_point);
   let results = (outs Kiln_FloatTensor:$result);
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::Value":$weights, "::mlir::Value":$scales,
+                   "::mlir::Value":$column_sums), [{
+      build($_builder, $_state, result, input, weights, scales, column_sums,
+            ::mlir::Value(), ::mlir::Value());
+    }]>
+  ];
   let assemblyFormat = [{
-    $input `,` $weights `,` $scales `,` $column_sums attr-dict `:`
+    $input `,` $weights `,` $scales `,` $column_sums
+    (`static` `(` $input_scale^ `,` $input_zero_point `:` type($input_scale)
+     `,` type($input_zero_point) `)`)? attr-dict `:`
     type($input) `,` type($weights) `,` type($scales) `,` type($column_sums)
     `->` type($result)
   }];

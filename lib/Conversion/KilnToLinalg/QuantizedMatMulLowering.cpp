@@ -88,9 +88,24 @@ public:
   }
 
   /// Sets `rowScale`, `rowZero` and `quantized`: the rows as uint8 in groups
-  /// of 4, `[rows, paddedK / 4, 4]`, zeros past K.
-  void quantize(int64_t paddedK) {
-    Type f32 = b.getF32Type(), i32 = b.getI32Type(), i8 = b.getI8Type();
+  /// of 4, `[rows, paddedK / 4, 4]`, zeros past K. Each row over its own
+  /// range, or with the 0-D `staticScale` and uint8 `staticZero` if given.
+  void quantize(int64_t paddedK, Value staticScale = {},
+                Value staticZero = {}) {
+    Type f32 = b.getF32Type(), i32 = b.getI32Type();
+    if (staticScale) {
+      // x / s, as QuantizeLinear divides (a multiplication by 1 / s could
+      // round differently).
+      Value scale = tensor::ExtractOp::create(b, loc, staticScale, ValueRange{});
+      Value zero = arith::ExtUIOp::create(
+          b, loc, i32, tensor::ExtractOp::create(b, loc, staticZero, ValueRange{}));
+      rowScale = linalg::FillOp::create(b, loc, scale, empty({rows}, f32))
+                     .getResult(0);
+      rowZero = linalg::FillOp::create(b, loc, zero, empty({rows}, i32))
+                    .getResult(0);
+      quantizeRows(paddedK, rowScale, /*divide=*/true);
+      return;
+    }
     // Each row's minimum and maximum, starting from 0.
     Value lowInit = filled({rows}, f32, 0);
     auto range = createGeneric(
@@ -127,18 +142,25 @@ public:
               ValueRange{inverse, scale,
                          arith::FPToSIOp::create(nb, l, i32, zeroPoint)});
         });
-    Value inverse = params.getResult(0);
     rowScale = params.getResult(1);
     rowZero = params.getResult(2);
+    quantizeRows(paddedK, params.getResult(0), /*divide=*/false);
+  }
 
+  /// Sets `quantized` from `x`, `rowZero` and each row's `factor`: its
+  /// scale to divide by, or its inverse to multiply by.
+  void quantizeRows(int64_t paddedK, Value factor, bool divide) {
+    Type f32 = b.getF32Type(), i8 = b.getI8Type();
     auto quantizeRows = createGeneric(
-        b, loc, {x, inverse, rowZero}, empty({rows, k}, i8),
+        b, loc, {x, factor, rowZero}, empty({rows, k}, i8),
         {map(2, {0, 1}), map(2, {0}), map(2, {0}), map(2, {0, 1})},
         {IteratorType::parallel, IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
           auto c = [&](double v) { return createScalarConstant(nb, l, f32, v); };
-          Value q = math::RoundEvenOp::create(
-              nb, l, arith::MulFOp::create(nb, l, args[0], args[1]));
+          Value scaled =
+              divide ? arith::DivFOp::create(nb, l, args[0], args[1]).getResult()
+                     : arith::MulFOp::create(nb, l, args[0], args[1]).getResult();
+          Value q = math::RoundEvenOp::create(nb, l, scaled);
           q = arith::AddFOp::create(nb, l, q,
                                     arith::SIToFPOp::create(nb, l, f32, args[2]));
           q = arith::MinNumFOp::create(
@@ -200,7 +222,7 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
     OpBuilder &b = rewriter;
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
     RowQuantizer q(b, loc, adaptor.getInput());
-    q.quantize(groups * 4);
+    q.quantize(groups * 4, adaptor.getInputScale(), adaptor.getInputZeroPoint());
     int64_t rows = q.rows;
 
     // The integer product: loops (row, panel, column, group, lane).
