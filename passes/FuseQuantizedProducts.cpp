@@ -100,7 +100,8 @@ struct FuseQdqProduct : OpRewritePattern<MatMulOp> {
     auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), quantize.getInput(), packed.panels, packed.scales,
         packed.columnSums, quantize.getScale(), zero);
-    setWeightError(product, packed.errorSquares, packed.weightSquares);
+    setWeightError(product, packed.errorSquares, packed.weightSquares,
+                   Attribute());
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }

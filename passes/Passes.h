@@ -15,6 +15,10 @@ namespace kiln {
 /// (f32), and why a product with constant weights stayed in float (string).
 inline constexpr llvm::StringLiteral kWeightErrorAttr = "kiln.weight_error";
 inline constexpr llvm::StringLiteral kKeptFloatAttr = "kiln.kept_float";
+/// A product's quantization error measured on calibration inputs (relative
+/// RMS error of its output), for the report.
+inline constexpr llvm::StringLiteral kCalibrationErrorAttr =
+    "kiln.calibration_error";
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"

@@ -13,6 +13,9 @@ std::optional<ConstantWeights> kiln::matchQuantizableProduct(MatMulOp op,
                                                              int64_t minDepth) {
   auto weight = op.getRhs().getDefiningOp<ConstantOp>();
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  // Already decided (calibration found its error too large).
+  if (op->hasAttr(kKeptFloatAttr))
+    return std::nullopt;
   if (!weight || lhsType.getRank() < 2 ||
       ShapedType::isDynamic(lhsType.getShape().back()) ||
       !lhsType.getElementType().isF32())
@@ -26,8 +29,29 @@ std::optional<ConstantWeights> kiln::matchQuantizableProduct(MatMulOp op,
                          type.getDimSize(0), type.getDimSize(1)};
 }
 
-/// The largest magnitude of int8 weights' integers: 7 bits, symmetric.
-static constexpr int kMaxInt8Weight = 63;
+std::vector<float> kiln::getWeightScales(const ConstantWeights &weights,
+                                         int64_t blockSize, int maxInteger) {
+  int64_t k = weights.k, n = weights.n;
+  int64_t blocks = llvm::divideCeil(k, blockSize);
+  std::vector<float> scales(blocks * n, 0.0f);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t col = 0; col < n; ++col) {
+      float largest = 0;
+      for (int64_t row = b * blockSize; row < std::min(k, (b + 1) * blockSize);
+           ++row)
+        largest = std::max(largest, std::fabs(weights.at(row, col)));
+      scales[b * n + col] = largest / maxInteger;
+    }
+  return scales;
+}
+
+int kiln::quantizeWeight(float value, float scale, int maxInteger, int extra) {
+  if (scale == 0)
+    return 0;
+  float q = std::nearbyint(value / scale);
+  return static_cast<int>(
+      std::clamp(q, float(-maxInteger - extra), float(maxInteger)));
+}
 
 Int8Weights kiln::createInt8Weights(OpBuilder &b, Location loc,
                                   const ConstantWeights &weights,
@@ -37,20 +61,13 @@ Int8Weights kiln::createInt8Weights(OpBuilder &b, Location loc,
   int64_t padded = panels * width;
   auto w = [&](int64_t row, int64_t col) { return weights.at(row, col); };
 
-  std::vector<float> scales(padded, 0.0f);
+  std::vector<float> scales = getWeightScales(weights, k, kMaxInt8Weight);
+  scales.resize(padded, 0.0f);
   std::vector<int32_t> sums(padded, 0);
-  for (int64_t col = 0; col < n; ++col) {
-    float largest = 0;
-    for (int64_t row = 0; row < k; ++row)
-      largest = std::max(largest, std::fabs(w(row, col)));
-    scales[col] = largest / kMaxInt8Weight;
-  }
   auto quantized = [&](int64_t row, int64_t col) -> int8_t {
-    if (row >= k || col >= n || scales[col] == 0)
+    if (row >= k || col >= n)
       return 0;
-    float q = std::nearbyint(w(row, col) / scales[col]);
-    return static_cast<int8_t>(
-        std::clamp(q, float(-kMaxInt8Weight), float(kMaxInt8Weight)));
+    return quantizeWeight(w(row, col), scales[col], kMaxInt8Weight, 0);
   };
   auto packedType = RankedTensorType::get({panels, groups, width, 4},
                                           b.getI8Type());
@@ -84,7 +101,9 @@ Int8Weights kiln::createInt8Weights(OpBuilder &b, Location loc,
 }
 
 void kiln::setWeightError(Operation *product, double errorSquares,
-                          double weightSquares) {
+                          double weightSquares, Attribute calibrationError) {
+  if (calibrationError)
+    product->setAttr(kCalibrationErrorAttr, calibrationError);
   double error = weightSquares > 0 ? std::sqrt(errorSquares / weightSquares) : 0;
   product->setAttr(kWeightErrorAttr,
                    FloatAttr::get(Float32Type::get(product->getContext()), error));
@@ -95,7 +114,7 @@ void kiln::markProductsKeptInFloat(Operation *root, int64_t minDepth) {
     auto weight = op.getRhs().getDefiningOp<ConstantOp>();
     auto type = weight ? dyn_cast<RankedTensorType>(weight.getType())
                        : RankedTensorType();
-    if (!type || type.getRank() != 2)
+    if (!type || type.getRank() != 2 || op->hasAttr(kKeptFloatAttr))
       return;
     std::string reason;
     if (type.getDimSize(0) < minDepth)

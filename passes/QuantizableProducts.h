@@ -11,6 +11,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include <optional>
+#include <vector>
 
 namespace kiln {
 
@@ -28,6 +29,19 @@ struct ConstantWeights {
 std::optional<ConstantWeights> matchQuantizableProduct(MatMulOp op,
                                                        int64_t minDepth);
 
+/// The integers weights become, each with its scale: int8-dynamic's 7-bit
+/// per column (`max |w| / 63`), int4-weight's 4-bit per block of
+/// `blockSize` rows of a column (`max |w| / 7`). The scales are
+/// `scales[block * n + col]` (one block for int8); 0 for all-zero ones.
+std::vector<float> getWeightScales(const ConstantWeights &weights,
+                                   int64_t blockSize, int maxInteger);
+/// `value` over `scale`, rounded half to even into [-maxInteger - extra,
+/// maxInteger] (extra 1 for int4's [-8, 7], 0 for int8's symmetric range).
+int quantizeWeight(float value, float scale, int maxInteger, int extra);
+
+inline constexpr int kMaxInt8Weight = 63;
+inline constexpr int kMaxInt4Weight = 7;
+
 /// The constants of a kiln.quantized_matmul for `weights`: each column
 /// quantized symmetrically to 7 bits (scale `max |w| / 63`), in panels of
 /// `width` columns; and the summed squares of the weights' errors and of
@@ -41,9 +55,10 @@ Int8Weights createInt8Weights(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Records on `product` (as `kiln.weight_error`) the relative RMS error of
 /// its quantized weights: the square roots of the summed squares of the
-/// errors over those of the weights.
+/// errors over those of the weights; and `calibrationError`, the error
+/// calibration measured on the product it replaces, if any.
 void setWeightError(mlir::Operation *product, double errorSquares,
-                    double weightSquares);
+                    double weightSquares, mlir::Attribute calibrationError);
 
 /// Marks each product under `root` that has constant 2-D weights but was
 /// not quantized with `kiln.kept_float`, the reason as a string.

@@ -29,10 +29,6 @@ using namespace kiln;
 
 namespace {
 
-/// Symmetric 4-bit integers: [-8, 7], the scale mapping a block's largest
-/// magnitude to 7 so that both signs keep the same step.
-constexpr int kMaxWeight = 7;
-
 struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
   QuantizeConstantRhs(MLIRContext *ctx, int64_t width, int64_t blockSize,
                       int64_t minDepth)
@@ -46,28 +42,16 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     if (!weights)
       return failure();
     int64_t k = weights->k, n = weights->n;
-    int64_t blocks = llvm::divideCeil(k, blockSize);
 
     // Each block of each column: its scale, and its rows' integers.
-    std::vector<float> scales(blocks * n, 0.0f);
-    for (int64_t b = 0; b < blocks; ++b)
-      for (int64_t col = 0; col < n; ++col) {
-        float largest = 0;
-        for (int64_t row = b * blockSize; row < std::min(k, (b + 1) * blockSize);
-             ++row)
-          largest = std::max(largest, std::fabs(weights->at(row, col)));
-        scales[b * n + col] = largest / kMaxWeight;
-      }
+    std::vector<float> scales =
+        getWeightScales(*weights, blockSize, kMaxInt4Weight);
     auto scale = [&](int64_t block, int64_t col) {
       return scales[block * n + col];
     };
-    auto quantized = [&](int64_t row, int64_t col) -> int {
-      float s = scale(row / blockSize, col);
-      if (s == 0)
-        return 0;
-      float q = std::nearbyint(weights->at(row, col) / s);
-      return static_cast<int>(std::clamp(q, float(-kMaxWeight - 1),
-                                         float(kMaxWeight)));
+    auto quantized = [&](int64_t row, int64_t col) {
+      return quantizeWeight(weights->at(row, col), scale(row / blockSize, col),
+                            kMaxInt4Weight, 1);
     };
     double errorSquares = 0, weightSquares = 0;
     for (int64_t row = 0; row < k; ++row)
@@ -83,11 +67,12 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     rewriter.setInsertionPoint(weight);
     Int4Weights packed = createInt4Weights(rewriter, weight.getLoc(), k, n,
                                            blockSize, width, quantized, scale);
+    Attribute calibrationError = op->getAttr(kCalibrationErrorAttr);
     rewriter.setInsertionPoint(op);
     auto product = rewriter.replaceOpWithNewOp<Int4MatMulOp>(
         op, op.getType(), op.getLhs(), packed.panels, packed.scales,
         packed.columnSums);
-    setWeightError(product, errorSquares, weightSquares);
+    setWeightError(product, errorSquares, weightSquares, calibrationError);
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }

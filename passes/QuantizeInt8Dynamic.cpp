@@ -42,11 +42,13 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     rewriter.setInsertionPoint(weight);
     Int8Weights packed =
         createInt8Weights(rewriter, weight.getLoc(), *weights, width);
+    Attribute calibrationError = op->getAttr(kCalibrationErrorAttr);
     rewriter.setInsertionPoint(op);
     auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), op.getLhs(), packed.panels, packed.scales,
         packed.columnSums);
-    setWeightError(product, packed.errorSquares, packed.weightSquares);
+    setWeightError(product, packed.errorSquares, packed.weightSquares,
+                   calibrationError);
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }

@@ -114,6 +114,15 @@ kiln_compiler_options_set_quantization(kiln_compiler_options *options,
 kiln_compile_status
 kiln_compiler_options_set_quantization_report(kiln_compiler_options *options,
                                               const char *path);
+/* Calibration inputs for the quantization (API version 3): `dir` holds
+ * folders of input_0.pb, input_1.pb, ... (ONNX test-data layout) or those
+ * files; the float model runs on them at compile time and each product's
+ * error is measured on what flows into it (the report's calibration_error).
+ * Products whose relative RMS output error exceeds `quality_budget` stay in
+ * float; 0 sets no limit. NULL or "" for no calibration. */
+kiln_compile_status
+kiln_compiler_options_set_calibration(kiln_compiler_options *options,
+                                      const char *dir, double quality_budget);
 /* An LLVM CPU name ("znver4", "x86-64-v3"); "host" is the machine
  * compiling. An unknown name fails the compile with a diagnostic. */
 kiln_compile_status

@@ -100,6 +100,16 @@ struct CompileOptions {
   /// constant weights, its precision, scales and weight error); empty:
   /// none.
   std::string quantizationReportPath;
+  /// A folder of calibration inputs (ONNX test-data layout: folders of
+  /// input_0.pb, input_1.pb, ... in the model's input order, or those files
+  /// directly): the float model runs on them at compile time, and each
+  /// product's error under `quantization` is measured on what flows into it
+  /// (reported as calibration_error). Empty: none.
+  std::string calibrationDir;
+  /// With calibration, the largest relative RMS error a product's output
+  /// may take from quantization; products above it stay in float. 0: no
+  /// limit.
+  double qualityBudget = 0;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

@@ -129,6 +129,17 @@ kiln_compiler_options_set_quantization_report(kiln_compiler_options *options,
 }
 
 kiln_compile_status
+kiln_compiler_options_set_calibration(kiln_compiler_options *options,
+                                      const char *dir, double quality_budget) {
+  if (!options || !(quality_budget >= 0) ||
+      (quality_budget > 0 && (!dir || !*dir)))
+    return KILN_COMPILE_INVALID_ARGUMENT;
+  options->compileOptions.calibrationDir = dir ? dir : "";
+  options->compileOptions.qualityBudget = quality_budget;
+  return KILN_COMPILE_OK;
+}
+
+kiln_compile_status
 kiln_compiler_options_set_target_cpu(kiln_compiler_options *options,
                                      const char *cpu) {
   if (!options || !cpu || !*cpu)

@@ -3,6 +3,7 @@
 
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "lib/Codegen/Backend.h"
+#include "lib/Codegen/Calibration.h"
 #include "lib/Codegen/CpuTarget.h"
 #include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
@@ -72,9 +73,17 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return failure();
   if (failed(runPipeline("Graph passes",
                          [&](OpPassManager &pm) {
-                           buildGraphPipeline(pm, options.optLevel,
-                                              options.quantization);
+                           buildGraphPipeline(pm, options.optLevel);
                          })))
+    return failure();
+  if (!options.calibrationDir.empty()) {
+    TimingScope scope = timing.nest("Calibration");
+    if (failed(calibrateProducts(module, options)))
+      return failure();
+  }
+  if (failed(runPipeline("Quantization", [&](OpPassManager &pm) {
+        buildQuantizationPipeline(pm, options.quantization);
+      })))
     return failure();
   if (!options.quantizationReportPath.empty())
     report.os() << renderQuantizationReport(module);

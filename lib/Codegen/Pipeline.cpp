@@ -24,8 +24,7 @@ void kiln::registerKilnPasses() {
   registerKilnGraphPasses();
 }
 
-void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level,
-                              Quantization quantization) {
+void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   if (level >= OptLevel::O1) {
     pm.addPass(createFoldConstantsPass());
     pm.addPass(createFloatIntegerProductsPass());
@@ -41,6 +40,10 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level,
   // A QDQ model asks for int8 products itself; -O0 runs it as written.
   if (level >= OptLevel::O1)
     pm.addPass(createFuseQuantizedProductsPass());
+}
+
+void kiln::buildQuantizationPipeline(OpPassManager &pm,
+                                     Quantization quantization) {
   // Asked-for quantization changes the results, so -O0 gets it too: the
   // reference path is the quantized model on plain loops.
   if (quantization == Quantization::Int8Dynamic)

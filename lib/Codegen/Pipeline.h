@@ -15,12 +15,16 @@ namespace kiln {
 /// registers nothing.
 void registerKilnPasses();
 
-/// Adds the target-independent graph passes on the kiln dialect: constant
-/// folding (from -O1), the recognition of layer norms and attention (from
-/// -O2), `quantization` of the products left (at every level), and the run-time
-/// checks that give every entry point its status result.
-void buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level,
-                        Quantization quantization = Quantization::None);
+/// Adds the target-independent graph passes on the kiln dialect up to
+/// quantization: constant folding (from -O1), the recognition of layer
+/// norms and attention (from -O2) and of a QDQ model's int8 products (from
+/// -O1). Calibration measures the products this leaves.
+void buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level);
+
+/// Adds the rest: `quantization` of the products left (at every level),
+/// and the run-time checks that give every entry point its status result.
+void buildQuantizationPipeline(mlir::OpPassManager &pm,
+                               Quantization quantization);
 
 /// Adds the passes lowering a kiln-dialect module to the LLVM dialect for
 /// a CPU with `layout`: from -O2, weights packed into panels and matrix

@@ -70,11 +70,21 @@ std::string kiln::renderQuantizationReport(ModuleOp module) {
         // -1 where the weights came quantized (an imported int4 model).
         {"weight_error", error ? error.getValueAsDouble() : -1.0}};
   };
+  // The error calibration measured on the product's output, if it ran.
+  auto addCalibration = [](llvm::json::Object &layer, Operation *product) {
+    if (auto measured =
+            product->getAttrOfType<FloatAttr>(kCalibrationErrorAttr))
+      layer["calibration_error"] = measured.getValueAsDouble();
+  };
   module.walk([&](Operation *op) {
     if (auto product = dyn_cast<QuantizedMatMulOp>(op)) {
-      layers.push_back(describe(product, product.getInput(),
-                                product.getScales(), "int8",
-                                "7-bit symmetric, one scale per output column"));
+      llvm::json::Object layer =
+          describe(product, product.getInput(), product.getScales(), "int8",
+                   "7-bit symmetric, one scale per output column");
+      if (product.getInputScale())
+        layer["activations"] = "uint8, the model's scale and zero point";
+      addCalibration(layer, product);
+      layers.push_back(std::move(layer));
       int8Bytes += k * n;
       return;
     }
@@ -83,6 +93,7 @@ std::string kiln::renderQuantizationReport(ModuleOp module) {
           product, product.getInput(), product.getScales(), "int4",
           "4-bit symmetric, one scale per block of rows of a column");
       layer["block_size"] = product.getBlockSize();
+      addCalibration(layer, product);
       layers.push_back(std::move(layer));
       int4Bytes += llvm::divideCeil(k * n, 2);
       return;

@@ -72,6 +72,17 @@ llvm::cl::opt<std::string> quantizeReport(
     "quantize-report",
     llvm::cl::desc("Write what quantization did to each product (JSON)"),
     llvm::cl::value_desc("path"));
+llvm::cl::opt<std::string> calibration(
+    "calibration",
+    llvm::cl::desc("Measure each product's quantization error on these "
+                   "inputs (folders of input_0.pb, ...), running the float "
+                   "model"),
+    llvm::cl::value_desc("dir"));
+llvm::cl::opt<double> qualityBudget(
+    "quality-budget",
+    llvm::cl::desc("With --calibration: the largest relative RMS error a "
+                   "product's output may take; products above stay float"),
+    llvm::cl::value_desc("error"), llvm::cl::init(0.0));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -98,7 +109,7 @@ void printDiagnostic(const kiln::Diagnostic &diagnostic) {
 void hideOtherOptions() {
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
-      "quantize-report",
+      "quantize-report", "calibration", "quality-budget",
       "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -181,6 +192,11 @@ int main(int argc, char **argv) {
   });
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "Kiln: compile ONNX models to native code\n");
+  if (qualityBudget < 0 || (qualityBudget > 0 && calibration.empty())) {
+    llvm::errs() << "kiln-compile: error: --quality-budget takes a positive "
+                    "error and --calibration inputs to measure it on\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
@@ -221,6 +237,8 @@ int main(int argc, char **argv) {
   options.optLevel = optLevel;
   options.quantization = quantization;
   options.quantizationReportPath = quantizeReport;
+  options.calibrationDir = calibration;
+  options.qualityBudget = qualityBudget;
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

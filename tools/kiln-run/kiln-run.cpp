@@ -9,7 +9,7 @@
 // --save writes DIR/output_<i>.pb as ONNX's test data names them.
 //
 //===----------------------------------------------------------------------===//
-#include "TensorFile.h"
+#include "lib/TensorFile/TensorFile.h"
 
 #include <algorithm>
 #include <chrono>

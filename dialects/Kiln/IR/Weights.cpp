@@ -71,7 +71,10 @@ ElementsAttr kiln::createElements(RankedTensorType type,
 
 void kiln::releaseUnusedWeights(Operation *root,
                                 ArrayRef<DenseResourceElementsAttr> candidates) {
-  if (candidates.empty())
+  auto module = dyn_cast<ModuleOp>(root);
+  if (!module)
+    module = root->getParentOfType<ModuleOp>();
+  if (candidates.empty() || (module && module->hasAttr(kSharedWeightsAttr)))
     return;
   llvm::DenseSet<StringRef> used;
   root->walk([&](Operation *op) {

@@ -50,8 +50,13 @@ createElements(mlir::RankedTensorType type,
 mlir::ElementsAttr createElements(mlir::RankedTensorType type,
                                   std::unique_ptr<std::string> data);
 
+/// Marks a module whose weights' blobs another module shares (a copy
+/// compiled on the side, as calibration's float model): it frees none.
+inline constexpr llvm::StringLiteral kSharedWeightsAttr = "kiln.shared_weights";
+
 /// Frees the blobs of those `candidates` that no operation under `root`
-/// refers to any more (a weight replaced by its packed form).
+/// refers to any more (a weight replaced by its packed form), unless
+/// `root`'s module is marked kSharedWeightsAttr.
 void releaseUnusedWeights(mlir::Operation *root,
                           llvm::ArrayRef<mlir::DenseResourceElementsAttr> candidates);
 

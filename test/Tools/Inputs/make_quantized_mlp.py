@@ -12,8 +12,8 @@ definition in kiln.quantized_matmul: per-column 7-bit symmetric weights,
 per-row uint8 activations, exact integer sums), expected_int4.pb (from
 kiln.int4_matmul's definition: 4-bit symmetric weights with a scale per
 block of 32 rows of a column, the same activations, exact integer sums
-within a block) and expected_float.pb (the float model, to bound the
-quantization error).
+within a block), expected_float.pb (the float model, to bound the
+quantization error) and calibration/set_<k>/input_0.pb (4 more inputs).
 """
 import os
 import sys
@@ -108,6 +108,13 @@ def main():
         with open(os.path.join(out, name + ".pb"), "wb") as f:
             f.write(numpy_helper.from_array(array, "x" if name == "row_input"
                                             else "y").SerializeToString())
+    # Calibration sets: 4 more seeded inputs, one folder each.
+    for k in range(4):
+        folder = os.path.join(out, "calibration", f"set_{k}")
+        os.makedirs(folder, exist_ok=True)
+        sample = rng.standard_normal(SHAPE).astype(np.float32)
+        with open(os.path.join(folder, "input_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(sample, "x").SerializeToString())
     for name, y in (("int8", y_int8), ("int4", y_int4)):
         error = np.abs(y - y_float).max() / np.abs(y_float).max()
         print(f"{name} vs float: max error {error:.4f} of the largest output")

@@ -130,7 +130,15 @@ static int bad_input_fails_cleanly(const char *workdir) {
   CHECK(kiln_compiler_options_set_quantization(options, 9) ==
         KILN_COMPILE_INVALID_ARGUMENT);
   CHECK(kiln_compiler_options_set_quantization(
+            options, KILN_QUANTIZE_INT4_WEIGHT) == KILN_COMPILE_OK);
+  CHECK(kiln_compiler_options_set_quantization(
             options, KILN_QUANTIZE_INT8_DYNAMIC) == KILN_COMPILE_OK);
+  /* A quality budget needs inputs to measure it on, and cannot be
+   * negative. */
+  CHECK(kiln_compiler_options_set_calibration(options, NULL, 0.05) ==
+        KILN_COMPILE_INVALID_ARGUMENT);
+  CHECK(kiln_compiler_options_set_calibration(options, workdir, -1) ==
+        KILN_COMPILE_INVALID_ARGUMENT);
   diagnostics_seen seen = {0};
   kiln_compiler_options_set_diagnostic_callback(options, on_diagnostic, &seen);
 

@@ -1,7 +1,6 @@
-//===- TensorFile.h - ONNX TensorProto files <-> runtime tensors -*- C++
-//-*-===//
-#ifndef KILN_TOOLS_KILN_RUN_TENSORFILE_H
-#define KILN_TOOLS_KILN_RUN_TENSORFILE_H
+//===- TensorFile.h - ONNX TensorProto files <-> runtime tensors -*- C++ -*-===//
+#ifndef KILN_LIB_TENSORFILE_TENSORFILE_H
+#define KILN_LIB_TENSORFILE_TENSORFILE_H
 
 #include "kiln/runtime.h"
 
@@ -27,4 +26,4 @@ std::string writeTensorFile(const std::string &path, const std::string &name,
 
 } // namespace kiln
 
-#endif // KILN_TOOLS_KILN_RUN_TENSORFILE_H
+#endif // KILN_LIB_TENSORFILE_TENSORFILE_H

@@ -1,5 +1,5 @@
 //===- TensorFile.cpp - ONNX TensorProto files <-> runtime tensors --------===//
-#include "TensorFile.h"
+#include "lib/TensorFile/TensorFile.h"
 
 #include <onnx/onnx_pb.h>
 

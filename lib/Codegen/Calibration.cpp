@@ -1,0 +1,333 @@
+//===- Calibration.cpp - quantization error measured on real inputs -------===//
+#include "lib/Codegen/Calibration.h"
+
+#include "dialects/Kiln/IR/EntryPoints.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
+#include "kiln/runtime.h"
+#include "lib/TensorFile/TensorFile.h"
+#include "passes/Passes.h"
+#include "passes/QuantizableProducts.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The quantization passes' defaults: the fewest weight rows a product
+/// needs to be quantized, and int4's block.
+constexpr int64_t kMinDepth = 64;
+constexpr int64_t kInt4BlockSize = 32;
+/// Rows of each product's input measured per calibration set: evenly
+/// spaced, enough for the error's second digit and cheap to multiply.
+constexpr int64_t kRowsPerSet = 32;
+/// The name of the extra result that returns the `i`th distinct product
+/// input (products often share one: a layer's query, key and value).
+std::string resultName(size_t i) { return "kiln.calibration." + std::to_string(i); }
+
+/// The input files of each calibration set in `dir`: its subfolders that
+/// hold input_0.pb (in name order), or `dir` itself.
+FailureOr<std::vector<std::vector<std::string>>>
+findInputSets(StringRef dir, int32_t numInputs, Location loc) {
+  auto inputsOf = [&](StringRef folder) {
+    std::vector<std::string> files;
+    for (int32_t i = 0; i < numInputs; ++i) {
+      SmallString<256> path(folder);
+      llvm::sys::path::append(path, "input_" + std::to_string(i) + ".pb");
+      files.push_back(path.str().str());
+    }
+    return files;
+  };
+  auto hasInputs = [&](StringRef folder) {
+    SmallString<256> path(folder);
+    llvm::sys::path::append(path, "input_0.pb");
+    return llvm::sys::fs::exists(path);
+  };
+  if (!llvm::sys::fs::is_directory(dir))
+    return emitError(loc) << "calibration folder '" << dir
+                          << "' is not a folder";
+  std::vector<std::string> folders;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (llvm::sys::fs::is_directory(it->path()) && hasInputs(it->path()))
+      folders.push_back(it->path());
+  if (ec)
+    return emitError(loc) << "cannot read calibration folder '" << dir
+                          << "': " << ec.message();
+  std::sort(folders.begin(), folders.end());
+  if (folders.empty() && hasInputs(dir))
+    folders.push_back(dir.str());
+  if (folders.empty())
+    return emitError(loc) << "calibration folder '" << dir
+                          << "' holds no input sets (input_0.pb, ... or "
+                             "folders of them)";
+  std::vector<std::vector<std::string>> sets;
+  for (const std::string &folder : folders)
+    sets.push_back(inputsOf(folder));
+  return sets;
+}
+
+/// A product's weights, and its error summed over the calibration rows.
+struct Product {
+  ConstantWeights weights;
+  /// Which extra result holds its input.
+  size_t input;
+  /// The weights as the quantization rounds them, `[k, n]`.
+  std::vector<float> quantized;
+  double errorSquares = 0, outputSquares = 0;
+};
+
+std::vector<float> roundWeights(const ConstantWeights &weights,
+                                Quantization quantization) {
+  bool int4 = quantization == Quantization::Int4Weight;
+  int64_t block = int4 ? kInt4BlockSize : weights.k;
+  int maxInteger = int4 ? kMaxInt4Weight : kMaxInt8Weight;
+  std::vector<float> scales = getWeightScales(weights, block, maxInteger);
+  std::vector<float> rounded(weights.k * weights.n);
+  for (int64_t row = 0; row < weights.k; ++row)
+    for (int64_t col = 0; col < weights.n; ++col) {
+      float scale = scales[(row / block) * weights.n + col];
+      rounded[row * weights.n + col] =
+          quantizeWeight(weights.at(row, col), scale, maxInteger, int4) * scale;
+    }
+  return rounded;
+}
+
+/// Adds to `product` the error of its quantized output on some of the `m`
+/// rows of `x`: each row quantized to uint8 over its range widened to 0,
+/// as the kernels quantize it at run time, times the rounded weights,
+/// against the float product.
+void measure(Product &product, const float *x, int64_t m) {
+  int64_t k = product.weights.k, n = product.weights.n;
+  std::vector<float> rowRounded(k), exact(n), rounded(n);
+  for (int64_t r = 0; r < m; r += std::max<int64_t>(1, m / kRowsPerSet)) {
+    const float *row = x + r * k;
+    float low = 0, high = 0;
+    for (int64_t i = 0; i < k; ++i) {
+      low = std::min(low, row[i]);
+      high = std::max(high, row[i]);
+    }
+    float scale = (high - low) / 255, inverse = scale > 0 ? 1 / scale : 0;
+    float zero = std::clamp(std::nearbyint(-low * inverse), 0.0f, 255.0f);
+    for (int64_t i = 0; i < k; ++i)
+      rowRounded[i] =
+          (std::clamp(std::nearbyint(row[i] * inverse) + zero, 0.0f, 255.0f) -
+           zero) *
+          scale;
+    std::fill(exact.begin(), exact.end(), 0.0f);
+    std::fill(rounded.begin(), rounded.end(), 0.0f);
+    for (int64_t i = 0; i < k; ++i) {
+      const float *w = product.weights.values + i * n;
+      const float *q = product.quantized.data() + i * n;
+      for (int64_t j = 0; j < n; ++j) {
+        exact[j] += row[i] * w[j];
+        rounded[j] += rowRounded[i] * q[j];
+      }
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      double error = double(rounded[j]) - exact[j];
+      product.errorSquares += error * error;
+      product.outputSquares += double(exact[j]) * exact[j];
+    }
+  }
+}
+
+struct ArtifactCloser {
+  void operator()(kiln_artifact *artifact) const {
+    kiln_artifact_close(artifact);
+  }
+};
+struct SessionDestroyer {
+  void operator()(kiln_session *session) const {
+    kiln_session_destroy(session);
+  }
+};
+
+/// Runs the artifact at `path` (the float model returning each product's
+/// input as `resultName(i)`) on every calibration set, measuring each
+/// product.
+LogicalResult runCalibration(StringRef path, StringRef entryName,
+                             StringRef dir, MutableArrayRef<Product> products,
+                             Location loc) {
+  auto runtimeError = [&](const Twine &what) {
+    return emitError(loc) << "calibration: " << what << ": "
+                           << kiln_last_error();
+  };
+  kiln_artifact *rawArtifact = nullptr;
+  if (kiln_artifact_open(path.str().c_str(), &rawArtifact) != KILN_OK)
+    return runtimeError("cannot open the float model");
+  std::unique_ptr<kiln_artifact, ArtifactCloser> artifact(rawArtifact);
+  kiln_session *rawSession = nullptr;
+  int32_t entry = 0;
+  if (kiln_session_create(artifact.get(), &rawSession) != KILN_OK ||
+      kiln_artifact_find_entry(artifact.get(), entryName.str().c_str(),
+                               &entry) != KILN_OK)
+    return runtimeError("cannot start the float model");
+  std::unique_ptr<kiln_session, SessionDestroyer> session(rawSession);
+  int32_t numInputs = kiln_entry_num_inputs(artifact.get(), entry);
+  int32_t numOutputs = kiln_entry_num_outputs(artifact.get(), entry);
+  std::vector<int32_t> outputOf(products.size(), -1);
+  for (int32_t o = 0; o < numOutputs; ++o) {
+    kiln_tensor_info info;
+    if (kiln_entry_output_info(artifact.get(), entry, o, &info) != KILN_OK)
+      return runtimeError("cannot describe the float model");
+    StringRef name(info.name ? info.name : "");
+    for (size_t i = 0; i < products.size(); ++i)
+      if (name == resultName(products[i].input))
+        outputOf[i] = o;
+  }
+  assert(llvm::all_of(outputOf, [](int32_t o) { return o >= 0; }) &&
+         "every product's input is a result");
+
+  FailureOr<std::vector<std::vector<std::string>>> sets =
+      findInputSets(dir, numInputs, loc);
+  if (failed(sets))
+    return failure();
+  for (const std::vector<std::string> &files : *sets) {
+    std::vector<TensorPtr> inputs;
+    std::vector<const kiln_tensor *> inputPointers;
+    for (const std::string &file : files) {
+      std::string name, error;
+      inputs.push_back(readTensorFile(file, name, error));
+      if (!inputs.back())
+        return emitError(loc) << "calibration input '" << file
+                              << "': " << error;
+      inputPointers.push_back(inputs.back().get());
+    }
+    std::vector<kiln_tensor *> outputs(numOutputs, nullptr);
+    if (kiln_session_run(session.get(), entry, inputPointers.data(), numInputs,
+                         outputs.data(), numOutputs) != KILN_OK)
+      return runtimeError("the float model failed on '" +
+                          llvm::sys::path::parent_path(files[0]) + "'");
+    std::vector<TensorPtr> owned;
+    for (kiln_tensor *output : outputs)
+      owned.emplace_back(output);
+    for (size_t i = 0; i < products.size(); ++i) {
+      const kiln_tensor *x = outputs[outputOf[i]];
+      int64_t m = kiln_tensor_num_elements(x) / products[i].weights.k;
+      measure(products[i], static_cast<const float *>(kiln_tensor_const_data(x)),
+              m);
+    }
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult kiln::calibrateProducts(ModuleOp module,
+                                      const CompileOptions &options) {
+  Location loc = module.getLoc();
+  if (options.quantization == Quantization::None)
+    return emitError(loc) << "calibration measures a quantization: give one "
+                             "(--quantize)";
+  SmallVector<func::FuncOp> entries;
+  module.walk([&](func::FuncOp function) {
+    if (isEntryPoint(function))
+      entries.push_back(function);
+  });
+  if (entries.size() != 1)
+    return emitError(loc) << "calibration needs a model with one entry "
+                             "point, not "
+                          << entries.size();
+  // The products the quantization would take, in walk order (the same in
+  // the clone), whose inputs have static shapes (extra results must).
+  auto collect = [&](Operation *root) {
+    SmallVector<MatMulOp> found;
+    root->walk([&](MatMulOp op) {
+      if (matchQuantizableProduct(op, kMinDepth) &&
+          cast<RankedTensorType>(op.getLhs().getType()).hasStaticShape())
+        found.push_back(op);
+    });
+    return found;
+  };
+  SmallVector<MatMulOp> originals = collect(module);
+  if (originals.empty())
+    return success();
+
+  OwningOpRef<ModuleOp> clone = module.clone();
+  (*clone)->setAttr(kSharedWeightsAttr, UnitAttr::get(module.getContext()));
+  SmallVector<MatMulOp> copies = collect(*clone);
+  assert(copies.size() == originals.size() && "a clone has the same products");
+  func::FuncOp entry = *clone->getOps<func::FuncOp>().begin();
+  for (func::FuncOp function : clone->getOps<func::FuncOp>())
+    if (isEntryPoint(function))
+      entry = function;
+  auto ret = cast<func::ReturnOp>(entry.getBody().back().getTerminator());
+  SmallVector<Value> results(ret.getOperands());
+  SmallVector<Attribute> resultAttrs;
+  MLIRContext *ctx = module.getContext();
+  for (unsigned i = 0; i < results.size(); ++i)
+    resultAttrs.push_back(entry.getResultAttrDict(i)
+                              ? Attribute(entry.getResultAttrDict(i))
+                              : DictionaryAttr::get(ctx));
+  // Each distinct input once; the product's index into them.
+  llvm::MapVector<Value, size_t> inputs;
+  SmallVector<size_t> inputOf;
+  for (MatMulOp copy : copies)
+    inputOf.push_back(
+        inputs.insert({copy.getLhs(), inputs.size()}).first->second);
+  for (auto [value, i] : inputs) {
+    results.push_back(value);
+    resultAttrs.push_back(DictionaryAttr::get(
+        ctx, {NamedAttribute(StringAttr::get(ctx, kNameAttr),
+                             StringAttr::get(ctx, resultName(i)))}));
+  }
+  ret->setOperands(results);
+  entry.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
+                                  ValueRange(results).getTypes()));
+  entry.setAllResultAttrs(resultAttrs);
+
+  SmallString<256> path;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "kiln-calibration", "so", path))
+    return emitError(loc) << "calibration: cannot create a temporary file: "
+                          << ec.message();
+  llvm::FileRemover remover(path);
+  CompileOptions floatOptions = options;
+  floatOptions.emit = EmitKind::Library;
+  floatOptions.outputPath = path.str().str();
+  floatOptions.libraryName = "kiln-calibration.so";
+  floatOptions.quantization = Quantization::None;
+  floatOptions.quantizationReportPath.clear();
+  floatOptions.calibrationDir.clear();
+  if (failed(compileModule(*clone, floatOptions)))
+    return failure();
+
+  std::vector<Product> products;
+  for (auto [op, input] : llvm::zip(originals, inputOf)) {
+    ConstantWeights weights = *matchQuantizableProduct(op, kMinDepth);
+    products.push_back(
+        {weights, input, roundWeights(weights, options.quantization), 0, 0});
+  }
+  if (failed(runCalibration(path, entries[0].getSymName(),
+                            options.calibrationDir, products, loc)))
+    return failure();
+  for (size_t i = 0; i < originals.size(); ++i) {
+    double error = products[i].outputSquares > 0
+                       ? std::sqrt(products[i].errorSquares /
+                                   products[i].outputSquares)
+                       : 0;
+    if (options.qualityBudget > 0 && error > options.qualityBudget)
+      originals[i]->setAttr(
+          kKeptFloatAttr,
+          StringAttr::get(ctx, llvm::formatv("calibration error {0:F4} "
+                                             "exceeds the quality budget {1}",
+                                             error, options.qualityBudget)
+                                   .str()));
+    else
+      originals[i]->setAttr(kCalibrationErrorAttr,
+                            FloatAttr::get(Float32Type::get(ctx), error));
+  }
+  return success();
+}

@@ -1,0 +1,32 @@
+//===- Calibration.h - quantization error measured on real inputs -*- C++ -*-===//
+//
+// A product's quantization error depends on what flows into it: the same
+// int4 weights cost little on smooth activations and much on ones with
+// outlier channels. Calibration runs the float model on the user's inputs,
+// captures what enters each product with constant weights, and measures
+// the error the chosen quantization would make on exactly those rows; the
+// products whose error exceeds the quality budget stay in float.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_LIB_CODEGEN_CALIBRATION_H
+#define KILN_LIB_CODEGEN_CALIBRATION_H
+
+#include "kiln/compiler.hpp"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace kiln {
+
+/// Marks each product of `module` (after the graph passes that precede
+/// quantization) that `options.quantization` would quantize with its error
+/// measured on the inputs in `options.calibrationDir`: `kiln.calibration_error`
+/// (the relative RMS error of its output), or `kiln.kept_float` with the
+/// reason when that exceeds `options.qualityBudget` (0: no limit). The
+/// float model is compiled and run for it, with the product inputs as
+/// extra results.
+mlir::LogicalResult calibrateProducts(mlir::ModuleOp module,
+                                      const CompileOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_LIB_CODEGEN_CALIBRATION_H
