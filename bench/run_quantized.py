@@ -10,8 +10,9 @@ The model is the trained all-MiniLM-L6-v2 sentence encoder with mean pooling
 and normalization (bench/models/make_minilm_real.py, run by Debian's
 /usr/bin/python3), on sentences of Debian's license texts. Compared, each at
 1 and 2 threads, alternating over --rounds rounds (median of round medians):
-  - Kiln fp32, Kiln --quantize=int8-dynamic and --quantize=int4-weight,
-    and Kiln running ONNX Runtime's QDQ model below;
+  - Kiln fp32, Kiln --quantize=int8-dynamic, --quantize=int8-static
+    (calibrated on the first 32 sentences, as ONNX Runtime's below) and
+    --quantize=int4-weight, and Kiln running ONNX Runtime's QDQ model;
   - ONNX Runtime fp32, its quantize_dynamic model (int8 weights, the
     default QOperator format), its quantize_static QDQ model
     (calibrated on the first 32 sentences) and its MatMulNBits model
@@ -339,10 +340,21 @@ def main():
         quantize_int4(model, ort_int4)
     ort_models["ORT int4 MatMulNBits"] = ort_int4
 
+    # Kiln's int8-static calibrates on the same 32 sentences as ONNX
+    # Runtime's quantize_static: a folder of links to their test-data sets.
+    calibration = os.path.join(folder, "calibration-32")
+    os.makedirs(calibration, exist_ok=True)
+    for k in range(32):
+        link = os.path.join(calibration, f"set_{k:02d}")
+        if not os.path.lexists(link):
+            os.symlink(os.path.join(folder, f"test_data_set_{k}"), link)
+
     # Kiln's own quantizations of the float model, and Kiln running ONNX
     # Runtime's QDQ model (its products fused onto the int8 kernel).
     kiln_models = {"Kiln fp32": (model, []),
                    "Kiln int8-dynamic": (model, ["--quantize=int8-dynamic"]),
+                   "Kiln int8-static": (model, ["--quantize=int8-static",
+                                                "--calibration", calibration]),
                    "Kiln int4-weight": (model, ["--quantize=int4-weight"]),
                    "Kiln on ORT's QDQ model": (ort_models["ORT int8 static QDQ"], [])}
     artifacts = {}

@@ -15,6 +15,11 @@ namespace kiln {
 /// (f32), and why a product with constant weights stayed in float (string).
 inline constexpr llvm::StringLiteral kWeightErrorAttr = "kiln.weight_error";
 inline constexpr llvm::StringLiteral kKeptFloatAttr = "kiln.kept_float";
+/// The static quantization calibration chose for a product's input (an f32
+/// scale and a uint8 zero point as an integer): int8-static.
+inline constexpr llvm::StringLiteral kInputScaleAttr = "kiln.input_scale";
+inline constexpr llvm::StringLiteral kInputZeroPointAttr =
+    "kiln.input_zero_point";
 /// A product's quantization error measured on calibration inputs (relative
 /// RMS error of its output), for the report.
 inline constexpr llvm::StringLiteral kCalibrationErrorAttr =

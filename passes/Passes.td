@@ -150,7 +150,9 @@ def QuantizeInt8DynamicPass : Pass<"kiln-quantize-int8-dynamic"> {
     `vpmaddubsw`), packed in panels of `panel-width` columns and groups of 4
     rows, with each column's integer sum for the zero-point correction.
     Products with fewer than `min-depth` rows of weights stay in float:
-    their quantization costs more than it saves.
+    their quantization costs more than it saves. A product carrying
+    `kiln.input_scale` and `kiln.input_zero_point` (int8-static's, chosen
+    by calibration) quantizes its input with them instead of per row.
 
     ```mlir
     %w = kiln.constant dense<...> : tensor<384x1536xf32>

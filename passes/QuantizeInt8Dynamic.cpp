@@ -44,9 +44,27 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
         createInt8Weights(rewriter, weight.getLoc(), *weights, width);
     Attribute calibrationError = op->getAttr(kCalibrationErrorAttr);
     rewriter.setInsertionPoint(op);
+    // A static input quantization calibration chose (int8-static), as
+    // 0-D constants.
+    Value inputScale, inputZeroPoint;
+    auto scale = op->getAttrOfType<FloatAttr>(kInputScaleAttr);
+    auto zeroPoint = op->getAttrOfType<IntegerAttr>(kInputZeroPointAttr);
+    if (scale && zeroPoint) {
+      Type i8 = rewriter.getI8Type();
+      inputScale = ConstantOp::create(
+          rewriter, op.getLoc(),
+          DenseElementsAttr::get(
+              RankedTensorType::get({}, rewriter.getF32Type()),
+              rewriter.getF32FloatAttr(scale.getValueAsDouble())));
+      inputZeroPoint = ConstantOp::create(
+          rewriter, op.getLoc(),
+          DenseElementsAttr::get(
+              RankedTensorType::get({}, i8),
+              rewriter.getIntegerAttr(i8, APInt(8, zeroPoint.getInt()))));
+    }
     auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), op.getLhs(), packed.panels, packed.scales,
-        packed.columnSums);
+        packed.columnSums, inputScale, inputZeroPoint);
     setWeightError(product, packed.errorSquares, packed.weightSquares,
                    calibrationError);
     eraseIfUnused(rewriter, weight, weight.getValue());

@@ -101,6 +101,10 @@ typedef enum kiln_quantization {
    * rows of a column, the other operand quantized row by row at run time
    * (API version 3). */
   KILN_QUANTIZE_INT4_WEIGHT = 2,
+  /* As KILN_QUANTIZE_INT8_DYNAMIC with each product's input quantized by a
+   * scale and zero point chosen on calibration inputs (needs
+   * kiln_compiler_options_set_calibration; API version 3). */
+  KILN_QUANTIZE_INT8_STATIC = 3,
 } kiln_quantization;
 
 /* One of kiln_quantization; default KILN_QUANTIZE_NONE. Applies at every

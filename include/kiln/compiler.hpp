@@ -54,6 +54,11 @@ enum class Quantization {
   /// per block of 32 rows of a column, rows of the other operand quantized
   /// to uint8 when the model runs. For memory-bound products (decoders).
   Int4Weight,
+  /// As Int8Dynamic, but each product's input is quantized with one scale
+  /// and zero point chosen on the calibration inputs (needs
+  /// CompileOptions::calibrationDir): no range pass over each row at run
+  /// time.
+  Int8Static,
 };
 
 /// What a compile produces.

@@ -104,7 +104,7 @@ kiln_compile_status
 kiln_compiler_options_set_quantization(kiln_compiler_options *options,
                                        int32_t quantization) {
   if (!options || quantization < KILN_QUANTIZE_NONE ||
-      quantization > KILN_QUANTIZE_INT4_WEIGHT)
+      quantization > KILN_QUANTIZE_INT8_STATIC)
     return KILN_COMPILE_INVALID_ARGUMENT;
   switch (quantization) {
   case KILN_QUANTIZE_INT8_DYNAMIC:
@@ -112,6 +112,9 @@ kiln_compiler_options_set_quantization(kiln_compiler_options *options,
     break;
   case KILN_QUANTIZE_INT4_WEIGHT:
     options->compileOptions.quantization = kiln::Quantization::Int4Weight;
+    break;
+  case KILN_QUANTIZE_INT8_STATIC:
+    options->compileOptions.quantization = kiln::Quantization::Int8Static;
     break;
   default:
     options->compileOptions.quantization = kiln::Quantization::None;

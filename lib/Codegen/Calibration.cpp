@@ -80,13 +80,94 @@ findInputSets(StringRef dir, int32_t numInputs, Location loc) {
 
 /// A product's weights, and its error summed over the calibration rows.
 struct Product {
-  ConstantWeights weights;
+  ConstantWeights weights{};
   /// Which extra result holds its input.
-  size_t input;
+  size_t input = 0;
   /// The weights as the quantization rounds them, `[k, n]`.
   std::vector<float> quantized;
   double errorSquares = 0, outputSquares = 0;
+  /// For int8-static: the range of every value of its input, and the rows
+  /// measured, kept to choose the input's scale on.
+  float low = 0, high = 0;
+  std::vector<float> rows;
 };
+
+/// `row` quantized to uint8 with `scale` and `zero` and back: dividing by
+/// the scale as a static quantization does, or multiplying by its inverse
+/// as the per-row one does.
+void roundRow(ArrayRef<float> row, float scale, float zero, bool divide,
+              MutableArrayRef<float> rounded) {
+  float inverse = scale > 0 ? 1 / scale : 0;
+  for (size_t i = 0; i < row.size(); ++i) {
+    float scaled = divide ? (scale > 0 ? row[i] / scale : 0) : row[i] * inverse;
+    rounded[i] =
+        (std::clamp(std::nearbyint(scaled) + zero, 0.0f, 255.0f) - zero) * scale;
+  }
+}
+
+/// The uint8 scale and zero point of the range [low, high] widened to 0.
+std::pair<float, float> rangeQuantization(float low, float high) {
+  low = std::min(low, 0.0f);
+  high = std::max(high, 0.0f);
+  float scale = (high - low) / 255;
+  float zero = scale > 0 ? std::clamp(std::nearbyint(-low / scale), 0.0f, 255.0f)
+                         : 0.0f;
+  return {scale, zero};
+}
+
+/// The squared error of the product on `row` quantized as `rounded`, and the
+/// squared float output.
+std::pair<double, double> productError(const Product &product,
+                                       ArrayRef<float> row,
+                                       ArrayRef<float> rounded) {
+  int64_t k = product.weights.k, n = product.weights.n;
+  std::vector<float> exact(n, 0.0f), approximate(n, 0.0f);
+  for (int64_t i = 0; i < k; ++i) {
+    const float *w = product.weights.values + i * n;
+    const float *q = product.quantized.data() + i * n;
+    for (int64_t j = 0; j < n; ++j) {
+      exact[j] += row[i] * w[j];
+      approximate[j] += rounded[i] * q[j];
+    }
+  }
+  double errorSquares = 0, outputSquares = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    double error = double(approximate[j]) - exact[j];
+    errorSquares += error * error;
+    outputSquares += double(exact[j]) * exact[j];
+  }
+  return {errorSquares, outputSquares};
+}
+
+/// The fractions of the calibration range int8-static tries: clipping
+/// rare outliers refines the step for every other value.
+constexpr float kRangeClips[] = {1.0f, 0.9f, 0.8f, 0.7f, 0.6f, 0.5f, 0.4f};
+
+/// Chooses `product`'s static input quantization among the clipped ranges
+/// by the error of its output on the kept rows; returns {scale, zero
+/// point, relative error}.
+std::tuple<float, float, double> chooseStaticRange(const Product &product) {
+  int64_t k = product.weights.k;
+  std::vector<float> rounded(k);
+  std::tuple<float, float, double> best{0, 0, INFINITY};
+  for (float clip : kRangeClips) {
+    auto [scale, zero] =
+        rangeQuantization(clip * product.low, clip * product.high);
+    double errorSquares = 0, outputSquares = 0;
+    for (size_t r = 0; r + k <= product.rows.size(); r += k) {
+      ArrayRef<float> row(product.rows.data() + r, k);
+      roundRow(row, scale, zero, /*divide=*/true, rounded);
+      auto [error, output] = productError(product, row, rounded);
+      errorSquares += error;
+      outputSquares += output;
+    }
+    double relative =
+        outputSquares > 0 ? std::sqrt(errorSquares / outputSquares) : 0;
+    if (relative < std::get<2>(best))
+      best = {scale, zero, relative};
+  }
+  return best;
+}
 
 std::vector<float> roundWeights(const ConstantWeights &weights,
                                 Quantization quantization) {
@@ -104,42 +185,31 @@ std::vector<float> roundWeights(const ConstantWeights &weights,
   return rounded;
 }
 
-/// Adds to `product` the error of its quantized output on some of the `m`
-/// rows of `x`: each row quantized to uint8 over its range widened to 0,
-/// as the kernels quantize it at run time, times the rounded weights,
-/// against the float product.
-void measure(Product &product, const float *x, int64_t m) {
-  int64_t k = product.weights.k, n = product.weights.n;
-  std::vector<float> rowRounded(k), exact(n), rounded(n);
+/// Measures `product` on some of the `m` rows of `x`: with `keepRows`
+/// (int8-static) it keeps them and the range of all of `x` for
+/// chooseStaticRange; otherwise it adds the error of the quantized output,
+/// each row quantized to uint8 over its range widened to 0 as the kernels
+/// do at run time, against the float product.
+void measure(Product &product, const float *x, int64_t m, bool keepRows) {
+  int64_t k = product.weights.k;
+  if (keepRows) {
+    auto [low, high] = std::minmax_element(x, x + m * k);
+    product.low = std::min(product.low, *low);
+    product.high = std::max(product.high, *high);
+  }
+  std::vector<float> rounded(k);
   for (int64_t r = 0; r < m; r += std::max<int64_t>(1, m / kRowsPerSet)) {
-    const float *row = x + r * k;
-    float low = 0, high = 0;
-    for (int64_t i = 0; i < k; ++i) {
-      low = std::min(low, row[i]);
-      high = std::max(high, row[i]);
+    ArrayRef<float> row(x + r * k, k);
+    if (keepRows) {
+      product.rows.insert(product.rows.end(), row.begin(), row.end());
+      continue;
     }
-    float scale = (high - low) / 255, inverse = scale > 0 ? 1 / scale : 0;
-    float zero = std::clamp(std::nearbyint(-low * inverse), 0.0f, 255.0f);
-    for (int64_t i = 0; i < k; ++i)
-      rowRounded[i] =
-          (std::clamp(std::nearbyint(row[i] * inverse) + zero, 0.0f, 255.0f) -
-           zero) *
-          scale;
-    std::fill(exact.begin(), exact.end(), 0.0f);
-    std::fill(rounded.begin(), rounded.end(), 0.0f);
-    for (int64_t i = 0; i < k; ++i) {
-      const float *w = product.weights.values + i * n;
-      const float *q = product.quantized.data() + i * n;
-      for (int64_t j = 0; j < n; ++j) {
-        exact[j] += row[i] * w[j];
-        rounded[j] += rowRounded[i] * q[j];
-      }
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      double error = double(rounded[j]) - exact[j];
-      product.errorSquares += error * error;
-      product.outputSquares += double(exact[j]) * exact[j];
-    }
+    auto [low, high] = std::minmax_element(row.begin(), row.end());
+    auto [scale, zero] = rangeQuantization(*low, *high);
+    roundRow(row, scale, zero, /*divide=*/false, rounded);
+    auto [error, output] = productError(product, row, rounded);
+    product.errorSquares += error;
+    product.outputSquares += output;
   }
 }
 
@@ -159,7 +229,7 @@ struct SessionDestroyer {
 /// product.
 LogicalResult runCalibration(StringRef path, StringRef entryName,
                              StringRef dir, MutableArrayRef<Product> products,
-                             Location loc) {
+                             bool keepRows, Location loc) {
   auto runtimeError = [&](const Twine &what) {
     return emitError(loc) << "calibration: " << what << ": "
                            << kiln_last_error();
@@ -217,7 +287,7 @@ LogicalResult runCalibration(StringRef path, StringRef entryName,
       const kiln_tensor *x = outputs[outputOf[i]];
       int64_t m = kiln_tensor_num_elements(x) / products[i].weights.k;
       measure(products[i], static_cast<const float *>(kiln_tensor_const_data(x)),
-              m);
+              m, keepRows);
     }
   }
   return success();
@@ -307,17 +377,30 @@ LogicalResult kiln::calibrateProducts(ModuleOp module,
   std::vector<Product> products;
   for (auto [op, input] : llvm::zip(originals, inputOf)) {
     ConstantWeights weights = *matchQuantizableProduct(op, kMinDepth);
-    products.push_back(
-        {weights, input, roundWeights(weights, options.quantization), 0, 0});
+    Product product;
+    product.weights = weights;
+    product.input = input;
+    product.quantized = roundWeights(weights, options.quantization);
+    products.push_back(std::move(product));
   }
+  bool isStatic = options.quantization == Quantization::Int8Static;
   if (failed(runCalibration(path, entries[0].getSymName(),
-                            options.calibrationDir, products, loc)))
+                            options.calibrationDir, products, isStatic, loc)))
     return failure();
   for (size_t i = 0; i < originals.size(); ++i) {
     double error = products[i].outputSquares > 0
                        ? std::sqrt(products[i].errorSquares /
                                    products[i].outputSquares)
                        : 0;
+    if (isStatic) {
+      auto [scale, zero, staticError] = chooseStaticRange(products[i]);
+      error = staticError;
+      originals[i]->setAttr(kInputScaleAttr,
+                            FloatAttr::get(Float32Type::get(ctx), scale));
+      originals[i]->setAttr(
+          kInputZeroPointAttr,
+          IntegerAttr::get(IntegerType::get(ctx, 64), int64_t(zero)));
+    }
     if (options.qualityBudget > 0 && error > options.qualityBudget)
       originals[i]->setAttr(
           kKeptFloatAttr,

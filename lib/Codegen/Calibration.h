@@ -21,9 +21,11 @@ namespace kiln {
 /// quantization) that `options.quantization` would quantize with its error
 /// measured on the inputs in `options.calibrationDir`: `kiln.calibration_error`
 /// (the relative RMS error of its output), or `kiln.kept_float` with the
-/// reason when that exceeds `options.qualityBudget` (0: no limit). The
-/// float model is compiled and run for it, with the product inputs as
-/// extra results.
+/// reason when that exceeds `options.qualityBudget` (0: no limit). For
+/// int8-static it also chooses each product's input scale and zero point
+/// (`kiln.input_scale`, `kiln.input_zero_point`): the clipped calibration
+/// range with the least output error. The float model is compiled and run
+/// for it, with the product inputs as extra results.
 mlir::LogicalResult calibrateProducts(mlir::ModuleOp module,
                                       const CompileOptions &options);
 

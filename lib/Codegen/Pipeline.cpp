@@ -46,7 +46,9 @@ void kiln::buildQuantizationPipeline(OpPassManager &pm,
                                      Quantization quantization) {
   // Asked-for quantization changes the results, so -O0 gets it too: the
   // reference path is the quantized model on plain loops.
-  if (quantization == Quantization::Int8Dynamic)
+  // int8-static's scales, chosen by calibration, are on the products.
+  if (quantization == Quantization::Int8Dynamic ||
+      quantization == Quantization::Int8Static)
     pm.addPass(createQuantizeInt8DynamicPass());
   if (quantization == Quantization::Int4Weight)
     pm.addPass(createQuantizeInt4WeightPass());

@@ -2,6 +2,7 @@
 #include "lib/Codegen/QuantizationReport.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
+#include "passes/ConstantMatch.h"
 #include "passes/Passes.h"
 
 #include "llvm/Support/JSON.h"
@@ -81,8 +82,17 @@ std::string kiln::renderQuantizationReport(ModuleOp module) {
       llvm::json::Object layer =
           describe(product, product.getInput(), product.getScales(), "int8",
                    "7-bit symmetric, one scale per output column");
-      if (product.getInputScale())
-        layer["activations"] = "uint8, the model's scale and zero point";
+      if (Value scale = product.getInputScale()) {
+        layer["activations"] = "uint8, one scale and zero point for every "
+                               "row (a QDQ model's, or int8-static's "
+                               "calibration's)";
+        if (DenseElementsAttr value = getConstantElements(scale))
+          layer["input_scale"] = *value.getValues<float>().begin();
+        if (DenseElementsAttr value =
+                getConstantElements(product.getInputZeroPoint()))
+          layer["input_zero_point"] =
+              int64_t(uint8_t(*value.getValues<int8_t>().begin()));
+      }
       addCalibration(layer, product);
       layers.push_back(std::move(layer));
       int8Bytes += k * n;

@@ -42,3 +42,18 @@ func.func @dynamic_rows(%x: tensor<?x4xf32>) -> tensor<?x3xf32> {
   %y = kiln.matmul %x, %w : tensor<?x4xf32>, tensor<4x3xf32>
   return %y : tensor<?x3xf32>
 }
+
+// -----
+
+// A product with the input quantization calibration chose (int8-static)
+// quantizes its input with it: 0-D constants, the zero point 200 as the
+// uint8 bits of i8 -56.
+// CHECK-LABEL: func.func @calibrated_input
+// CHECK-DAG: %[[S:.*]] = kiln.constant dense<2.500000e-02> : tensor<f32>
+// CHECK-DAG: %[[Z:.*]] = kiln.constant dense<-56> : tensor<i8>
+// CHECK: kiln.quantized_matmul %arg0, %{{.*}}, %{{.*}}, %{{.*}} static(%[[S]], %[[Z]] : tensor<f32>, tensor<i8>) {kiln.calibration_error = 1.250000e-02 : f32, kiln.weight_error = {{.*}}}
+func.func @calibrated_input(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %w = kiln.constant dense<[[0.63, -1.26, 0.0], [-0.63, 0.63, 0.0], [0.315, 0.0, 0.0], [0.0, 1.26, 0.0]]> : tensor<4x3xf32>
+  %y = kiln.matmul %x, %w {kiln.input_scale = 0.025 : f32, kiln.input_zero_point = 200 : i64, kiln.calibration_error = 0.0125 : f32} : tensor<2x4xf32>, tensor<4x3xf32>
+  return %y : tensor<2x3xf32>
+}

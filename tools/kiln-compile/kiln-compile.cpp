@@ -64,6 +64,9 @@ llvm::cl::opt<kiln::Quantization> quantization(
     "quantize", llvm::cl::desc("Quantize the model's float products"),
     llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
                                 "int8 weights, rows quantized at run time"),
+                     clEnumValN(kiln::Quantization::Int8Static, "int8-static",
+                                "int8 weights, inputs quantized with scales "
+                                "chosen on --calibration inputs"),
                      clEnumValN(kiln::Quantization::Int4Weight, "int4-weight",
                                 "4-bit weights in blocks of 32 rows, for "
                                 "memory-bound decoders")),
@@ -192,6 +195,11 @@ int main(int argc, char **argv) {
   });
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "Kiln: compile ONNX models to native code\n");
+  if (quantization == kiln::Quantization::Int8Static && calibration.empty()) {
+    llvm::errs() << "kiln-compile: error: --quantize=int8-static chooses its "
+                    "scales on --calibration inputs: give some\n";
+    return 1;
+  }
   if (qualityBudget < 0 || (qualityBudget > 0 && calibration.empty())) {
     llvm::errs() << "kiln-compile: error: --quality-budget takes a positive "
                     "error and --calibration inputs to measure it on\n";

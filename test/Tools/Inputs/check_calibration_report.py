@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Checks a --quantize-report's calibration errors against numpy.
 
-usage: check_calibration_report.py MODEL_DIR REPORT int4|int8 BUDGET
+usage: check_calibration_report.py MODEL_DIR REPORT int4|int8|int8-static BUDGET
 
 MODEL_DIR is make_quantized_mlp.py's output. For each product of the MLP
 (fc1 on the calibration inputs, fc2 on the float model's hidden layer),
@@ -10,6 +10,12 @@ of Kiln: sqrt(sum (quantized - float)^2 / sum float^2) over every row of
 every calibration set. The report must give the same (relative tolerance
 1e-3: float32 sums in a different order), the products under BUDGET
 quantized and the others kept in float with the error as reason.
+
+For int8-static, each product's input scale and zero point are chosen
+here as Kiln defines the choice: the range of its calibration input
+clipped to 1, 0.9, ..., 0.4 of itself, the one whose quantized output has
+the least error; the report's must be the same. It then writes
+expected_int8_static.pb: the model's output on input_0.pb with those.
 """
 import glob
 import json
@@ -21,7 +27,66 @@ import onnx
 from onnx import numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_quantized_mlp import int4_product, quantized_product  # noqa: E402
+from make_quantized_mlp import (int4_product, quantize_weights,  # noqa: E402
+                                quantized_product)
+
+CLIPS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4)
+
+
+def range_quantization(low, high):
+    low, high = np.float32(min(low, 0)), np.float32(max(high, 0))
+    scale = np.float32((high - low) / np.float32(255))
+    zero = np.float32(np.clip(np.rint(-low / scale), 0, 255)) if scale > 0 else np.float32(0)
+    return scale, zero
+
+
+def static_product(x, w, scale, zero):
+    """kiln.quantized_matmul with a static input quantization."""
+    q_w, w_scale = quantize_weights(w)
+    rows = x.reshape(-1, x.shape[-1]).astype(np.float32)
+    q = np.clip(np.rint(rows / scale) + zero, 0, 255).astype(np.int64)
+    acc = q @ q_w - int(zero) * q_w.sum(axis=0)
+    real = acc.astype(np.float32) * (scale * w_scale)
+    return real.reshape(x.shape[:-1] + (w.shape[1],)).astype(np.float32)
+
+
+def relative_error(pairs):
+    error = sum(float(((a.astype(np.float64) - b) ** 2).sum()) for a, b in pairs)
+    total = sum(float((b ** 2).sum()) for _, b in pairs)
+    return (error / total) ** 0.5
+
+
+def check_static(folder, layers, weights, inputs):
+    """int8-static: the chosen scales and errors, and the expected output."""
+    chosen = {}
+    for name, w in (("fc1", weights["w1"]), ("fc2", weights["w2"])):
+        rows = inputs[name]
+        low = min(float(r.min()) for r in rows)
+        high = max(float(r.max()) for r in rows)
+        best = None
+        for clip in CLIPS:
+            scale, zero = range_quantization(np.float32(clip) * np.float32(low),
+                                             np.float32(clip) * np.float32(high))
+            error = relative_error([(static_product(r, w, scale, zero),
+                                     r.astype(np.float64) @ w.astype(np.float64))
+                                    for r in rows])
+            if best is None or error < best[2]:
+                best = (scale, zero, error)
+        layer = layers[name]
+        assert layer["precision"] == "int8", (name, layer)
+        assert abs(layer["input_scale"] - best[0]) <= 1e-6 * best[0], (name, layer, best)
+        assert layer["input_zero_point"] == int(best[1]), (name, layer, best)
+        assert abs(layer["calibration_error"] - best[2]) <= 1e-3 * best[2], (name, layer, best)
+        chosen[name] = best
+        print(f"{name}: input scale {best[0]:.6g}, zero point {int(best[1])}, "
+              f"calibration error {layer['calibration_error']:.5f} (numpy {best[2]:.5f})")
+    x = numpy_helper.to_array(onnx.load_tensor(os.path.join(folder, "input_0.pb")))
+    hidden = np.maximum(static_product(x, weights["w1"], *chosen["fc1"][:2])
+                        + weights["b1"], 0).astype(np.float32)
+    y = (static_product(hidden, weights["w2"], *chosen["fc2"][:2])
+         + weights["b2"]).astype(np.float32)
+    with open(os.path.join(folder, "expected_int8_static.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(y, "y").SerializeToString())
 
 
 def main():
@@ -31,15 +96,21 @@ def main():
     weights = {t.name: numpy_helper.to_array(t)
                for t in onnx.load(os.path.join(folder, "model.onnx")).graph.initializer}
     sums = {"fc1": [0.0, 0.0], "fc2": [0.0, 0.0]}
+    inputs = {"fc1": [], "fc2": []}
     for path in sorted(glob.glob(os.path.join(folder, "calibration", "*", "input_0.pb"))):
         x = numpy_helper.to_array(onnx.load_tensor(path))
         hidden = np.maximum(x @ weights["w1"] + weights["b1"], 0).astype(np.float32)
+        inputs["fc1"].append(x)
+        inputs["fc2"].append(hidden)
         for name, rows, w in (("fc1", x, weights["w1"]), ("fc2", hidden, weights["w2"])):
             exact = rows.astype(np.float64) @ w.astype(np.float64)
             error = product(rows, w).astype(np.float64) - exact
             sums[name][0] += float((error ** 2).sum())
             sums[name][1] += float((exact ** 2).sum())
     layers = {layer["node"]: layer for layer in json.load(open(report_path))["layers"]}
+    if scheme == "int8-static":
+        check_static(folder, layers, weights, inputs)
+        return
     for name, (error_squares, output_squares) in sums.items():
         expected = (error_squares / output_squares) ** 0.5
         layer = layers[name]

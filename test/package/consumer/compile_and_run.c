@@ -132,6 +132,8 @@ static int bad_input_fails_cleanly(const char *workdir) {
   CHECK(kiln_compiler_options_set_quantization(
             options, KILN_QUANTIZE_INT4_WEIGHT) == KILN_COMPILE_OK);
   CHECK(kiln_compiler_options_set_quantization(
+            options, KILN_QUANTIZE_INT8_STATIC) == KILN_COMPILE_OK);
+  CHECK(kiln_compiler_options_set_quantization(
             options, KILN_QUANTIZE_INT8_DYNAMIC) == KILN_COMPILE_OK);
   /* A quality budget needs inputs to measure it on, and cannot be
    * negative. */
