@@ -91,12 +91,7 @@ struct FuseQdqProduct : OpRewritePattern<MatMulOp> {
     // 128, its zero point with it.
     int64_t unsignedZero = int64_t(*zeroPoint) + (isUnsigned ? 0 : 128);
     rewriter.setInsertionPoint(op);
-    auto zeroType = RankedTensorType::get({}, rewriter.getI8Type());
-    Value zero = ConstantOp::create(
-        rewriter, op.getLoc(),
-        DenseElementsAttr::get(
-            zeroType, rewriter.getIntegerAttr(rewriter.getI8Type(),
-                                              APInt(8, unsignedZero))));
+    Value zero = createUnsignedZeroPoint(rewriter, op.getLoc(), unsignedZero);
     auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), quantize.getInput(), packed.panels, packed.scales,
         packed.columnSums, quantize.getScale(), zero);

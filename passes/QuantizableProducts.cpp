@@ -100,6 +100,15 @@ Int8Weights kiln::createInt8Weights(OpBuilder &b, Location loc,
   return {panelsValue, scaleValue, sumValue, errorSquares, weightSquares};
 }
 
+Value kiln::createUnsignedZeroPoint(OpBuilder &b, Location loc,
+                                   int64_t zeroPoint) {
+  Type i8 = b.getI8Type();
+  return ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, i8),
+                             b.getIntegerAttr(i8, APInt(8, zeroPoint))));
+}
+
 void kiln::setWeightError(Operation *product, double errorSquares,
                           double weightSquares, Attribute calibrationError) {
   if (calibrationError)

@@ -53,6 +53,11 @@ struct Int8Weights {
 Int8Weights createInt8Weights(mlir::OpBuilder &b, mlir::Location loc,
                               const ConstantWeights &weights, int64_t width);
 
+/// A 0-D i8 constant holding the uint8 zero point `zeroPoint` (its bits),
+/// for kiln.quantized_matmul's static input quantization.
+mlir::Value createUnsignedZeroPoint(mlir::OpBuilder &b, mlir::Location loc,
+                                    int64_t zeroPoint);
+
 /// Records on `product` (as `kiln.weight_error`) the relative RMS error of
 /// its quantized weights: the square roots of the summed squares of the
 /// errors over those of the weights; and `calibrationError`, the error

@@ -50,17 +50,13 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     auto scale = op->getAttrOfType<FloatAttr>(kInputScaleAttr);
     auto zeroPoint = op->getAttrOfType<IntegerAttr>(kInputZeroPointAttr);
     if (scale && zeroPoint) {
-      Type i8 = rewriter.getI8Type();
       inputScale = ConstantOp::create(
           rewriter, op.getLoc(),
           DenseElementsAttr::get(
               RankedTensorType::get({}, rewriter.getF32Type()),
               rewriter.getF32FloatAttr(scale.getValueAsDouble())));
-      inputZeroPoint = ConstantOp::create(
-          rewriter, op.getLoc(),
-          DenseElementsAttr::get(
-              RankedTensorType::get({}, i8),
-              rewriter.getIntegerAttr(i8, APInt(8, zeroPoint.getInt()))));
+      inputZeroPoint =
+          createUnsignedZeroPoint(rewriter, op.getLoc(), zeroPoint.getInt());
     }
     auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), op.getLhs(), packed.panels, packed.scales,
