@@ -109,11 +109,8 @@ struct FuseQuantizedProductsPass
   using FuseQuantizedProductsPassBase::FuseQuantizedProductsPassBase;
 
   void runOnOperation() override {
-    if (panelWidth <= 0 || panelWidth % 8 != 0) {
-      getOperation()->emitError("kiln-fuse-quantized-products: panel-width "
-                                "must be a positive multiple of 8");
+    if (failed(checkPanelWidth(getOperation(), getArgument(), panelWidth)))
       return signalPassFailure();
-    }
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseQdqProduct>(&getContext(), panelWidth);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

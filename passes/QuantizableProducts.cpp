@@ -100,6 +100,15 @@ Int8Weights kiln::createInt8Weights(OpBuilder &b, Location loc,
   return {panelsValue, scaleValue, sumValue, errorSquares, weightSquares};
 }
 
+LogicalResult kiln::checkPanelWidth(Operation *root, StringRef pass,
+                                    int64_t width) {
+  if (width > 0 && width % 8 == 0)
+    return success();
+  return root->emitError(pass) << ": panel-width must be a positive multiple "
+                                  "of 8, not "
+                               << width;
+}
+
 Value kiln::createUnsignedZeroPoint(OpBuilder &b, Location loc,
                                    int64_t zeroPoint) {
   Type i8 = b.getI8Type();

@@ -53,6 +53,11 @@ struct Int8Weights {
 Int8Weights createInt8Weights(mlir::OpBuilder &b, mlir::Location loc,
                               const ConstantWeights &weights, int64_t width);
 
+/// Whether `width` can be a weight panel's column count (whole AVX2
+/// registers); if not, reports it on `root` in `pass`'s name.
+llvm::LogicalResult checkPanelWidth(mlir::Operation *root,
+                                    llvm::StringRef pass, int64_t width);
+
 /// A 0-D i8 constant holding the uint8 zero point `zeroPoint` (its bits),
 /// for kiln.quantized_matmul's static input quantization.
 mlir::Value createUnsignedZeroPoint(mlir::OpBuilder &b, mlir::Location loc,

@@ -85,10 +85,12 @@ struct QuantizeInt4WeightPass
   using QuantizeInt4WeightPassBase::QuantizeInt4WeightPassBase;
 
   void runOnOperation() override {
-    if (panelWidth <= 0 || panelWidth % 8 != 0 || blockSize <= 0 ||
-        blockSize % 8 != 0) {
-      getOperation()->emitError("kiln-quantize-int4-weight: panel-width and "
-                                "block-size must be positive multiples of 8");
+    if (failed(checkPanelWidth(getOperation(), getArgument(), panelWidth)))
+      return signalPassFailure();
+    if (blockSize <= 0 || blockSize % 8 != 0) {
+      getOperation()->emitError(getArgument())
+          << ": block-size must be a positive multiple of 8, not "
+          << int64_t(blockSize);
       return signalPassFailure();
     }
     RewritePatternSet patterns(&getContext());

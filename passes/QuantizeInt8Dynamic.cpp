@@ -75,11 +75,8 @@ struct QuantizeInt8DynamicPass
   using QuantizeInt8DynamicPassBase::QuantizeInt8DynamicPassBase;
 
   void runOnOperation() override {
-    if (panelWidth <= 0 || panelWidth % 8 != 0) {
-      getOperation()->emitError("kiln-quantize-int8-dynamic: panel-width must "
-                                "be a positive multiple of 8");
+    if (failed(checkPanelWidth(getOperation(), getArgument(), panelWidth)))
       return signalPassFailure();
-    }
     RewritePatternSet patterns(&getContext());
     patterns.add<QuantizeConstantRhs>(&getContext(), panelWidth, minDepth);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

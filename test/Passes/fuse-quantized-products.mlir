@@ -1,4 +1,6 @@
 // RUN: kiln-opt %s -kiln-fuse-quantized-products="panel-width=8" -split-input-file | FileCheck %s
+// RUN: not kiln-opt %s -kiln-fuse-quantized-products="panel-width=12" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-PANEL
+// BAD-PANEL: error: kiln-fuse-quantized-products: panel-width must be a positive multiple of 8, not 12
 
 // A uint8 QDQ activation (scale 0.05, zero point 3) into a product with
 // constant weights: one kiln.quantized_matmul on the float activation

@@ -1,5 +1,9 @@
 // RUN: kiln-opt %s -kiln-quantize-int4-weight="min-depth=8 block-size=8 panel-width=8" -split-input-file | FileCheck %s
 // RUN: kiln-opt %s -kiln-quantize-int4-weight -split-input-file | FileCheck %s --check-prefix=SHALLOW
+// RUN: not kiln-opt %s -kiln-quantize-int4-weight="block-size=12" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-BLOCK
+// BAD-BLOCK: error: kiln-quantize-int4-weight: block-size must be a positive multiple of 8, not 12
+// RUN: not kiln-opt %s -kiln-quantize-int4-weight="panel-width=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-PANEL
+// BAD-PANEL: error: kiln-quantize-int4-weight: panel-width must be a positive multiple of 8, not 0
 
 // One block of 8 rows: column 0 gets the scale 0.7 / 7 = 0.1 and integers
 // [7, -7, 4, 0, 1, 0, 0, 0] (3.5 rounds to the even 4), column 1 the scale
