@@ -94,7 +94,7 @@ struct FuseQdqProduct : OpRewritePattern<MatMulOp> {
     Value zero = createUnsignedZeroPoint(rewriter, op.getLoc(), unsignedZero);
     auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), quantize.getInput(), packed.panels, packed.scales,
-        packed.columnSums, quantize.getScale(), zero);
+        packed.columnSums, quantize.getScale(), zero, Value());
     setWeightError(product, packed.errorSquares, packed.weightSquares,
                    Attribute());
     eraseIfUnused(rewriter, weight, weight.getValue());

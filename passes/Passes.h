@@ -20,6 +20,13 @@ inline constexpr llvm::StringLiteral kKeptFloatAttr = "kiln.kept_float";
 inline constexpr llvm::StringLiteral kInputScaleAttr = "kiln.input_scale";
 inline constexpr llvm::StringLiteral kInputZeroPointAttr =
     "kiln.input_zero_point";
+/// SmoothQuant's per-channel smoothing calibration chose for a product's
+/// input (int8-static): the factors (f32 elements, one per input column)
+/// and the migration strength alpha they were computed with (f32).
+inline constexpr llvm::StringLiteral kInputSmoothingAttr =
+    "kiln.input_smoothing";
+inline constexpr llvm::StringLiteral kSmoothingAlphaAttr =
+    "kiln.smoothing_alpha";
 /// A product's quantization error measured on calibration inputs (relative
 /// RMS error of its output), for the report.
 inline constexpr llvm::StringLiteral kCalibrationErrorAttr =

@@ -39,16 +39,35 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     if (!weights)
       return failure();
     ConstantOp weight = weights->op;
-    rewriter.setInsertionPoint(weight);
-    Int8Weights packed =
-        createInt8Weights(rewriter, weight.getLoc(), *weights, width);
-    Attribute calibrationError = op->getAttr(kCalibrationErrorAttr);
-    rewriter.setInsertionPoint(op);
-    // A static input quantization calibration chose (int8-static), as
-    // 0-D constants.
-    Value inputScale, inputZeroPoint;
+    // A static input quantization calibration chose (int8-static): a scale
+    // and zero point, and possibly per-column smoothing factors, which
+    // multiply the weights' rows before they are quantized.
     auto scale = op->getAttrOfType<FloatAttr>(kInputScaleAttr);
     auto zeroPoint = op->getAttrOfType<IntegerAttr>(kInputZeroPointAttr);
+    auto smoothing = op->getAttrOfType<DenseElementsAttr>(kInputSmoothingAttr);
+    if (smoothing && (!scale || !zeroPoint ||
+                      smoothing.getNumElements() != weights->k ||
+                      !smoothing.getElementType().isF32()))
+      return rewriter.notifyMatchFailure(op, "smoothing of the wrong shape");
+    std::vector<float> smoothed;
+    ConstantWeights quantized = *weights;
+    if (smoothing) {
+      smoothed.assign(weights->values, weights->values + weights->k * weights->n);
+      int64_t row = 0;
+      for (float factor : smoothing.getValues<float>()) {
+        for (int64_t col = 0; col < weights->n; ++col)
+          smoothed[row * weights->n + col] *= factor;
+        ++row;
+      }
+      quantized.values = smoothed.data();
+    }
+    rewriter.setInsertionPoint(weight);
+    Int8Weights packed =
+        createInt8Weights(rewriter, weight.getLoc(), quantized, width);
+    Attribute calibrationError = op->getAttr(kCalibrationErrorAttr);
+    Attribute alpha = op->getAttr(kSmoothingAlphaAttr);
+    rewriter.setInsertionPoint(op);
+    Value inputScale, inputZeroPoint, inputSmoothing;
     if (scale && zeroPoint) {
       inputScale = ConstantOp::create(
           rewriter, op.getLoc(),
@@ -58,11 +77,18 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
       inputZeroPoint =
           createUnsignedZeroPoint(rewriter, op.getLoc(), zeroPoint.getInt());
     }
+    if (smoothing)
+      inputSmoothing = ConstantOp::create(
+          rewriter, op.getLoc(),
+          smoothing.reshape(RankedTensorType::get({weights->k},
+                                                  rewriter.getF32Type())));
     auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
         op, op.getType(), op.getLhs(), packed.panels, packed.scales,
-        packed.columnSums, inputScale, inputZeroPoint);
+        packed.columnSums, inputScale, inputZeroPoint, inputSmoothing);
     setWeightError(product, packed.errorSquares, packed.weightSquares,
                    calibrationError);
+    if (alpha)
+      product->setAttr(kSmoothingAlphaAttr, alpha);
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }

@@ -1,5 +1,6 @@
 //===- Calibration.cpp - quantization error measured on real inputs -------===//
 #include "lib/Codegen/Calibration.h"
+#include "lib/Codegen/StaticQuantization.h"
 
 #include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -10,6 +11,7 @@
 #include "passes/QuantizableProducts.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Threading.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -18,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 using namespace mlir;
 using namespace kiln;
@@ -86,33 +89,20 @@ struct Product {
   /// The weights as the quantization rounds them, `[k, n]`.
   std::vector<float> quantized;
   double errorSquares = 0, outputSquares = 0;
-  /// For int8-static: the range of every value of its input, and the rows
-  /// measured, kept to choose the input's scale on.
-  float low = 0, high = 0;
-  std::vector<float> rows;
+  /// For int8-static: what entered it, to choose its quantization on.
+  std::optional<StaticInputs> inputs;
 };
 
-/// `row` quantized to uint8 with `scale` and `zero` and back: dividing by
-/// the scale as a static quantization does, or multiplying by its inverse
-/// as the per-row one does.
-void roundRow(ArrayRef<float> row, float scale, float zero, bool divide,
+/// `row` quantized to uint8 with `scale` and `zero` (multiplying by the
+/// scale's inverse, as the per-row quantization does) and back.
+void roundRow(ArrayRef<float> row, float scale, float zero,
               MutableArrayRef<float> rounded) {
   float inverse = scale > 0 ? 1 / scale : 0;
-  for (size_t i = 0; i < row.size(); ++i) {
-    float scaled = divide ? (scale > 0 ? row[i] / scale : 0) : row[i] * inverse;
+  for (size_t i = 0; i < row.size(); ++i)
     rounded[i] =
-        (std::clamp(std::nearbyint(scaled) + zero, 0.0f, 255.0f) - zero) * scale;
-  }
-}
-
-/// The uint8 scale and zero point of the range [low, high] widened to 0.
-std::pair<float, float> rangeQuantization(float low, float high) {
-  low = std::min(low, 0.0f);
-  high = std::max(high, 0.0f);
-  float scale = (high - low) / 255;
-  float zero = scale > 0 ? std::clamp(std::nearbyint(-low / scale), 0.0f, 255.0f)
-                         : 0.0f;
-  return {scale, zero};
+        (std::clamp(std::nearbyint(row[i] * inverse) + zero, 0.0f, 255.0f) -
+         zero) *
+        scale;
 }
 
 /// The squared error of the product on `row` quantized as `rounded`, and the
@@ -139,36 +129,6 @@ std::pair<double, double> productError(const Product &product,
   return {errorSquares, outputSquares};
 }
 
-/// The fractions of the calibration range int8-static tries: clipping
-/// rare outliers refines the step for every other value.
-constexpr float kRangeClips[] = {1.0f, 0.9f, 0.8f, 0.7f, 0.6f, 0.5f, 0.4f};
-
-/// Chooses `product`'s static input quantization among the clipped ranges
-/// by the error of its output on the kept rows; returns {scale, zero
-/// point, relative error}.
-std::tuple<float, float, double> chooseStaticRange(const Product &product) {
-  int64_t k = product.weights.k;
-  std::vector<float> rounded(k);
-  std::tuple<float, float, double> best{0, 0, INFINITY};
-  for (float clip : kRangeClips) {
-    auto [scale, zero] =
-        rangeQuantization(clip * product.low, clip * product.high);
-    double errorSquares = 0, outputSquares = 0;
-    for (size_t r = 0; r + k <= product.rows.size(); r += k) {
-      ArrayRef<float> row(product.rows.data() + r, k);
-      roundRow(row, scale, zero, /*divide=*/true, rounded);
-      auto [error, output] = productError(product, row, rounded);
-      errorSquares += error;
-      outputSquares += output;
-    }
-    double relative =
-        outputSquares > 0 ? std::sqrt(errorSquares / outputSquares) : 0;
-    if (relative < std::get<2>(best))
-      best = {scale, zero, relative};
-  }
-  return best;
-}
-
 std::vector<float> roundWeights(const ConstantWeights &weights,
                                 Quantization quantization) {
   bool int4 = quantization == Quantization::Int4Weight;
@@ -185,28 +145,24 @@ std::vector<float> roundWeights(const ConstantWeights &weights,
   return rounded;
 }
 
-/// Measures `product` on some of the `m` rows of `x`: with `keepRows`
-/// (int8-static) it keeps them and the range of all of `x` for
-/// chooseStaticRange; otherwise it adds the error of the quantized output,
-/// each row quantized to uint8 over its range widened to 0 as the kernels
-/// do at run time, against the float product.
-void measure(Product &product, const float *x, int64_t m, bool keepRows) {
+/// Measures `product` on some of the `m` rows of `x`. For int8-static it
+/// keeps them (and the range of all of `x`) to choose the quantization on;
+/// otherwise it adds the error of the quantized output, each row quantized
+/// to uint8 over its range widened to 0 as the kernels do at run time,
+/// against the float product.
+void measure(Product &product, const float *x, int64_t m) {
   int64_t k = product.weights.k;
-  if (keepRows) {
-    auto [low, high] = std::minmax_element(x, x + m * k);
-    product.low = std::min(product.low, *low);
-    product.high = std::max(product.high, *high);
+  int64_t step = std::max<int64_t>(1, m / kRowsPerSet);
+  if (product.inputs) {
+    product.inputs->add(x, m, step);
+    return;
   }
   std::vector<float> rounded(k);
-  for (int64_t r = 0; r < m; r += std::max<int64_t>(1, m / kRowsPerSet)) {
+  for (int64_t r = 0; r < m; r += step) {
     ArrayRef<float> row(x + r * k, k);
-    if (keepRows) {
-      product.rows.insert(product.rows.end(), row.begin(), row.end());
-      continue;
-    }
     auto [low, high] = std::minmax_element(row.begin(), row.end());
-    auto [scale, zero] = rangeQuantization(*low, *high);
-    roundRow(row, scale, zero, /*divide=*/false, rounded);
+    auto [scale, zero] = getUint8Range(*low, *high);
+    roundRow(row, scale, zero, rounded);
     auto [error, output] = productError(product, row, rounded);
     product.errorSquares += error;
     product.outputSquares += output;
@@ -229,7 +185,7 @@ struct SessionDestroyer {
 /// product.
 LogicalResult runCalibration(StringRef path, StringRef entryName,
                              StringRef dir, MutableArrayRef<Product> products,
-                             bool keepRows, Location loc) {
+                             Location loc) {
   auto runtimeError = [&](const Twine &what) {
     return emitError(loc) << "calibration: " << what << ": "
                            << kiln_last_error();
@@ -287,7 +243,7 @@ LogicalResult runCalibration(StringRef path, StringRef entryName,
       const kiln_tensor *x = outputs[outputOf[i]];
       int64_t m = kiln_tensor_num_elements(x) / products[i].weights.k;
       measure(products[i], static_cast<const float *>(kiln_tensor_const_data(x)),
-              m, keepRows);
+              m);
     }
   }
   return success();
@@ -374,32 +330,51 @@ LogicalResult kiln::calibrateProducts(ModuleOp module,
   if (failed(compileModule(*clone, floatOptions)))
     return failure();
 
+  bool isStatic = options.quantization == Quantization::Int8Static;
   std::vector<Product> products;
   for (auto [op, input] : llvm::zip(originals, inputOf)) {
     ConstantWeights weights = *matchQuantizableProduct(op, kMinDepth);
     Product product;
     product.weights = weights;
     product.input = input;
-    product.quantized = roundWeights(weights, options.quantization);
+    if (isStatic)
+      product.inputs.emplace(weights.k);
+    else
+      product.quantized = roundWeights(weights, options.quantization);
     products.push_back(std::move(product));
   }
-  bool isStatic = options.quantization == Quantization::Int8Static;
   if (failed(runCalibration(path, entries[0].getSymName(),
-                            options.calibrationDir, products, isStatic, loc)))
+                            options.calibrationDir, products, loc)))
     return failure();
+  // int8-static's choices: independent searches, one per product.
+  std::vector<StaticQuantization> choices(isStatic ? products.size() : 0);
+  parallelFor(ctx, 0, choices.size(), [&](size_t i) {
+    choices[i] = chooseStaticQuantization(products[i].weights,
+                                          *products[i].inputs);
+  });
   for (size_t i = 0; i < originals.size(); ++i) {
     double error = products[i].outputSquares > 0
                        ? std::sqrt(products[i].errorSquares /
                                    products[i].outputSquares)
                        : 0;
     if (isStatic) {
-      auto [scale, zero, staticError] = chooseStaticRange(products[i]);
-      error = staticError;
+      const StaticQuantization &choice = choices[i];
+      error = choice.error;
       originals[i]->setAttr(kInputScaleAttr,
-                            FloatAttr::get(Float32Type::get(ctx), scale));
+                            FloatAttr::get(Float32Type::get(ctx), choice.scale));
       originals[i]->setAttr(
           kInputZeroPointAttr,
-          IntegerAttr::get(IntegerType::get(ctx, 64), int64_t(zero)));
+          IntegerAttr::get(IntegerType::get(ctx, 64), choice.zeroPoint));
+      if (!choice.smoothing.empty()) {
+        auto type = RankedTensorType::get(
+            {int64_t(choice.smoothing.size())}, Float32Type::get(ctx));
+        originals[i]->setAttr(
+            kInputSmoothingAttr,
+            DenseElementsAttr::get(type, ArrayRef<float>(choice.smoothing)));
+        originals[i]->setAttr(
+            kSmoothingAlphaAttr,
+            FloatAttr::get(Float32Type::get(ctx), choice.alpha));
+      }
     }
     if (options.qualityBudget > 0 && error > options.qualityBudget)
       originals[i]->setAttr(

@@ -23,9 +23,11 @@ namespace kiln {
 /// (the relative RMS error of its output), or `kiln.kept_float` with the
 /// reason when that exceeds `options.qualityBudget` (0: no limit). For
 /// int8-static it also chooses each product's input scale and zero point
-/// (`kiln.input_scale`, `kiln.input_zero_point`): the clipped calibration
-/// range with the least output error. The float model is compiled and run
-/// for it, with the product inputs as extra results.
+/// (`kiln.input_scale`, `kiln.input_zero_point`) and SmoothQuant smoothing
+/// (`kiln.input_smoothing`, `kiln.smoothing_alpha`): the migration strength
+/// and clipped range with the least output error (StaticQuantization.h).
+/// The float model is compiled and run for it, with the product inputs as
+/// extra results.
 mlir::LogicalResult calibrateProducts(mlir::ModuleOp module,
                                       const CompileOptions &options);
 

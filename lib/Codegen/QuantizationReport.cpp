@@ -93,6 +93,16 @@ std::string kiln::renderQuantizationReport(ModuleOp module) {
           layer["input_zero_point"] =
               int64_t(uint8_t(*value.getValues<int8_t>().begin()));
       }
+      if (DenseElementsAttr factors = product.getSmoothing()
+                                          ? getConstantElements(product.getSmoothing())
+                                          : DenseElementsAttr()) {
+        auto values = llvm::to_vector(factors.getValues<float>());
+        auto [low, high] = std::minmax_element(values.begin(), values.end());
+        layer["smoothing_min"] = *low;
+        layer["smoothing_max"] = *high;
+      }
+      if (auto alpha = product->getAttrOfType<FloatAttr>(kSmoothingAlphaAttr))
+        layer["smoothing_alpha"] = alpha.getValueAsDouble();
       addCalibration(layer, product);
       layers.push_back(std::move(layer));
       int8Bytes += k * n;

@@ -476,6 +476,22 @@ func.func @int4_matmul_sums(%x: tensor<2x72xf32>, %w: tensor<5x12x16x4xi8>, %s: 
 
 func.func @quantized_matmul_static_half(%x: tensor<2x72xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %xs: tensor<f32>) {
   // expected-error @+1 {{takes a static input scale and zero point together}}
-  %0 = "kiln.quantized_matmul"(%x, %w, %s, %c, %xs) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0>}> : (tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32>, tensor<f32>) -> tensor<2x70xf32>
+  %0 = "kiln.quantized_matmul"(%x, %w, %s, %c, %xs) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>}> : (tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32>, tensor<f32>) -> tensor<2x70xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_smooth_dynamic(%x: tensor<2x72xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %f: tensor<72xf32>) {
+  // expected-error @+1 {{smooths only a static input quantization}}
+  %0 = "kiln.quantized_matmul"(%x, %w, %s, %c, %f) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1>}> : (tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32>, tensor<72xf32>) -> tensor<2x70xf32>
+  return
+}
+
+// -----
+
+func.func @quantized_matmul_smooth_length(%x: tensor<2x72xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %xs: tensor<f32>, %xzp: tensor<i8>, %f: tensor<64xf32>) {
+  // expected-error @+1 {{smoothing has 64 factors for an input of 72 columns}}
+  %0 = kiln.quantized_matmul %x, %w, %s, %c static(%xs, %xzp : tensor<f32>, tensor<i8>) smooth(%f : tensor<64xf32>) : tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x70xf32>
   return
 }

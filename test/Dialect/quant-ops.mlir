@@ -61,3 +61,11 @@ func.func @static_quantized_product(%x: tensor<2x5x72xf32>, %w: tensor<5x18x16x4
   %y = kiln.quantized_matmul %x, %w, %s, %c static(%xs, %xzp : tensor<f32>, tensor<i8>) : tensor<2x5x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
   return %y : tensor<2x5x70xf32>
 }
+
+// With SmoothQuant's per-column smoothing of the static quantization.
+// CHECK-LABEL: func.func @smoothed_quantized_product
+// CHECK: kiln.quantized_matmul %arg0, %arg1, %arg2, %arg3 static(%arg4, %arg5 : tensor<f32>, tensor<i8>) smooth(%arg6 : tensor<72xf32>) : tensor<2x5x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
+func.func @smoothed_quantized_product(%x: tensor<2x5x72xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %xs: tensor<f32>, %xzp: tensor<i8>, %f: tensor<72xf32>) -> tensor<2x5x70xf32> {
+  %y = kiln.quantized_matmul %x, %w, %s, %c static(%xs, %xzp : tensor<f32>, tensor<i8>) smooth(%f : tensor<72xf32>) : tensor<2x5x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
+  return %y : tensor<2x5x70xf32>
+}

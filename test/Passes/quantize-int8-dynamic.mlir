@@ -57,3 +57,21 @@ func.func @calibrated_input(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %y = kiln.matmul %x, %w {kiln.input_scale = 0.025 : f32, kiln.input_zero_point = 200 : i64, kiln.calibration_error = 0.0125 : f32} : tensor<2x4xf32>, tensor<4x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// -----
+
+// With SmoothQuant's smoothing calibration chose, the weights' rows are
+// multiplied by the factors [2, 0.5, 4, 0.8] before they are quantized
+// (columns [1.26, -0.315, 1.26, 0] and [-2.52, 0.315, 0, 1.008]: scales
+// 0.02 and 0.04), and the product divides its input's columns by them.
+// CHECK-LABEL: func.func @smoothed_input
+// CHECK-DAG: %[[W:.*]] = kiln.constant dense<{{\[\[\[}}[63, -16, 63, 0], [-63, 8, 0, 25], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]{{\]\]\]}}> : tensor<1x1x8x4xi8>
+// CHECK-DAG: %[[S:.*]] = kiln.constant dense<[2.000000e-02, 4.000000e-02, 0.000000e+00, {{.*}}]> : tensor<8xf32>
+// CHECK-DAG: %[[C:.*]] = kiln.constant dense<[110, -30, 0, 0, 0, 0, 0, 0]> : tensor<8xi32>
+// CHECK-DAG: %[[F:.*]] = kiln.constant dense<[2.000000e+00, 5.000000e-01, 4.000000e+00, 8.000000e-01]> : tensor<4xf32>
+// CHECK: kiln.quantized_matmul %arg0, %[[W]], %[[S]], %[[C]] static(%{{.*}}, %{{.*}} : tensor<f32>, tensor<i8>) smooth(%[[F]] : tensor<4xf32>) {kiln.calibration_error = 1.250000e-02 : f32, kiln.smoothing_alpha = 5.000000e-01 : f32, kiln.weight_error = {{.*}}}
+func.func @smoothed_input(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %w = kiln.constant dense<[[0.63, -1.26, 0.0], [-0.63, 0.63, 0.0], [0.315, 0.0, 0.0], [0.0, 1.26, 0.0]]> : tensor<4x3xf32>
+  %y = kiln.matmul %x, %w {kiln.input_scale = 0.025 : f32, kiln.input_zero_point = 200 : i64, kiln.input_smoothing = dense<[2.0, 0.5, 4.0, 0.8]> : tensor<4xf32>, kiln.smoothing_alpha = 0.5 : f32, kiln.calibration_error = 0.0125 : f32} : tensor<2x4xf32>, tensor<4x3xf32>
+  return %y : tensor<2x3xf32>
+}

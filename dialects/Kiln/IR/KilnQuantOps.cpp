@@ -121,6 +121,15 @@ LogicalResult QuantizedMatMulOp::verify() {
            << " groups of 4 rows";
   if (bool(getInputScale()) != bool(getInputZeroPoint()))
     return emitOpError("takes a static input scale and zero point together");
+  if (Value smoothing = getSmoothing()) {
+    auto smoothingType = cast<RankedTensorType>(smoothing.getType());
+    if (!getInputScale())
+      return emitOpError("smooths only a static input quantization");
+    if (!ShapedType::isDynamic(k) && smoothingType.getDimSize(0) != k)
+      return emitOpError("smoothing has ")
+             << smoothingType.getDimSize(0) << " factors for an input of " << k
+             << " columns";
+  }
   int64_t padded = weights[0] * weights[2];
   for (Value perColumn : {getScales(), getColumnSums()}) {
     auto type = cast<RankedTensorType>(perColumn.getType());

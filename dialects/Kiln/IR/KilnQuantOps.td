@@ -129,7 +129,10 @@ def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul",
     `round(-min / scale)`). With `static(%s, %zp)`, every row uses the
     given 0-D scale and uint8 zero point, as ONNX's QuantizeLinear does:
     `q = saturate(round(x / s) + zp)` (a QDQ model's or a calibrated
-    activation quantization).
+    activation quantization). With `smooth(%f)` as well (`[K]`, f32), input
+    column `k` is divided by `s * f[k]` instead: SmoothQuant's per-channel
+    smoothing, which moves an outlier column's range into the weights
+    (the weights are then the float matrix's rows times `f`, quantized).
 
     `weights` is `[ceil(N / W), ceil(K / 4), W, 4]`: panel `p` holds
     columns `p * W` to `p * W + W - 1`, and for every group of four rows of
@@ -142,6 +145,7 @@ def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul",
     ```mlir
     %0 = kiln.quantized_matmul %x, %w, %s, %sums : tensor<1x128x384xf32>, tensor<96x96x16x4xi8>, tensor<1536xf32>, tensor<1536xi32> -> tensor<1x128x1536xf32>
     %1 = kiln.quantized_matmul %x, %w, %s, %sums static(%xs, %xzp : tensor<f32>, tensor<i8>) : tensor<1x128x384xf32>, tensor<96x96x16x4xi8>, tensor<1536xf32>, tensor<1536xi32> -> tensor<1x128x1536xf32>
+    %2 = kiln.quantized_matmul %x, %w, %s, %sums static(%xs, %xzp : tensor<f32>, tensor<i8>) smooth(%f : tensor<384xf32>) : tensor<1x128x384xf32>, tensor<96x96x16x4xi8>, tensor<1536xf32>, tensor<1536xi32> -> tensor<1x128x1536xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input,
@@ -149,20 +153,22 @@ def Kiln_QuantizedMatMulOp : Kiln_Op<"quantized_matmul",
                        Kiln_FloatTensor:$scales,
                        Kiln_AccumulatorTensor:$column_sums,
                        Optional<0DTensorOf<[F32]>>:$input_scale,
-                       Optional<0DTensorOf<[I8]>>:$input_zero_point);
+                       Optional<0DTensorOf<[I8]>>:$input_zero_point,
+                       Optional<1DTensorOf<[F32]>>:$smoothing);
   let results = (outs Kiln_FloatTensor:$result);
   let builders = [
     OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
                    "::mlir::Value":$weights, "::mlir::Value":$scales,
                    "::mlir::Value":$column_sums), [{
       build($_builder, $_state, result, input, weights, scales, column_sums,
-            ::mlir::Value(), ::mlir::Value());
+            ::mlir::Value(), ::mlir::Value(), ::mlir::Value());
     }]>
   ];
   let assemblyFormat = [{
     $input `,` $weights `,` $scales `,` $column_sums
     (`static` `(` $input_scale^ `,` $input_zero_point `:` type($input_scale)
-     `,` type($input_zero_point) `)`)? attr-dict `:`
+     `,` type($input_zero_point) `)`)?
+    (`smooth` `(` $smoothing^ `:` type($smoothing) `)`)? attr-dict `:`
     type($input) `,` type($weights) `,` type($scales) `,` type($column_sums)
     `->` type($result)
   }];

@@ -89,9 +89,10 @@ public:
 
   /// Sets `rowScale`, `rowZero` and `quantized`: the rows as uint8 in groups
   /// of 4, `[rows, paddedK / 4, 4]`, zeros past K. Each row over its own
-  /// range, or with the 0-D `staticScale` and uint8 `staticZero` if given.
-  void quantize(int64_t paddedK, Value staticScale = {},
-                Value staticZero = {}) {
+  /// range, or with the 0-D `staticScale` and uint8 `staticZero` if given,
+  /// each column's scale times its `smoothing` factor if that is given too.
+  void quantize(int64_t paddedK, Value staticScale = {}, Value staticZero = {},
+                Value smoothing = {}) {
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
     if (staticScale) {
       // x / s, as QuantizeLinear divides (a multiplication by 1 / s could
@@ -103,7 +104,22 @@ public:
                      .getResult(0);
       rowZero = linalg::FillOp::create(b, loc, zero, empty({rows}, i32))
                     .getResult(0);
-      quantizeRows(paddedK, rowScale, /*divide=*/true);
+      Value columnScale =
+          linalg::FillOp::create(b, loc, scale,
+                                 createEmptyTensor(b, loc, type({k}, f32), {}))
+              .getResult(0);
+      if (smoothing)
+        columnScale =
+            createGeneric(b, loc, smoothing, columnScale,
+                          {map(1, {0}), map(1, {0})}, {IteratorType::parallel},
+                          [&](OpBuilder &nb, Location l, ValueRange args) {
+                            linalg::YieldOp::create(
+                                nb, l,
+                                ValueRange{arith::MulFOp::create(nb, l, args[1],
+                                                                 args[0])});
+                          })
+                .getResult(0);
+      quantizeRows(paddedK, columnScale, map(2, {1}), /*divide=*/true);
       return;
     }
     // Each row's minimum and maximum, starting from 0.
@@ -144,16 +160,18 @@ public:
         });
     rowScale = params.getResult(1);
     rowZero = params.getResult(2);
-    quantizeRows(paddedK, params.getResult(0), /*divide=*/false);
+    quantizeRows(paddedK, params.getResult(0), map(2, {0}), /*divide=*/false);
   }
 
-  /// Sets `quantized` from `x`, `rowZero` and each row's `factor`: its
-  /// scale to divide by, or its inverse to multiply by.
-  void quantizeRows(int64_t paddedK, Value factor, bool divide) {
+  /// Sets `quantized` from `x`, `rowZero` and `factor`, read through
+  /// `factorMap` (a row's or a column's): the scale to divide by, or its
+  /// inverse to multiply by.
+  void quantizeRows(int64_t paddedK, Value factor, AffineMap factorMap,
+                    bool divide) {
     Type f32 = b.getF32Type(), i8 = b.getI8Type();
     auto quantizeRows = createGeneric(
         b, loc, {x, factor, rowZero}, empty({rows, k}, i8),
-        {map(2, {0, 1}), map(2, {0}), map(2, {0}), map(2, {0, 1})},
+        {map(2, {0, 1}), factorMap, map(2, {0}), map(2, {0, 1})},
         {IteratorType::parallel, IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
           auto c = [&](double v) { return createScalarConstant(nb, l, f32, v); };
@@ -222,7 +240,8 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
     OpBuilder &b = rewriter;
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
     RowQuantizer q(b, loc, adaptor.getInput());
-    q.quantize(groups * 4, adaptor.getInputScale(), adaptor.getInputZeroPoint());
+    q.quantize(groups * 4, adaptor.getInputScale(), adaptor.getInputZeroPoint(),
+               adaptor.getSmoothing());
     int64_t rows = q.rows;
 
     // The integer product: loops (row, panel, column, group, lane).

@@ -14,6 +14,9 @@ kiln.int4_matmul's definition: 4-bit symmetric weights with a scale per
 block of 32 rows of a column, the same activations, exact integer sums
 within a block), expected_float.pb (the float model, to bound the
 quantization error) and calibration/set_<k>/input_0.pb (4 more inputs).
+outliers/ holds the same model with an input and calibration sets whose
+columns OUTLIERS are 10 times wider than the others, as a transformer's
+LayerNorm outputs have a few (what SmoothQuant's smoothing is for).
 """
 import os
 import sys
@@ -28,6 +31,7 @@ from mlp_model import mlp_model  # noqa: E402
 
 SHAPE = (2, 5, 72)
 HIDDEN = 100
+OUTLIERS = [3, 17, 40]
 
 
 def quantize_weights(w):
@@ -114,6 +118,17 @@ def main():
         os.makedirs(folder, exist_ok=True)
         sample = rng.standard_normal(SHAPE).astype(np.float32)
         with open(os.path.join(folder, "input_0.pb"), "wb") as f:
+            f.write(numpy_helper.from_array(sample, "x").SerializeToString())
+    # The same with outlier columns, in outliers/.
+    os.makedirs(os.path.join(out, "outliers"), exist_ok=True)
+    onnx.save(model, os.path.join(out, "outliers", "model.onnx"))
+    for path in ["input_0.pb"] + [os.path.join("calibration", f"set_{k}", "input_0.pb")
+                                  for k in range(4)]:
+        sample = rng.standard_normal(SHAPE).astype(np.float32)
+        sample[..., OUTLIERS] *= 10
+        path = os.path.join(out, "outliers", path)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
             f.write(numpy_helper.from_array(sample, "x").SerializeToString())
     for name, y in (("int8", y_int8), ("int4", y_int4)):
         error = np.abs(y - y_float).max() / np.abs(y_float).max()
