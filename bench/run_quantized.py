@@ -27,7 +27,8 @@ speed only; bench/models/make_models.py), and one decode step of the
 GPT-2-small-shaped decoder (random weights:
 speed only; bench/models/make_models.py, sequence length 1, compiled with
 --dim seq=1): Kiln and ONNX Runtime fp32, int8 and int4 (and Kiln running
-ONNX Runtime's int4 model), with the bandwidth the
+ONNX Runtime's int4 models, symmetric and with zero points: its
+quantizer's default), with the bandwidth the
 weights are read at (their bytes over the step's time) beside a streaming
 read of memory measured in the same run (bench/stream_read.c).
 Writes docs/benchmarks-quantized.md.
@@ -122,9 +123,10 @@ def weight_elements(model_path):
     return total
 
 
-def quantize_int4(source, dst):
-    """ONNX Runtime's int4 model of `source`: MatMulNBits with symmetric
-    blocks of 32 and int8 activations allowed (accuracy_level 4). Its
+def quantize_int4(source, dst, symmetric=True):
+    """ONNX Runtime's int4 model of `source`: MatMulNBits with blocks of 32
+    (symmetric, or with zero points: its default) and int8 activations
+    allowed (accuracy_level 4). Its
     quantizer only sees MatMuls whose weights are initializers, so a
     transposed initializer (GPT-2's tied head) is folded into one first,
     as ONNX Runtime's optimizer folds it when it loads the model."""
@@ -143,8 +145,8 @@ def quantize_int4(source, dst):
             graph.initializer.append(
                 numpy_helper.from_array(np.ascontiguousarray(value), node.output[0]))
             graph.node.remove(node)
-    quantizer = MatMulNBitsQuantizer(model, block_size=32, is_symmetric=True,
-                                     accuracy_level=4)
+    quantizer = MatMulNBitsQuantizer(model, block_size=32,
+                                     is_symmetric=symmetric, accuracy_level=4)
     quantizer.process()
     onnx.save(quantizer.model.model, dst)
 
@@ -235,26 +237,35 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
     ort_int4 = os.path.join(folder, "ort-int4.onnx")
     if not (args.reuse and os.path.exists(ort_int4)):
         quantize_int4(model, ort_int4)
+    ort_asymmetric = os.path.join(folder, "ort-int4-asymmetric.onnx")
+    if not (args.reuse and os.path.exists(ort_asymmetric)):
+        quantize_int4(model, ort_asymmetric, symmetric=False)
     inputs = [os.path.join(folder, "test_data_set_0", "input_0.pb")]
     artifacts = {}
     for name, source, flags in (
             ("Kiln fp32", model, []),
             ("Kiln int8-dynamic", model, ["--quantize=int8-dynamic"]),
             ("Kiln int4-weight", model, ["--quantize=int4-weight"]),
-            ("Kiln on ORT's int4 model", ort_int4, [])):
+            ("Kiln on ORT's int4 model", ort_int4, []),
+            ("Kiln on ORT's asymmetric int4 model", ort_asymmetric, [])):
         artifacts[name] = os.path.join(folder, re.sub(r"\W+", "-", name.lower()) + ".so")
         subprocess.run([os.path.join(args.bin_dir, "kiln-compile"), source,
                         "--dim", "batch=1", "--dim", "seq=1",
                         "-o", artifacts[name]] + flags, check=True)
     ort_models = {"ORT fp32": model, "ORT int8 dynamic": ort_int8,
-                  "ORT int4 MatMulNBits": ort_int4}
+                  "ORT int4 MatMulNBits": ort_int4,
+                  "ORT int4 MatMulNBits asymmetric": ort_asymmetric}
     names = list(artifacts) + list(ort_models)
     elements = weight_elements(model)
+    # An asymmetric block also stores a 4-bit zero point.
+    asymmetric_bytes = (INT4_BYTES + 0.5 / 32) * elements
     weight_bytes = {"Kiln fp32": 4 * elements, "Kiln int8-dynamic": elements,
                     "Kiln int4-weight": INT4_BYTES * elements,
                     "Kiln on ORT's int4 model": INT4_BYTES * elements,
+                    "Kiln on ORT's asymmetric int4 model": asymmetric_bytes,
                     "ORT fp32": 4 * elements, "ORT int8 dynamic": elements,
-                    "ORT int4 MatMulNBits": INT4_BYTES * elements}
+                    "ORT int4 MatMulNBits": INT4_BYTES * elements,
+                    "ORT int4 MatMulNBits asymmetric": asymmetric_bytes}
     times, bandwidth = {}, {}
     for threads in (1, 2):
         bandwidth[threads] = stream_bandwidth(threads)

@@ -111,7 +111,10 @@ std::string kiln::renderQuantizationReport(ModuleOp module) {
     if (auto product = dyn_cast<Int4MatMulOp>(op)) {
       llvm::json::Object layer = describe(
           product, product.getInput(), product.getScales(), "int4",
-          "4-bit symmetric, one scale per block of rows of a column");
+          product.getZeroPoints()
+              ? "4-bit with a scale and zero point per block of rows of a "
+                "column"
+              : "4-bit symmetric, one scale per block of rows of a column");
       layer["block_size"] = product.getBlockSize();
       addCalibration(layer, product);
       layers.push_back(std::move(layer));

@@ -14,6 +14,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -366,10 +367,11 @@ constexpr int64_t kInt4PanelWidth = 16;
 /// constant weights (4-bit for ONNX Runtime's int4 models):
 /// `(q - zero_point) * scale` per block of `block_size` rows of a column,
 /// zero points packed like the weights, given as floats, or by default
-/// 2^(bits - 1). Symmetric 4-bit weights (every zero point 8) in a model
-/// that allows int8 activations (accuracy_level 4, as ONNX Runtime then
-/// computes) become kiln.int4_matmul on the same integers; all others are
-/// dequantized here, at compile time, into a float [K, N] matrix.
+/// 2^(bits - 1). 4-bit weights with whole zero points in a model that
+/// allows int8 activations (accuracy_level 4, as ONNX Runtime then
+/// computes) become kiln.int4_matmul on the same integers (its zero points
+/// stored unless all are 8); all others are dequantized here, at compile
+/// time, into a float [K, N] matrix.
 LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input) || failed(requireFloat(node, *input)))
@@ -426,30 +428,39 @@ LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
     return float(1 << (bits - 1));
   };
   auto inputType = node.getOperandType(0);
-  bool symmetric = true;
-  for (int64_t col = 0; col < n && symmetric; ++col)
-    for (int64_t block = 0; block < blocks && symmetric; ++block)
-      symmetric = zeroPoint(col, block) == 8.0f;
+  // Whole zero points in [0, 15] keep the integers exact on the int4
+  // kernel; all 8 (symmetric weights) need none stored.
+  bool whole = true, symmetric = true;
+  for (int64_t col = 0; col < n && whole; ++col)
+    for (int64_t block = 0; block < blocks && whole; ++block) {
+      float zero = zeroPoint(col, block);
+      whole = zero >= 0 && zero <= 15 && zero == std::nearbyint(zero);
+      symmetric = symmetric && zero == 8.0f;
+    }
   FailureOr<Value> product;
-  if (bits == 4 && symmetric && node.getIntAttr("accuracy_level", 0) == 4 &&
+  if (bits == 4 && whole && node.getIntAttr("accuracy_level", 0) == 4 &&
       inputType.getRank() >= 2) {
+    auto blockZero = [&](int64_t block, int64_t col) {
+      return int(zeroPoint(col, block));
+    };
     Int4Weights int4 = createInt4Weights(
         node.b, node.loc, k, n, blockSize, kInt4PanelWidth,
         [&](int64_t row, int64_t col) {
           int64_t block = row / blockSize;
           return int(extractBits(packed->data() + (col * blocks + block) * blob,
                                  row % blockSize, bits)) -
-                 8;
+                 blockZero(block, col);
         },
         [&](int64_t block, int64_t col) {
           return (*scales)[col * blocks + block];
-        });
+        },
+        symmetric ? function_ref<int(int64_t, int64_t)>() : blockZero);
     SmallVector<int64_t> shape(inputType.getShape());
     shape.back() = n;
     product = Int4MatMulOp::create(
                   node.b, node.loc,
                   RankedTensorType::get(shape, node.b.getF32Type()), *input,
-                  int4.panels, int4.scales, int4.columnSums)
+                  int4.panels, int4.scales, int4.columnSums, int4.zeroPoints)
                   .getResult();
   } else {
     product = createDequantizedProduct(node, *input, k, n, blocks, blockSize,

@@ -155,6 +155,23 @@ func.func @int4_product(%x: tensor<2x5x72xf32>, %w: tensor<5x12x16x4xi8>, %s: te
 
 // -----
 
+// With zero points: read like the scales, each 4-bit value less its
+// block's zero point rather than 8.
+// CHECK-LABEL: func.func @int4_product_zero_points
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %arg4 : tensor<10x3x4x2x4xi8>, tensor<5x3x4x16x4xi8>, tensor<5x3x16xf32>, tensor<5x3x16xi8>) outs(%{{.*}} : tensor<10x5x16xf32>)
+// CHECK-SAME: attrs = {kiln.int4_panel_product}
+// CHECK: ^bb0(%{{.*}}: i8, %{{.*}}: i8, %{{.*}}: f32, %[[Z:.*]]: i8, %{{.*}}: f32):
+// CHECK: %[[N:.*]] = arith.andi
+// CHECK: %[[ZW:.*]] = arith.extsi %[[Z]] : i8 to i32
+// CHECK: %[[U:.*]] = arith.extui %[[N]] : i8 to i32
+// CHECK: arith.subi %[[U]], %[[ZW]] : i32
+func.func @int4_product_zero_points(%x: tensor<2x5x72xf32>, %w: tensor<5x12x16x4xi8>, %s: tensor<5x3x16xf32>, %c: tensor<80xf32>, %z: tensor<5x3x16xi8>) -> tensor<2x5x70xf32> {
+  %y = kiln.int4_matmul %x, %w, %s, %c zero_points(%z : tensor<5x3x16xi8>) : tensor<2x5x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x5x70xf32>
+  return %y : tensor<2x5x70xf32>
+}
+
+// -----
+
 // A static input quantization: no row ranges; every row's scale and zero
 // point filled from the given ones, and the rows divided by the scale (one
 // per column) as QuantizeLinear does.

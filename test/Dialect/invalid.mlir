@@ -474,6 +474,14 @@ func.func @int4_matmul_sums(%x: tensor<2x72xf32>, %w: tensor<5x12x16x4xi8>, %s: 
 
 // -----
 
+func.func @int4_matmul_zero_points(%x: tensor<2x72xf32>, %w: tensor<5x12x16x4xi8>, %s: tensor<5x3x16xf32>, %c: tensor<80xf32>, %z: tensor<5x3xi8>) {
+  // expected-error @+1 {{zero points 'tensor<5x3xi8>' must have the scales' shape}}
+  %0 = kiln.int4_matmul %x, %w, %s, %c zero_points(%z : tensor<5x3xi8>) : tensor<2x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x70xf32>
+  return
+}
+
+// -----
+
 func.func @quantized_matmul_static_half(%x: tensor<2x72xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %xs: tensor<f32>) {
   // expected-error @+1 {{takes a static input scale and zero point together}}
   %0 = "kiln.quantized_matmul"(%x, %w, %s, %c, %xs) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>}> : (tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32>, tensor<f32>) -> tensor<2x70xf32>

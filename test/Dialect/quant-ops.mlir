@@ -69,3 +69,11 @@ func.func @smoothed_quantized_product(%x: tensor<2x5x72xf32>, %w: tensor<5x18x16
   %y = kiln.quantized_matmul %x, %w, %s, %c static(%xs, %xzp : tensor<f32>, tensor<i8>) smooth(%f : tensor<72xf32>) : tensor<2x5x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
   return %y : tensor<2x5x70xf32>
 }
+
+// With a zero point per block (asymmetric 4-bit weights).
+// CHECK-LABEL: func.func @int4_product_zero_points
+// CHECK: kiln.int4_matmul %arg0, %arg1, %arg2, %arg3 zero_points(%arg4 : tensor<5x3x16xi8>) : tensor<2x5x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x5x70xf32>
+func.func @int4_product_zero_points(%x: tensor<2x5x72xf32>, %w: tensor<5x12x16x4xi8>, %s: tensor<5x3x16xf32>, %c: tensor<80xf32>, %z: tensor<5x3x16xi8>) -> tensor<2x5x70xf32> {
+  %y = kiln.int4_matmul %x, %w, %s, %c zero_points(%z : tensor<5x3x16xi8>) : tensor<2x5x72xf32>, tensor<5x12x16x4xi8>, tensor<5x3x16xf32>, tensor<80xf32> -> tensor<2x5x70xf32>
+  return %y : tensor<2x5x70xf32>
+}

@@ -167,5 +167,10 @@ LogicalResult Int4MatMulOp::verify() {
   if (sumsType.getRank() != 1 || sumsType.getDimSize(0) != padded)
     return emitOpError("column sums must have one entry per padded column (")
            << padded << ")";
+  if (Value zeroPoints = getZeroPoints())
+    if (cast<RankedTensorType>(zeroPoints.getType()).getShape() !=
+        scalesType.getShape())
+      return emitOpError("zero points ")
+             << zeroPoints.getType() << " must have the scales' shape";
   return verifyPanelResult(*this, inputType, resultType, padded, weights[2]);
 }

@@ -188,25 +188,40 @@ def Kiln_Int4MatMulOp : Kiln_Op<"int4_matmul", [Pure]> {
 
     `weights` is `[ceil(N / W), Kp / 8, W, 4]` for `K` padded to `Kp`, a
     multiple of `B`: like `kiln.quantized_matmul`'s panels, but each byte
-    holds two values, `w + 8` in `[0, 15]`: the low 4 bits belong to group
-    of four rows `2g`, the high 4 bits to group `2g + 1`. `scales` is
-    `[ceil(N / W), Kp / B, W]`, panel by panel like the weights (a panel's
-    scales are read in order with its weights), so `B` is `Kp` over its
-    second dimension and must be a multiple of 8. `column_sums[n]` is
-    `sum_b scales[b, n] * sum_{k in b} w[k, n]`, the zero-point
-    correction.
+    holds two unsigned values `u` in `[0, 15]`, `w = u - z` for the block's
+    zero point `z`: the low 4 bits belong to group of four rows `2g`, the
+    high 4 bits to group `2g + 1`. `scales` is `[ceil(N / W), Kp / B, W]`,
+    panel by panel like the weights (a panel's scales are read in order
+    with its weights), so `B` is `Kp` over its second dimension and must be
+    a multiple of 8. The zero points are 8 for every block (symmetric
+    weights), or given by `zero_points(%z)` (asymmetric ones, as ONNX
+    Runtime's MatMulNBits has by default): `[ceil(N / W), Kp / B, W]` i8
+    in `[0, 15]`, laid out like the scales. `column_sums[n]` is `sum_b
+    scales[b, n] * sum_{k in b} w[k, n]`, the correction for the rows'
+    zero points.
 
     ```mlir
     %0 = kiln.int4_matmul %x, %w, %s, %sums : tensor<1x1x768xf32>, tensor<144x96x16x4xi8>, tensor<144x24x16xf32>, tensor<2304xf32> -> tensor<1x1x2304xf32>
+    %1 = kiln.int4_matmul %x, %w, %s, %sums zero_points(%z : tensor<144x24x16xi8>) : tensor<1x1x768xf32>, tensor<144x96x16x4xi8>, tensor<144x24x16xf32>, tensor<2304xf32> -> tensor<1x1x2304xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input,
                        RankedTensorOf<[I8], [HasStaticShapePred]>:$weights,
                        Kiln_FloatTensor:$scales,
-                       Kiln_FloatTensor:$column_sums);
+                       Kiln_FloatTensor:$column_sums,
+                       Optional<RankedTensorOf<[I8]>>:$zero_points);
   let results = (outs Kiln_FloatTensor:$result);
+  let builders = [
+    OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
+                   "::mlir::Value":$weights, "::mlir::Value":$scales,
+                   "::mlir::Value":$column_sums), [{
+      build($_builder, $_state, result, input, weights, scales, column_sums,
+            ::mlir::Value());
+    }]>
+  ];
   let assemblyFormat = [{
-    $input `,` $weights `,` $scales `,` $column_sums attr-dict `:`
+    $input `,` $weights `,` $scales `,` $column_sums
+    (`zero_points` `(` $zero_points^ `:` type($zero_points) `)`)? attr-dict `:`
     type($input) `,` type($weights) `,` type($scales) `,` type($column_sums)
     `->` type($result)
   }];

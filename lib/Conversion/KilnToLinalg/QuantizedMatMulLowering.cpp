@@ -307,17 +307,25 @@ struct Int4MatMulLowering : OpConversionPattern<Int4MatMulOp> {
     // The product, block by block: loops (row, panel, column, block, pair
     // of groups in the block, half of the byte, lane), over views with one
     // dimension per loop. The integers of a block are scaled by its scale
-    // and summed in float.
+    // and summed in float. Its zero points, if given, are read like the
+    // scales.
     int64_t pairs = block / 8;
     Value rowGroups = q.reshape(q.quantized, {rows, blocks, pairs, 2, 4});
     Value weights = reshapeTensor(
         b, loc, adaptor.getWeights(),
         q.type({panels[0], blocks, pairs, width, 4}, i8), {});
+    SmallVector<Value> inputs = {rowGroups, weights, adaptor.getScales()};
+    SmallVector<AffineMap> maps = {q.map(7, {0, 3, 4, 5, 6}),
+                                   q.map(7, {1, 3, 4, 2, 6}),
+                                   q.map(7, {1, 3, 2})};
+    Value zeroPoints = adaptor.getZeroPoints();
+    if (zeroPoints) {
+      inputs.push_back(zeroPoints);
+      maps.push_back(q.map(7, {1, 3, 2}));
+    }
+    maps.push_back(q.map(7, {0, 1, 2}));
     auto product = createGeneric(
-        b, loc, {rowGroups, weights, adaptor.getScales()},
-        q.filled({rows, panels[0], width}, f32, 0),
-        {q.map(7, {0, 3, 4, 5, 6}), q.map(7, {1, 3, 4, 2, 6}),
-         q.map(7, {1, 3, 2}), q.map(7, {0, 1, 2})},
+        b, loc, inputs, q.filled({rows, panels[0], width}, f32, 0), maps,
         {IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
          IteratorType::reduction, IteratorType::reduction,
          IteratorType::reduction, IteratorType::reduction},
@@ -334,14 +342,17 @@ struct Int4MatMulLowering : OpConversionPattern<Int4MatMulOp> {
               nb, l, high, arith::ShRUIOp::create(nb, l, args[1], c(i8, 4)),
               args[1]);
           Value nibble = arith::AndIOp::create(nb, l, byte, c(i8, 15));
+          Value zero = zeroPoints
+                           ? arith::ExtSIOp::create(nb, l, i32, args[3]).getResult()
+                           : c(i32, 8);
           Value w = arith::SubIOp::create(
-              nb, l, arith::ExtUIOp::create(nb, l, i32, nibble), c(i32, 8));
+              nb, l, arith::ExtUIOp::create(nb, l, i32, nibble), zero);
           Value integer = arith::MulIOp::create(
               nb, l, arith::ExtUIOp::create(nb, l, i32, args[0]), w);
           Value real = arith::MulFOp::create(
               nb, l, arith::SIToFPOp::create(nb, l, f32, integer), args[2]);
-          linalg::YieldOp::create(nb, l,
-                                  ValueRange{arith::AddFOp::create(nb, l, args[3], real)});
+          linalg::YieldOp::create(
+              nb, l, ValueRange{arith::AddFOp::create(nb, l, args.back(), real)});
         });
     product->setAttr(kInt4PanelProductAttr, b.getUnitAttr());
     Value acc = q.reshape(product.getResult(0), {rows, panels[0] * width});

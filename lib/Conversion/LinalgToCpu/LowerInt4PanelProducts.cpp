@@ -33,20 +33,25 @@ Value splat(OpBuilder &b, Location loc, VectorType type, Attribute value) {
 }
 
 LogicalResult lowerProduct(linalg::GenericOp op) {
-  Value rows = op.getDpsInputs()[0], weights = op.getDpsInputs()[1],
-        scales = op.getDpsInputs()[2], sums = op.getDpsInits()[0];
+  SmallVector<Value> inputs = op.getDpsInputs();
+  Value rows = inputs[0], weights = inputs[1], scales = inputs[2],
+        sums = op.getDpsInits()[0];
+  Value zeroPoints = inputs.size() > 3 ? inputs[3] : Value();
   auto rowType = dyn_cast<MemRefType>(rows.getType());
   auto weightType = dyn_cast<MemRefType>(weights.getType());
   auto scaleType = dyn_cast<MemRefType>(scales.getType());
   auto sumType = dyn_cast<MemRefType>(sums.getType());
   // Only the row count may be dynamic (a sequence length). Rows are
-  // [R, blocks, pairs, 2, 4], weights [P, blocks, pairs, W, 4].
+  // [R, blocks, pairs, 2, 4], weights [P, blocks, pairs, W, 4], zero
+  // points (if any) like the scales, [P, blocks, W].
   if (!rowType || !weightType || !scaleType || !sumType ||
       rowType.getRank() != 5 || weightType.getRank() != 5 ||
       ShapedType::isDynamicShape(rowType.getShape().drop_front()) ||
       !weightType.hasStaticShape() || !scaleType.hasStaticShape() ||
       ShapedType::isDynamicShape(sumType.getShape().drop_front()) ||
-      !weightType.getLayout().isIdentity())
+      !weightType.getLayout().isIdentity() ||
+      (zeroPoints && cast<MemRefType>(zeroPoints.getType()).getShape() !=
+                         scaleType.getShape()))
     return op.emitError("internal error: kiln.int4_panel_product on ")
            << rows.getType() << ", " << weights.getType() << ", "
            << scales.getType() << ", " << sums.getType();
@@ -86,19 +91,41 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
     Value four = splat(b, loc, halves, b.getI16IntegerAttr(4));
 
     // The 4 * width bytes of `pair`, unpacked: the low 4 bits (group
-    // 2 * pair) or the high 4 bits (the next group), less 8.
-    auto unpack = [&](OpBuilder &nb, ArrayRef<Value> packed, int64_t half) {
+    // 2 * pair) or the high 4 bits (the next group), less the zero points.
+    auto unpack = [&](OpBuilder &nb, ArrayRef<Value> packed, int64_t half,
+                      ArrayRef<Value> zeros) {
       SmallVector<Value> weightVectors;
-      for (Value v : packed) {
+      for (auto [bytePairs, zero] : llvm::zip(packed, zeros)) {
+        Value v = bytePairs;
         if (half == 1)
           v = vector::BitCastOp::create(
               nb, loc, bytes,
               arith::ShRUIOp::create(
                   nb, loc, vector::BitCastOp::create(nb, loc, halves, v), four));
         v = arith::AndIOp::create(nb, loc, v, lowBits);
-        weightVectors.push_back(arith::SubIOp::create(nb, loc, v, eights));
+        weightVectors.push_back(arith::SubIOp::create(nb, loc, v, zero));
       }
       return weightVectors;
+    };
+    // A block's zero points for each register of a panel: 8 (symmetric
+    // weights), or the block's 8 bytes of zero points, each repeated for
+    // its column's 4 lanes.
+    SmallVector<int64_t> repeatEach4;
+    for (int64_t i = 0; i < 4 * kPanelLanes; ++i)
+      repeatEach4.push_back(i / 4);
+    auto loadZeros = [&](OpBuilder &ob, Value scaleBlock) {
+      SmallVector<Value> zeros(vectors, eights);
+      if (!zeroPoints)
+        return zeros;
+      auto columnBytes = VectorType::get({kPanelLanes}, i8);
+      for (int64_t c = 0; c < vectors; ++c) {
+        Value perColumn = vector::LoadOp::create(
+            ob, loc, columnBytes, zeroPoints,
+            ValueRange{block.panel, scaleBlock, index(ob, c * kPanelLanes)});
+        zeros[c] = vector::ShuffleOp::create(ob, loc, perColumn, perColumn,
+                                             repeatEach4);
+      }
+      return zeros;
     };
 
     auto blockLoop = scf::ForOp::create(
@@ -107,6 +134,7 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
         [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange totals) {
           Value firstPair =
               arith::MulIOp::create(ob, l, scaleBlock, index(ob, pairsPerBlock));
+          SmallVector<Value> zeros = loadZeros(ob, scaleBlock);
           auto pairLoop = scf::ForOp::create(
               ob, l, index(ob, 0), index(ob, pairsPerBlock), index(ob, 1),
               SmallVector<Value>(blockRows * vectors, intZero),
@@ -120,7 +148,8 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
                                  index(nb, c * 4 * kPanelLanes)}));
                 SmallVector<Value> next(acc);
                 for (int64_t half = 0; half < 2; ++half) {
-                  SmallVector<Value> weightVectors = unpack(nb, packed, half);
+                  SmallVector<Value> weightVectors =
+                      unpack(nb, packed, half, zeros);
                   Value group = arith::AddIOp::create(
                       nb, l, arith::MulIOp::create(nb, l, pair, index(nb, 2)),
                       index(nb, half));

@@ -20,6 +20,8 @@ their models:
                          expected output is the exact one, nbits-block32's
                          (the same weights), and its tolerance twice what
                          quantizing the activations costs ONNX Runtime
+  nbits-block16-zero-points-int8-activations  the same for
+                         nbits-block16-zero-points (asymmetric weights)
 Each folder gets model.onnx, input_0.pb and output_0.pb (ONNX Runtime's
 output for that input, the graph evaluated op by op: graph optimizations
 off), and atol.txt: the tolerance a test allows, one quantization step of a
@@ -125,6 +127,8 @@ def main():
                 source, dst, 64, False),
             "nbits-block32-int8-activations": lambda dst: quantize_nbits(
                 source, dst, 32, True, accuracy_level=4),
+            "nbits-block16-zero-points-int8-activations": lambda dst: quantize_nbits(
+                source, dst, 16, False, accuracy_level=4),
         }
         outputs = {}
         for name, quantize in variants.items():
@@ -144,8 +148,8 @@ def main():
             outputs[name] = y
             step = output_step(model)
             atol = step if step is not None else 1e-5
-            if name == "nbits-block32-int8-activations":
-                exact = outputs["nbits-block32"]
+            if name.endswith("-int8-activations"):
+                exact = outputs[name.removesuffix("-int8-activations")]
                 atol = 2 * float(np.abs(y - exact).max())
                 y = exact
             (folder / "output_0.pb").write_bytes(
