@@ -257,12 +257,14 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
                   "ORT int4 MatMulNBits asymmetric": ort_asymmetric}
     names = list(artifacts) + list(ort_models)
     elements = weight_elements(model)
-    # An asymmetric block also stores a 4-bit zero point.
+    # An asymmetric block also stores a 4-bit zero point (a byte in
+    # Kiln's int4-weight).
     asymmetric_bytes = (INT4_BYTES + 0.5 / 32) * elements
+    kiln_int4_bytes = (INT4_BYTES + 1 / 32) * elements
     weight_bytes = {"Kiln fp32": 4 * elements, "Kiln int8-dynamic": elements,
-                    "Kiln int4-weight": INT4_BYTES * elements,
+                    "Kiln int4-weight": kiln_int4_bytes,
                     "Kiln on ORT's int4 model": INT4_BYTES * elements,
-                    "Kiln on ORT's asymmetric int4 model": asymmetric_bytes,
+                    "Kiln on ORT's asymmetric int4 model": kiln_int4_bytes,
                     "ORT fp32": 4 * elements, "ORT int8 dynamic": elements,
                     "ORT int4 MatMulNBits": INT4_BYTES * elements,
                     "ORT int4 MatMulNBits asymmetric": asymmetric_bytes}
@@ -288,7 +290,9 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
         f"The products' weights are {elements / 1e6:.1f} M values "
         f"({4 * elements / 1e6:.0f} MB in fp32, {elements / 1e6:.0f} MB in "
         f"int8, {INT4_BYTES * elements / 1e6:.0f} MB in int4 with one fp32 "
-        "scale per 32 values). A streaming read of memory runs at "
+        "scale per 32 values, and a zero point per 32 for the asymmetric "
+        "ones: Kiln's int4-weight and ONNX Runtime's default). A streaming "
+        "read of memory runs at "
         f"{bandwidth[1]:.1f} GB/s on 1 thread and {bandwidth[2]:.1f} GB/s "
         "on 2 (bench/stream_read.c, same run); \"weights GB/s\" is the "
         "weights' bytes over the step's time, and its share of that "

@@ -178,9 +178,11 @@ def QuantizeInt4WeightPass : Pass<"kiln-quantize-int4-weight"> {
   let description = [{
     Rewrites each `kiln.matmul` of an f32 input (rank 2 or more) and a
     constant f32 `[K, N]` weight into `kiln.int4_matmul`: each block of
-    `block-size` rows of a column is quantized symmetrically to 4 bits
-    (scale `max |w| / 7`, integers in `[-8, 7]`), two integers to a byte,
-    packed in panels of `panel-width` columns. The rows of the input are
+    `block-size` rows of a column is quantized to 4 bits over its range
+    widened to 0 (scale `(max - min) / 15`, zero point `round(-min /
+    scale)`), or with `zero-points=false` symmetrically (scale
+    `max |w| / 7`, integers in `[-8, 7]`), two integers to a byte, packed
+    in panels of `panel-width` columns. The rows of the input are
     quantized to uint8 at run time, as with int8-dynamic. Weight-only
     quantization for memory-bound products: a decoder step reads every
     weight once, and this reads half the bytes of int8. Products with
@@ -202,7 +204,10 @@ def QuantizeInt4WeightPass : Pass<"kiln-quantize-int4-weight"> {
     Option<"panelWidth", "panel-width", "int64_t", "16",
            "Columns per weight panel: the integer kernel's block width">,
     Option<"minDepth", "min-depth", "int64_t", "64",
-           "Fewest weight rows (K) a product needs to be quantized">
+           "Fewest weight rows (K) a product needs to be quantized">,
+    Option<"zeroPoints", "zero-points", "bool", "true",
+           "Give each block a zero point (its range widened to 0 over 15 "
+           "steps) rather than quantizing symmetrically">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

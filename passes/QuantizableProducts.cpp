@@ -4,6 +4,7 @@
 #include "dialects/Kiln/IR/Weights.h"
 #include "passes/Passes.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace mlir;
@@ -51,6 +52,47 @@ int kiln::quantizeWeight(float value, float scale, int maxInteger, int extra) {
   float q = std::nearbyint(value / scale);
   return static_cast<int>(
       std::clamp(q, float(-maxInteger - extra), float(maxInteger)));
+}
+
+Int4Quantization::Int4Quantization(const ConstantWeights &weights,
+                                   int64_t blockSize, bool withZeroPoints)
+    : weights(weights), blockSize(blockSize), n(weights.n),
+      symmetric(!withZeroPoints) {
+  if (symmetric) {
+    scales = getWeightScales(weights, blockSize, kMaxInt4Weight);
+    zeroPoints.assign(scales.size(), 8);
+    return;
+  }
+  int64_t blocks = llvm::divideCeil(weights.k, blockSize);
+  scales.assign(blocks * n, 0.0f);
+  zeroPoints.assign(blocks * n, 0);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t col = 0; col < n; ++col) {
+      float low = 0, high = 0;
+      for (int64_t row = b * blockSize;
+           row < std::min(weights.k, (b + 1) * blockSize); ++row) {
+        low = std::min(low, weights.at(row, col));
+        high = std::max(high, weights.at(row, col));
+      }
+      float scale = (high - low) / 15;
+      scales[b * n + col] = scale;
+      zeroPoints[b * n + col] =
+          scale > 0 ? int(std::clamp(std::nearbyint(-low / scale), 0.0f, 15.0f))
+                    : 8;
+    }
+}
+
+int Int4Quantization::integer(int64_t row, int64_t col) const {
+  int64_t block = row / blockSize;
+  if (symmetric)
+    return quantizeWeight(weights.at(row, col), scale(block, col),
+                          kMaxInt4Weight, 1);
+  float s = scale(block, col);
+  int zero = zeroPoint(block, col);
+  if (s == 0)
+    return 0;
+  float q = std::nearbyint(weights.at(row, col) / s) + zero;
+  return int(std::clamp(q, 0.0f, 15.0f)) - zero;
 }
 
 Int8Weights kiln::createInt8Weights(OpBuilder &b, Location loc,

@@ -42,6 +42,28 @@ int quantizeWeight(float value, float scale, int maxInteger, int extra);
 inline constexpr int kMaxInt8Weight = 63;
 inline constexpr int kMaxInt4Weight = 7;
 
+/// int4-weight's quantization of a `[k, n]` matrix: for each block of
+/// `blockSize` rows of a column a scale and a zero point in [0, 15], and
+/// the integers `w = q - zero` the weights round to. Symmetric: scale
+/// `max |w| / 7`, zero point 8, `w` in [-8, 7]; with zero points: the
+/// block's range widened to 0 over 15 steps, `w` in [-zero, 15 - zero].
+struct Int4Quantization {
+  Int4Quantization(const ConstantWeights &weights, int64_t blockSize,
+                   bool withZeroPoints);
+
+  float scale(int64_t block, int64_t col) const { return scales[block * n + col]; }
+  int zeroPoint(int64_t block, int64_t col) const {
+    return zeroPoints[block * n + col];
+  }
+  int integer(int64_t row, int64_t col) const;
+
+  const ConstantWeights &weights;
+  int64_t blockSize, n;
+  std::vector<float> scales;
+  std::vector<int> zeroPoints;
+  bool symmetric;
+};
+
 /// The constants of a kiln.quantized_matmul for `weights`: each column
 /// quantized symmetrically to 7 bits (scale `max |w| / 63`), in panels of
 /// `width` columns; and the summed squares of the weights' errors and of

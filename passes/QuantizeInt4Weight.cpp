@@ -31,9 +31,9 @@ namespace {
 
 struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
   QuantizeConstantRhs(MLIRContext *ctx, int64_t width, int64_t blockSize,
-                      int64_t minDepth)
+                      int64_t minDepth, bool zeroPoints)
       : OpRewritePattern(ctx), width(width), blockSize(blockSize),
-        minDepth(minDepth) {}
+        minDepth(minDepth), zeroPoints(zeroPoints) {}
 
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
@@ -43,15 +43,14 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
       return failure();
     int64_t k = weights->k, n = weights->n;
 
-    // Each block of each column: its scale, and its rows' integers.
-    std::vector<float> scales =
-        getWeightScales(*weights, blockSize, kMaxInt4Weight);
+    // Each block of each column: its scale (and zero point), and its rows'
+    // integers.
+    Int4Quantization quantization(*weights, blockSize, zeroPoints);
     auto scale = [&](int64_t block, int64_t col) {
-      return scales[block * n + col];
+      return quantization.scale(block, col);
     };
     auto quantized = [&](int64_t row, int64_t col) {
-      return quantizeWeight(weights->at(row, col), scale(row / blockSize, col),
-                            kMaxInt4Weight, 1);
+      return quantization.integer(row, col);
     };
     double errorSquares = 0, weightSquares = 0;
     for (int64_t row = 0; row < k; ++row)
@@ -65,19 +64,24 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
 
     ConstantOp weight = weights->op;
     rewriter.setInsertionPoint(weight);
-    Int4Weights packed = createInt4Weights(rewriter, weight.getLoc(), k, n,
-                                           blockSize, width, quantized, scale);
+    auto zeroPoint = [&](int64_t block, int64_t col) {
+      return quantization.zeroPoint(block, col);
+    };
+    Int4Weights packed = createInt4Weights(
+        rewriter, weight.getLoc(), k, n, blockSize, width, quantized, scale,
+        zeroPoints ? function_ref<int(int64_t, int64_t)>(zeroPoint) : nullptr);
     Attribute calibrationError = op->getAttr(kCalibrationErrorAttr);
     rewriter.setInsertionPoint(op);
     auto product = rewriter.replaceOpWithNewOp<Int4MatMulOp>(
         op, op.getType(), op.getLhs(), packed.panels, packed.scales,
-        packed.columnSums);
+        packed.columnSums, packed.zeroPoints);
     setWeightError(product, errorSquares, weightSquares, calibrationError);
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }
 
   int64_t width, blockSize, minDepth;
+  bool zeroPoints;
 };
 
 struct QuantizeInt4WeightPass
@@ -95,7 +99,7 @@ struct QuantizeInt4WeightPass
     }
     RewritePatternSet patterns(&getContext());
     patterns.add<QuantizeConstantRhs>(&getContext(), panelWidth, blockSize,
-                                      minDepth);
+                                      minDepth, zeroPoints);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     markProductsKeptInFloat(getOperation(), minDepth);

@@ -131,17 +131,21 @@ std::pair<double, double> productError(const Product &product,
 
 std::vector<float> roundWeights(const ConstantWeights &weights,
                                 Quantization quantization) {
-  bool int4 = quantization == Quantization::Int4Weight;
-  int64_t block = int4 ? kInt4BlockSize : weights.k;
-  int maxInteger = int4 ? kMaxInt4Weight : kMaxInt8Weight;
-  std::vector<float> scales = getWeightScales(weights, block, maxInteger);
   std::vector<float> rounded(weights.k * weights.n);
+  if (quantization == Quantization::Int4Weight) {
+    Int4Quantization int4(weights, kInt4BlockSize, /*withZeroPoints=*/true);
+    for (int64_t row = 0; row < weights.k; ++row)
+      for (int64_t col = 0; col < weights.n; ++col)
+        rounded[row * weights.n + col] =
+            int4.integer(row, col) * int4.scale(row / kInt4BlockSize, col);
+    return rounded;
+  }
+  std::vector<float> scales = getWeightScales(weights, weights.k, kMaxInt8Weight);
   for (int64_t row = 0; row < weights.k; ++row)
-    for (int64_t col = 0; col < weights.n; ++col) {
-      float scale = scales[(row / block) * weights.n + col];
+    for (int64_t col = 0; col < weights.n; ++col)
       rounded[row * weights.n + col] =
-          quantizeWeight(weights.at(row, col), scale, maxInteger, int4) * scale;
-    }
+          quantizeWeight(weights.at(row, col), scales[col], kMaxInt8Weight, 0) *
+          scales[col];
   return rounded;
 }
 

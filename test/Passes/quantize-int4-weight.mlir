@@ -1,11 +1,12 @@
-// RUN: kiln-opt %s -kiln-quantize-int4-weight="min-depth=8 block-size=8 panel-width=8" -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -kiln-quantize-int4-weight="min-depth=8 block-size=8 panel-width=8 zero-points=false" -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -kiln-quantize-int4-weight="min-depth=8 block-size=8 panel-width=8" -split-input-file | FileCheck %s --check-prefix=ZERO
 // RUN: kiln-opt %s -kiln-quantize-int4-weight -split-input-file | FileCheck %s --check-prefix=SHALLOW
 // RUN: not kiln-opt %s -kiln-quantize-int4-weight="block-size=12" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-BLOCK
 // BAD-BLOCK: error: kiln-quantize-int4-weight: block-size must be a positive multiple of 8, not 12
 // RUN: not kiln-opt %s -kiln-quantize-int4-weight="panel-width=0" -split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-PANEL
 // BAD-PANEL: error: kiln-quantize-int4-weight: panel-width must be a positive multiple of 8, not 0
 
-// One block of 8 rows: column 0 gets the scale 0.7 / 7 = 0.1 and integers
+// Symmetric (zero-points=false): one block of 8 rows: column 0 gets the scale 0.7 / 7 = 0.1 and integers
 // [7, -7, 4, 0, 1, 0, 0, 0] (3.5 rounds to the even 4), column 1 the scale
 // 0.2 and [-7, 0, 0, 0, 0, 0, 0, 3]. Each byte holds a row of the first
 // group of 4 (low 4 bits) and the same row of the second (high 4 bits),
@@ -49,4 +50,26 @@ func.func @padded_depth(%x: tensor<?x12xf32>) -> tensor<?x3xf32> {
 func.func @activations(%x: tensor<2x8xf32>, %y: tensor<8x3xf32>) -> tensor<2x3xf32> {
   %z = kiln.matmul %x, %y : tensor<2x8xf32>, tensor<8x3xf32>
   return %z : tensor<2x3xf32>
+}
+
+// -----
+
+// With zero points (the default): each block of a column spans its range
+// widened to 0 in 15 steps. Column 0 ([-0.6, 0.9]) gets the scale 0.1 and
+// zero point 6, integers [9, -6, 3, 0, 1, 0, 0, 0], stored + 6 as
+// [15, 0, 9, 6, 7, 6, 6, 6]: bytes 15 | 7 << 4 = 127, 0 | 6 << 4 = 96, ...;
+// column 1 ([-1.5, 0.5]) the scale 2 / 15 and zero point round(11.25) = 11,
+// integers -11 at row 0 and round(3.75) = 4 at row 7. Padded columns keep
+// zero point 8. The column sums: 0.1 * 7 and 0.1333 * -7. Two weights
+// are off by 0.0333: sqrt(2 * 0.0333^2 / sum(w^2) = 3.77) = 0.02428.
+// ZERO-LABEL: func.func @zero_points
+// ZERO: %[[W:.*]] = kiln.constant dense<{{\[\[\[}}[127, 96, 105, 102], [-80, -69, -69, -5], [-120, -120, -120, -120], {{.*}}]{{\]\]\]}}> : tensor<1x1x8x4xi8>
+// ZERO: %[[S:.*]] = kiln.constant dense<{{\[\[}}[1.000000e-01, 0.13333334, 0.000000e+00, {{.*}}]]]> : tensor<1x1x8xf32>
+// ZERO: %[[C:.*]] = kiln.constant dense<[0.699999988, -0.933333396, 0.000000e+00, {{.*}}]> : tensor<8xf32>
+// ZERO: %[[Z:.*]] = kiln.constant dense<{{\[\[\[}}6, 11, 8, 8, 8, 8, 8, 8]]]> : tensor<1x1x8xi8>
+// ZERO: kiln.int4_matmul %arg0, %[[W]], %[[S]], %[[C]] zero_points(%[[Z]] : tensor<1x1x8xi8>) {kiln.weight_error = 0.0242{{[0-9]*}} : f32}
+func.func @zero_points(%x: tensor<2x8xf32>) -> tensor<2x2xf32> {
+  %w = kiln.constant dense<[[0.9, -1.5], [-0.6, 0.0], [0.3, 0.0], [0.0, 0.0], [0.1, 0.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.5]]> : tensor<8x2xf32>
+  %y = kiln.matmul %x, %w : tensor<2x8xf32>, tensor<8x2xf32>
+  return %y : tensor<2x2xf32>
 }

@@ -10,9 +10,9 @@ a named dimension, to be fixed or kept dynamic when compiling. Writes model.onnx
 expected_int8.pb (the quantization scheme computed here in numpy, from its
 definition in kiln.quantized_matmul: per-column 7-bit symmetric weights,
 per-row uint8 activations, exact integer sums), expected_int4.pb (from
-kiln.int4_matmul's definition: 4-bit symmetric weights with a scale per
-block of 32 rows of a column, the same activations, exact integer sums
-within a block), expected_float.pb (the float model, to bound the
+kiln.int4_matmul's definition and int4-weight's quantization: 4-bit
+weights with a scale and zero point per block of 32 rows of a column, the
+same activations, exact integer sums within a block), expected_float.pb (the float model, to bound the
 quantization error) and calibration/set_<k>/input_0.pb (4 more inputs).
 outliers/ holds the same model with an input and calibration sets whose
 columns OUTLIERS are 10 times wider than the others, as a transformer's
@@ -63,16 +63,25 @@ def quantized_product(x, w):
     return real.reshape(x.shape[:-1] + (w.shape[1],)).astype(np.float32)
 
 
+def int4_block(w_block):
+    """int4-weight's quantization of a block of rows: each column's range
+    widened to 0 over 15 steps, its zero point round(-min / scale); the
+    integers q - zero point and the scales."""
+    low = np.minimum(w_block.min(axis=0), np.float32(0))
+    high = np.maximum(w_block.max(axis=0), np.float32(0))
+    w_scale = ((high - low) / np.float32(15)).astype(np.float32)
+    safe = np.where(w_scale > 0, w_scale, np.float32(1))
+    zero = np.clip(np.rint(-low / safe), 0, 15)
+    q_w = np.clip(np.rint(w_block / safe) + zero, 0, 15) - zero
+    return np.where(w_scale > 0, q_w, 0).astype(np.int64), w_scale
+
+
 def int4_product(x, w, block=32):
     """The product as kiln.int4_matmul defines it, in float64."""
     q, scale, zero = quantize_rows(x)
     total = np.zeros((q.shape[0], w.shape[1]))
     for start in range(0, w.shape[0], block):
-        w_block = w[start:start + block]
-        w_scale = (np.abs(w_block).max(axis=0) / np.float32(7)).astype(np.float32)
-        safe = np.where(w_scale > 0, w_scale, np.float32(1))
-        q_w = np.clip(np.rint(w_block / safe), -8, 7).astype(np.int64)
-        q_w = np.where(w_scale > 0, q_w, 0)
+        q_w, w_scale = int4_block(w[start:start + block])
         acc = q[:, start:start + block] @ q_w - zero.astype(np.int64)[:, None] * q_w.sum(axis=0)
         total += acc * w_scale.astype(np.float64)
     real = total * scale[:, None]
