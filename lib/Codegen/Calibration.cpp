@@ -5,8 +5,7 @@
 #include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/Kiln/IR/Weights.h"
-#include "kiln/runtime.h"
-#include "lib/TensorFile/TensorFile.h"
+#include "lib/Codegen/ArtifactRunner.h"
 #include "passes/Passes.h"
 #include "passes/QuantizableProducts.h"
 
@@ -173,46 +172,21 @@ void measure(Product &product, const float *x, int64_t m) {
   }
 }
 
-struct ArtifactCloser {
-  void operator()(kiln_artifact *artifact) const {
-    kiln_artifact_close(artifact);
-  }
-};
-struct SessionDestroyer {
-  void operator()(kiln_session *session) const {
-    kiln_session_destroy(session);
-  }
-};
-
 /// Runs the artifact at `path` (the float model returning each product's
-/// input as `resultName(i)`) on every calibration set, measuring each
-/// product.
+/// input as `resultName(i)` after its own results) on every calibration
+/// set, measuring each product; keeps the model's own outputs in
+/// `reference`.
 LogicalResult runCalibration(StringRef path, StringRef entryName,
                              StringRef dir, MutableArrayRef<Product> products,
-                             Location loc) {
-  auto runtimeError = [&](const Twine &what) {
-    return emitError(loc) << "calibration: " << what << ": "
-                           << kiln_last_error();
-  };
-  kiln_artifact *rawArtifact = nullptr;
-  if (kiln_artifact_open(path.str().c_str(), &rawArtifact) != KILN_OK)
-    return runtimeError("cannot open the float model");
-  std::unique_ptr<kiln_artifact, ArtifactCloser> artifact(rawArtifact);
-  kiln_session *rawSession = nullptr;
-  int32_t entry = 0;
-  if (kiln_session_create(artifact.get(), &rawSession) != KILN_OK ||
-      kiln_artifact_find_entry(artifact.get(), entryName.str().c_str(),
-                               &entry) != KILN_OK)
-    return runtimeError("cannot start the float model");
-  std::unique_ptr<kiln_session, SessionDestroyer> session(rawSession);
-  int32_t numInputs = kiln_entry_num_inputs(artifact.get(), entry);
-  int32_t numOutputs = kiln_entry_num_outputs(artifact.get(), entry);
+                             CalibrationReference &reference, Location loc) {
+  FailureOr<ArtifactRunner> runner =
+      ArtifactRunner::open(path, entryName, "the float model", loc);
+  if (failed(runner))
+    return failure();
+  int32_t numOutputs = runner->numOutputs();
   std::vector<int32_t> outputOf(products.size(), -1);
   for (int32_t o = 0; o < numOutputs; ++o) {
-    kiln_tensor_info info;
-    if (kiln_entry_output_info(artifact.get(), entry, o, &info) != KILN_OK)
-      return runtimeError("cannot describe the float model");
-    StringRef name(info.name ? info.name : "");
+    std::string name = runner->getOutputName(o);
     for (size_t i = 0; i < products.size(); ++i)
       if (name == resultName(products[i].input))
         outputOf[i] = o;
@@ -221,34 +195,23 @@ LogicalResult runCalibration(StringRef path, StringRef entryName,
          "every product's input is a result");
 
   FailureOr<std::vector<std::vector<std::string>>> sets =
-      findInputSets(dir, numInputs, loc);
+      findInputSets(dir, runner->numInputs(), loc);
   if (failed(sets))
     return failure();
+  reference.entryName = entryName.str();
   for (const std::vector<std::string> &files : *sets) {
-    std::vector<TensorPtr> inputs;
-    std::vector<const kiln_tensor *> inputPointers;
-    for (const std::string &file : files) {
-      std::string name, error;
-      inputs.push_back(readTensorFile(file, name, error));
-      if (!inputs.back())
-        return emitError(loc) << "calibration input '" << file
-                              << "': " << error;
-      inputPointers.push_back(inputs.back().get());
-    }
-    std::vector<kiln_tensor *> outputs(numOutputs, nullptr);
-    if (kiln_session_run(session.get(), entry, inputPointers.data(), numInputs,
-                         outputs.data(), numOutputs) != KILN_OK)
-      return runtimeError("the float model failed on '" +
-                          llvm::sys::path::parent_path(files[0]) + "'");
-    std::vector<TensorPtr> owned;
-    for (kiln_tensor *output : outputs)
-      owned.emplace_back(output);
+    FailureOr<std::vector<TensorPtr>> outputs = runner->run(files);
+    if (failed(outputs))
+      return failure();
     for (size_t i = 0; i < products.size(); ++i) {
-      const kiln_tensor *x = outputs[outputOf[i]];
+      const kiln_tensor *x = (*outputs)[outputOf[i]].get();
       int64_t m = kiln_tensor_num_elements(x) / products[i].weights.k;
       measure(products[i], static_cast<const float *>(kiln_tensor_const_data(x)),
               m);
     }
+    outputs->resize(reference.numOutputs);
+    reference.inputFiles.push_back(files);
+    reference.outputs.push_back(std::move(*outputs));
   }
   return success();
 }
@@ -256,7 +219,8 @@ LogicalResult runCalibration(StringRef path, StringRef entryName,
 } // namespace
 
 LogicalResult kiln::calibrateProducts(ModuleOp module,
-                                      const CompileOptions &options) {
+                                      const CompileOptions &options,
+                                      CalibrationReference &reference) {
   Location loc = module.getLoc();
   if (options.quantization == Quantization::None)
     return emitError(loc) << "calibration measures a quantization: give one "
@@ -347,8 +311,9 @@ LogicalResult kiln::calibrateProducts(ModuleOp module,
       product.quantized = roundWeights(weights, options.quantization);
     products.push_back(std::move(product));
   }
+  reference.numOutputs = entries[0].getNumResults();
   if (failed(runCalibration(path, entries[0].getSymName(),
-                            options.calibrationDir, products, loc)))
+                            options.calibrationDir, products, reference, loc)))
     return failure();
   // int8-static's choices: independent searches, one per product.
   std::vector<StaticQuantization> choices(isStatic ? products.size() : 0);

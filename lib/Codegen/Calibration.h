@@ -12,10 +12,24 @@
 #define KILN_LIB_CODEGEN_CALIBRATION_H
 
 #include "kiln/compiler.hpp"
+#include "lib/TensorFile/TensorFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <string>
+#include <vector>
+
 namespace kiln {
+
+/// The float model's own outputs on each calibration set, which calibration
+/// keeps to measure the compiled model against (ModelError.h).
+struct CalibrationReference {
+  std::string entryName;
+  int32_t numOutputs = 0;
+  /// Per set: its input files, and the float model's outputs.
+  std::vector<std::vector<std::string>> inputFiles;
+  std::vector<std::vector<TensorPtr>> outputs;
+};
 
 /// Marks each product of `module` (after the graph passes that precede
 /// quantization) that `options.quantization` would quantize with its error
@@ -27,9 +41,10 @@ namespace kiln {
 /// (`kiln.input_smoothing`, `kiln.smoothing_alpha`): the migration strength
 /// and clipped range with the least output error (StaticQuantization.h).
 /// The float model is compiled and run for it, with the product inputs as
-/// extra results.
+/// extra results; its own outputs are kept in `reference`.
 mlir::LogicalResult calibrateProducts(mlir::ModuleOp module,
-                                      const CompileOptions &options);
+                                      const CompileOptions &options,
+                                      CalibrationReference &reference);
 
 } // namespace kiln
 

@@ -5,6 +5,7 @@
 #include "lib/Codegen/Backend.h"
 #include "lib/Codegen/Calibration.h"
 #include "lib/Codegen/CpuTarget.h"
+#include "lib/Codegen/ModelError.h"
 #include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
 #include "lib/Codegen/QuantizationReport.h"
@@ -12,6 +13,8 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+
+#include <optional>
 
 using namespace mlir;
 using namespace kiln;
@@ -76,22 +79,38 @@ LogicalResult kiln::compileModule(ModuleOp module,
                            buildGraphPipeline(pm, options.optLevel);
                          })))
     return failure();
+  CalibrationReference reference;
   if (!options.calibrationDir.empty()) {
     TimingScope scope = timing.nest("Calibration");
-    if (failed(calibrateProducts(module, options)))
+    if (failed(calibrateProducts(module, options, reference)))
       return failure();
   }
   if (failed(runPipeline("Quantization", [&](OpPassManager &pm) {
         buildQuantizationPipeline(pm, options.quantization);
       })))
     return failure();
+  std::optional<llvm::json::Object> described;
   if (!options.quantizationReportPath.empty())
-    report.os() << renderQuantizationReport(module);
+    described = describeQuantization(module);
   if (failed(runPipeline("Lower for the target", [&](OpPassManager &pm) {
         (*backend)->buildPipeline(pm, options);
       })) ||
-      failed((*backend)->emit(module, options, output)) ||
-      (!options.quantizationReportPath.empty() && failed(report.commit(loc))))
+      failed((*backend)->emit(module, options, output)))
     return failure();
+  if (described) {
+    // What the whole model loses: the library just written, run on the
+    // calibration inputs against the float model's outputs.
+    if (!reference.inputFiles.empty() && options.emit == EmitKind::Library) {
+      TimingScope scope = timing.nest("Model error");
+      FailureOr<llvm::json::Object> model;
+      if (failed(output.close(loc)) ||
+          failed(model = measureModelError(output.path(), reference, loc)))
+        return failure();
+      (*described)["model"] = std::move(*model);
+    }
+    report.os() << renderQuantizationReport(std::move(*described));
+    if (failed(report.commit(loc)))
+      return failure();
+  }
   return output.commit(loc);
 }

@@ -23,7 +23,7 @@ std::string getNodeName(Location loc) {
 
 } // namespace
 
-std::string kiln::renderQuantizationReport(ModuleOp module) {
+llvm::json::Object kiln::describeQuantization(ModuleOp module) {
   llvm::json::Array layers;
   int64_t floatBytes = 0, int8Bytes = 0, int4Bytes = 0;
   // The smallest and largest scale of the first `n` columns in a constant
@@ -135,14 +135,18 @@ std::string kiln::renderQuantizationReport(ModuleOp module) {
         {"reason", reason.getValue()}});
     floatBytes += type.getNumElements() * 4;
   });
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  llvm::json::OStream json(os, /*IndentSize=*/2);
-  json.value(llvm::json::Object{
+  return llvm::json::Object{
       {"layers", std::move(layers)},
       {"weight_bytes", llvm::json::Object{{"int8", int8Bytes},
                                           {"int4", int4Bytes},
-                                          {"float32", floatBytes}}}});
+                                          {"float32", floatBytes}}}};
+}
+
+std::string kiln::renderQuantizationReport(llvm::json::Object report) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream json(os, /*IndentSize=*/2);
+  json.value(std::move(report));
   os << "\n";
   return text;
 }

@@ -20,6 +20,11 @@ alpha, scale and zero point must be one of them, its error numpy's for
 that one, and within 2% of the least of them all (Kiln measures only the
 few its estimate ranks best). It then writes expected_int8_static.pb: the
 model's output on input_0.pb with the chosen ones, and prints them.
+
+For every scheme, the report's "model" entry (the compiled model run on
+the calibration sets) must give the relative error and cosine of the
+model's output against the float model's that numpy computes with the
+report's choices (float products where the budget kept them).
 """
 import glob
 import json
@@ -77,7 +82,7 @@ def relative_error(pairs):
 
 def check_static(folder, layers, weights, inputs):
     """int8-static: the chosen quantizations and errors, and the expected
-    output."""
+    output; returns each product as quantized."""
     chosen = {}
     for name, w in (("fc1", weights["w1"]), ("fc2", weights["w2"])):
         rows = inputs[name]
@@ -122,6 +127,34 @@ def check_static(folder, layers, weights, inputs):
          + weights["b2"]).astype(np.float32)
     with open(os.path.join(folder, "expected_int8_static.pb"), "wb") as f:
         f.write(numpy_helper.from_array(y, "y").SerializeToString())
+    return {name: (lambda x, w, c=chosen[name]: static_product(x, w, *c))
+            for name in chosen}
+
+
+def check_model(report, weights, products, sets):
+    """The report's "model": the compiled model's output on each
+    calibration set against the float model's, as numpy computes both."""
+    errors, cosines = [], []
+    for x in sets:
+        exact = (np.maximum(x.astype(np.float64) @ weights["w1"] + weights["b1"], 0)
+                 @ weights["w2"] + weights["b2"])
+        hidden = np.maximum(products["fc1"](x, weights["w1"]) + weights["b1"],
+                            0).astype(np.float32)
+        y = (products["fc2"](hidden, weights["w2"]) + weights["b2"]).astype(np.float64)
+        errors.append(float(np.sqrt(((y - exact) ** 2).sum() / (exact ** 2).sum())))
+        cosines.append(float((y * exact).sum() / np.sqrt((y ** 2).sum() * (exact ** 2).sum())))
+    model = report["model"]
+    assert model["calibration_sets"] == len(sets), model
+    (output,) = model["outputs"]
+    assert output["name"] == "y", output
+    for key, value in (("relative_error_mean", np.mean(errors)),
+                       ("relative_error_max", max(errors))):
+        assert abs(output[key] - value) <= 1e-3 * value + 1e-6, (key, output, value)
+    for key, value in (("cosine_mean", np.mean(cosines)), ("cosine_min", min(cosines))):
+        assert abs(output[key] - value) <= 1e-3 * (1 - value) + 1e-6, (key, output, value)
+    print(f"model: relative error {output['relative_error_mean']:.5f} mean, "
+          f"{output['relative_error_max']:.5f} max (numpy {np.mean(errors):.5f}, "
+          f"{max(errors):.5f}); cosine {output['cosine_min']:.6f} min")
 
 
 def main():
@@ -142,9 +175,11 @@ def main():
             error = product(rows, w).astype(np.float64) - exact
             sums[name][0] += float((error ** 2).sum())
             sums[name][1] += float((exact ** 2).sum())
-    layers = {layer["node"]: layer for layer in json.load(open(report_path))["layers"]}
+    report = json.load(open(report_path))
+    layers = {layer["node"]: layer for layer in report["layers"]}
     if scheme == "int8-static":
-        check_static(folder, layers, weights, inputs)
+        check_model(report, weights, check_static(folder, layers, weights, inputs),
+                    inputs["fc1"])
         return
     for name, (error_squares, output_squares) in sums.items():
         expected = (error_squares / output_squares) ** 0.5
@@ -161,6 +196,13 @@ def main():
             assert abs(measured - expected) <= 1e-3 * expected, (name, measured, expected)
         print(f"{name}: calibration error {measured:.5f} (numpy {expected:.5f}), "
               f"{layer['precision']}")
+
+    def float_product(x, w):
+        return (x.astype(np.float64) @ w).astype(np.float32)
+    check_model(report, weights,
+                {name: product if layers[name]["precision"] == scheme else float_product
+                 for name in ("fc1", "fc2")},
+                inputs["fc1"])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,71 @@
+//===- ArtifactRunner.cpp - run a compiled artifact in the compiler -------===//
+#include "lib/Codegen/ArtifactRunner.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace kiln;
+
+LogicalResult ArtifactRunner::fail(const Twine &problem) const {
+  return emitError(loc) << "calibration: " << problem << ": "
+                        << kiln_last_error();
+}
+
+FailureOr<ArtifactRunner> ArtifactRunner::open(StringRef path,
+                                               StringRef entryName,
+                                               StringRef what, Location loc) {
+  ArtifactRunner runner(loc, what);
+  kiln_artifact *artifact = nullptr;
+  if (kiln_artifact_open(path.str().c_str(), &artifact) != KILN_OK)
+    return runner.fail("cannot open " + what);
+  runner.artifact.reset(artifact);
+  kiln_session *session = nullptr;
+  if (kiln_session_create(artifact, &session) != KILN_OK ||
+      kiln_artifact_find_entry(artifact, entryName.str().c_str(),
+                               &runner.entry) != KILN_OK)
+    return runner.fail("cannot start " + what);
+  runner.session.reset(session);
+  return runner;
+}
+
+int32_t ArtifactRunner::numInputs() const {
+  return kiln_entry_num_inputs(artifact.get(), entry);
+}
+
+int32_t ArtifactRunner::numOutputs() const {
+  return kiln_entry_num_outputs(artifact.get(), entry);
+}
+
+std::string ArtifactRunner::getOutputName(int32_t index) const {
+  kiln_tensor_info info;
+  if (kiln_entry_output_info(artifact.get(), entry, index, &info) != KILN_OK ||
+      !info.name)
+    return "";
+  return info.name;
+}
+
+FailureOr<std::vector<TensorPtr>>
+ArtifactRunner::run(ArrayRef<std::string> files) {
+  std::vector<TensorPtr> inputs;
+  std::vector<const kiln_tensor *> inputPointers;
+  for (const std::string &file : files) {
+    std::string name, error;
+    inputs.push_back(readTensorFile(file, name, error));
+    if (!inputs.back())
+      return emitError(loc) << "calibration input '" << file << "': " << error;
+    inputPointers.push_back(inputs.back().get());
+  }
+  std::vector<kiln_tensor *> outputs(numOutputs(), nullptr);
+  kiln_status status = kiln_session_run(session.get(), entry, inputPointers.data(),
+                                int32_t(inputPointers.size()), outputs.data(),
+                                int32_t(outputs.size()));
+  std::vector<TensorPtr> owned;
+  for (kiln_tensor *output : outputs)
+    owned.emplace_back(output);
+  if (status != KILN_OK)
+    return fail(Twine(what) + " failed on '" +
+                llvm::sys::path::parent_path(files.empty() ? "" : files[0]) +
+                "'");
+  return owned;
+}
