@@ -96,7 +96,7 @@ struct FuseQdqProduct : OpRewritePattern<MatMulOp> {
         op, op.getType(), quantize.getInput(), packed.panels, packed.scales,
         packed.columnSums, quantize.getScale(), zero, Value());
     setWeightError(product, packed.errorSquares, packed.weightSquares,
-                   Attribute());
+                   nullptr);
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }

@@ -31,6 +31,9 @@ inline constexpr llvm::StringLiteral kSmoothingAlphaAttr =
 /// RMS error of its output), for the report.
 inline constexpr llvm::StringLiteral kCalibrationErrorAttr =
     "kiln.calibration_error";
+/// Why calibration could not measure a product it would have (string).
+inline constexpr llvm::StringLiteral kCalibrationSkippedAttr =
+    "kiln.calibration_skipped";
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"

@@ -161,9 +161,10 @@ Value kiln::createUnsignedZeroPoint(OpBuilder &b, Location loc,
 }
 
 void kiln::setWeightError(Operation *product, double errorSquares,
-                          double weightSquares, Attribute calibrationError) {
-  if (calibrationError)
-    product->setAttr(kCalibrationErrorAttr, calibrationError);
+                          double weightSquares, Operation *original) {
+  for (StringRef name : {kCalibrationErrorAttr, kCalibrationSkippedAttr})
+    if (Attribute value = original ? original->getAttr(name) : Attribute())
+      product->setAttr(name, value);
   double error = weightSquares > 0 ? std::sqrt(errorSquares / weightSquares) : 0;
   product->setAttr(kWeightErrorAttr,
                    FloatAttr::get(Float32Type::get(product->getContext()), error));

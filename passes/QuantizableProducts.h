@@ -87,10 +87,11 @@ mlir::Value createUnsignedZeroPoint(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Records on `product` (as `kiln.weight_error`) the relative RMS error of
 /// its quantized weights: the square roots of the summed squares of the
-/// errors over those of the weights; and `calibrationError`, the error
-/// calibration measured on the product it replaces, if any.
+/// errors over those of the weights; and what calibration said of
+/// `original`, the product it replaces (its measured error, or why it was
+/// not measured), if anything.
 void setWeightError(mlir::Operation *product, double errorSquares,
-                    double weightSquares, mlir::Attribute calibrationError);
+                    double weightSquares, mlir::Operation *original);
 
 /// Marks each product under `root` that has constant 2-D weights but was
 /// not quantized with `kiln.kept_float`, the reason as a string.

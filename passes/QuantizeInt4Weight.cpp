@@ -70,12 +70,12 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     Int4Weights packed = createInt4Weights(
         rewriter, weight.getLoc(), k, n, blockSize, width, quantized, scale,
         zeroPoints ? function_ref<int(int64_t, int64_t)>(zeroPoint) : nullptr);
-    Attribute calibrationError = op->getAttr(kCalibrationErrorAttr);
     rewriter.setInsertionPoint(op);
-    auto product = rewriter.replaceOpWithNewOp<Int4MatMulOp>(
-        op, op.getType(), op.getLhs(), packed.panels, packed.scales,
-        packed.columnSums, packed.zeroPoints);
-    setWeightError(product, errorSquares, weightSquares, calibrationError);
+    auto product = Int4MatMulOp::create(
+        rewriter, op.getLoc(), op.getType(), op.getLhs(), packed.panels,
+        packed.scales, packed.columnSums, packed.zeroPoints);
+    setWeightError(product, errorSquares, weightSquares, op);
+    rewriter.replaceOp(op, product);
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }

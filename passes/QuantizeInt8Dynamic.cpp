@@ -64,8 +64,6 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
     rewriter.setInsertionPoint(weight);
     Int8Weights packed =
         createInt8Weights(rewriter, weight.getLoc(), quantized, width);
-    Attribute calibrationError = op->getAttr(kCalibrationErrorAttr);
-    Attribute alpha = op->getAttr(kSmoothingAlphaAttr);
     rewriter.setInsertionPoint(op);
     Value inputScale, inputZeroPoint, inputSmoothing;
     if (scale && zeroPoint) {
@@ -82,13 +80,14 @@ struct QuantizeConstantRhs : OpRewritePattern<MatMulOp> {
           rewriter, op.getLoc(),
           smoothing.reshape(RankedTensorType::get({weights->k},
                                                   rewriter.getF32Type())));
-    auto product = rewriter.replaceOpWithNewOp<QuantizedMatMulOp>(
-        op, op.getType(), op.getLhs(), packed.panels, packed.scales,
-        packed.columnSums, inputScale, inputZeroPoint, inputSmoothing);
-    setWeightError(product, packed.errorSquares, packed.weightSquares,
-                   calibrationError);
-    if (alpha)
+    auto product = QuantizedMatMulOp::create(
+        rewriter, op.getLoc(), op.getType(), op.getLhs(), packed.panels,
+        packed.scales, packed.columnSums, inputScale, inputZeroPoint,
+        inputSmoothing);
+    setWeightError(product, packed.errorSquares, packed.weightSquares, op);
+    if (Attribute alpha = op->getAttr(kSmoothingAlphaAttr))
       product->setAttr(kSmoothingAlphaAttr, alpha);
+    rewriter.replaceOp(op, product);
     eraseIfUnused(rewriter, weight, weight.getValue());
     return success();
   }

@@ -246,6 +246,26 @@ LogicalResult kiln::calibrateProducts(ModuleOp module,
     return found;
   };
   SmallVector<MatMulOp> originals = collect(module);
+  // The others are quantized unmeasured (int8-static's keep per-row
+  // quantization); the report says why.
+  int64_t skipped = 0;
+  module.walk([&](MatMulOp op) {
+    auto type = cast<RankedTensorType>(op.getLhs().getType());
+    if (!matchQuantizableProduct(op, kMinDepth) || type.hasStaticShape())
+      return;
+    std::string reason;
+    llvm::raw_string_ostream os(reason);
+    os << "its input " << type
+       << " has dynamic dimensions: calibration measures fixed shapes "
+          "(give them with --dim)";
+    op->setAttr(kCalibrationSkippedAttr, StringAttr::get(op.getContext(), reason));
+    ++skipped;
+  });
+  if (skipped && options.quantization == Quantization::Int8Static)
+    emitWarning(loc) << skipped
+                     << " products have inputs of dynamic shape, which "
+                        "calibration cannot run; they keep per-row "
+                        "quantization (fix the shapes with --dim)";
   if (originals.empty())
     return success();
 

@@ -71,11 +71,15 @@ llvm::json::Object kiln::describeQuantization(ModuleOp module) {
         // -1 where the weights came quantized (an imported int4 model).
         {"weight_error", error ? error.getValueAsDouble() : -1.0}};
   };
-  // The error calibration measured on the product's output, if it ran.
+  // The error calibration measured on the product's output, if it ran, or
+  // why it could not.
   auto addCalibration = [](llvm::json::Object &layer, Operation *product) {
     if (auto measured =
             product->getAttrOfType<FloatAttr>(kCalibrationErrorAttr))
       layer["calibration_error"] = measured.getValueAsDouble();
+    if (auto skipped =
+            product->getAttrOfType<StringAttr>(kCalibrationSkippedAttr))
+      layer["calibration_skipped"] = skipped.getValue();
   };
   module.walk([&](Operation *op) {
     if (auto product = dyn_cast<QuantizedMatMulOp>(op)) {
