@@ -53,6 +53,48 @@ getIntegers(mlir::ElementsAttr elements, bool isUnsigned) {
   return values;
 }
 
+/// The one value of a 0-D constant `value`, as a double (8-bit integers
+/// read as unsigned with `isUnsigned`).
+inline std::optional<double> getScalar(mlir::Value value, bool isUnsigned) {
+  mlir::DenseElementsAttr elements = getConstantElements(value);
+  if (!elements || elements.getType().getRank() != 0)
+    return std::nullopt;
+  if (elements.getElementType().isF32())
+    return *elements.getValues<float>().begin();
+  std::optional<llvm::SmallVector<int64_t>> integers =
+      getIntegers(elements, isUnsigned);
+  if (!integers || integers->size() != 1)
+    return std::nullopt;
+  return double((*integers)[0]);
+}
+
+/// Whether `a` and `b` are the same value or equal 0-D constants.
+inline bool sameScalar(mlir::Value a, mlir::Value b, bool isUnsigned) {
+  if (a == b)
+    return true;
+  std::optional<double> x = getScalar(a, isUnsigned),
+                        y = getScalar(b, isUnsigned);
+  return x && y && *x == *y;
+}
+
+/// The kiln.quantize whose result `dequantize` reads back with the same
+/// constant per-tensor scale and zero point (a QDQ model's quantized
+/// activation), or null.
+inline QuantizeOp matchActivationQdq(DequantizeOp dequantize) {
+  auto quantize = dequantize.getInput().getDefiningOp<QuantizeOp>();
+  if (!quantize || dequantize.getAxis() || quantize.getAxis() ||
+      dequantize.getInputUnsigned() != quantize.getResultUnsigned())
+    return nullptr;
+  bool isUnsigned = quantize.getResultUnsigned();
+  if (!getScalar(quantize.getZeroPoint(), isUnsigned) ||
+      !getScalar(quantize.getScale(), false) ||
+      !sameScalar(quantize.getScale(), dequantize.getScale(), false) ||
+      !sameScalar(quantize.getZeroPoint(), dequantize.getZeroPoint(),
+                  isUnsigned))
+    return nullptr;
+  return quantize;
+}
+
 } // namespace kiln
 
 #endif // KILN_PASSES_CONSTANTMATCH_H

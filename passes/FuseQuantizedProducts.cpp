@@ -29,30 +29,6 @@ using namespace kiln;
 
 namespace {
 
-/// The one value of a 0-D constant `value`, as a double (8-bit integers
-/// read as unsigned with `isUnsigned`).
-std::optional<double> getScalar(Value value, bool isUnsigned) {
-  DenseElementsAttr elements = getConstantElements(value);
-  if (!elements || elements.getType().getRank() != 0)
-    return std::nullopt;
-  if (elements.getElementType().isF32())
-    return *elements.getValues<float>().begin();
-  std::optional<SmallVector<int64_t>> integers =
-      getIntegers(elements, isUnsigned);
-  if (!integers || integers->size() != 1)
-    return std::nullopt;
-  return double((*integers)[0]);
-}
-
-/// Whether `a` and `b` are the same value or equal 0-D constants.
-bool sameScalar(Value a, Value b, bool isUnsigned) {
-  if (a == b)
-    return true;
-  std::optional<double> x = getScalar(a, isUnsigned),
-                        y = getScalar(b, isUnsigned);
-  return x && y && *x == *y;
-}
-
 struct FuseQdqProduct : OpRewritePattern<MatMulOp> {
   FuseQdqProduct(MLIRContext *ctx, int64_t width)
       : OpRewritePattern(ctx), width(width) {}
@@ -60,20 +36,13 @@ struct FuseQdqProduct : OpRewritePattern<MatMulOp> {
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
     auto dequantize = op.getLhs().getDefiningOp<DequantizeOp>();
-    auto quantize =
-        dequantize ? dequantize.getInput().getDefiningOp<QuantizeOp>()
-                   : QuantizeOp();
-    if (!quantize || dequantize.getAxis() || quantize.getAxis() ||
-        dequantize.getInputUnsigned() != quantize.getResultUnsigned())
+    QuantizeOp quantize =
+        dequantize ? matchActivationQdq(dequantize) : QuantizeOp();
+    if (!quantize)
       return failure();
     bool isUnsigned = quantize.getResultUnsigned();
     std::optional<double> zeroPoint =
         getScalar(quantize.getZeroPoint(), isUnsigned);
-    if (!zeroPoint || !getScalar(quantize.getScale(), false) ||
-        !sameScalar(quantize.getScale(), dequantize.getScale(), false) ||
-        !sameScalar(quantize.getZeroPoint(), dequantize.getZeroPoint(),
-                    isUnsigned))
-      return failure();
     // The activation, not its quantization, is what the product reads.
     auto lhsType = cast<RankedTensorType>(quantize.getInput().getType());
     if (lhsType.getRank() < 2 || ShapedType::isDynamic(lhsType.getShape().back()))

@@ -110,6 +110,30 @@ def FloatIntegerProductsPass : Pass<"kiln-float-integer-products"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def StripFloatQdqPass : Pass<"kiln-strip-float-qdq"> {
+  let summary = "Drop a QDQ model's quantize-dequantize pairs around float ops";
+  let description = [{
+    Replaces `kiln.dequantize` of `kiln.quantize` with the same per-tensor
+    scale and zero point (a QDQ model's fake-quantized activation) by the
+    float activation itself, unless it is the input of a product with
+    constant weights (which kiln-fuse-quantized-products makes an int8
+    kernel). The ops between such pairs (Softmax, LayerNorm, GELU, adds,
+    attention's products of two activations) run in fp32 in Kiln, where
+    the pair only adds its rounding error and two passes over the data,
+    and hides the chains the LayerNorm and attention fusions match. The
+    result moves towards the float model's, by up to one quantization step
+    of each removed pair.
+
+    ```mlir
+    %q = kiln.quantize %x, %s, %zp : tensor<8x64xf32>, tensor<f32>, tensor<i8> -> tensor<8x64xi8>
+    %d = kiln.dequantize %q, %s, %zp : tensor<8x64xi8>, tensor<f32>, tensor<i8> -> tensor<8x64xf32>
+    %y = kiln.softmax %d, axis = 1 : tensor<8x64xf32>
+    // becomes
+    %y = kiln.softmax %x, axis = 1 : tensor<8x64xf32>
+    ```
+  }];
+}
+
 def FuseQuantizedProductsPass : Pass<"kiln-fuse-quantized-products"> {
   let summary = "QDQ products (quantize, dequantize, float product) onto int8 panels";
   let description = [{

@@ -33,6 +33,7 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
     pm.addPass(createCanonicalizerPass());
   }
   if (level >= OptLevel::O2) {
+    pm.addPass(createStripFloatQdqPass());
     pm.addPass(createFuseLayerNormPass());
     pm.addPass(createFuseAttentionPass());
     pm.addPass(createFoldAttentionTransposesPass());
