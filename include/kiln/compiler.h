@@ -97,13 +97,14 @@ typedef enum kiln_quantization {
   /* Products with constant weights: int8 weights (7 bits, a scale per
    * output column), the other operand quantized row by row at run time. */
   KILN_QUANTIZE_INT8_DYNAMIC = 1,
-  /* Products with constant weights: 4-bit weights, a scale per block of 32
-   * rows of a column, the other operand quantized row by row at run time
-   * (API version 3). */
+  /* Products with constant weights: 4-bit weights, a scale and zero point
+   * per block of 32 rows of a column, the other operand quantized row by
+   * row at run time (API version 3). */
   KILN_QUANTIZE_INT4_WEIGHT = 2,
   /* As KILN_QUANTIZE_INT8_DYNAMIC with each product's input quantized by a
-   * scale and zero point chosen on calibration inputs (needs
-   * kiln_compiler_options_set_calibration; API version 3). */
+   * scale and zero point, and smoothed per column (SmoothQuant), as chosen
+   * on calibration inputs (needs kiln_compiler_options_set_calibration;
+   * API version 3). */
   KILN_QUANTIZE_INT8_STATIC = 3,
 } kiln_quantization;
 
@@ -113,8 +114,10 @@ kiln_compile_status
 kiln_compiler_options_set_quantization(kiln_compiler_options *options,
                                        int32_t quantization);
 /* Where to write the quantization report (JSON: every product with constant
- * weights, its precision, scales and weight error), written with the
- * output; NULL or "" for none (API version 2). */
+ * weights, its precision, scales and weight error; with calibration, each
+ * product's measured error and the compiled model's error against the
+ * float model on the calibration inputs), written with the output; NULL
+ * or "" for none (API version 2). */
 kiln_compile_status
 kiln_compiler_options_set_quantization_report(kiln_compiler_options *options,
                                               const char *path);

@@ -65,15 +65,18 @@ llvm::cl::opt<kiln::Quantization> quantization(
     llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
                                 "int8 weights, rows quantized at run time"),
                      clEnumValN(kiln::Quantization::Int8Static, "int8-static",
-                                "int8 weights, inputs quantized with scales "
-                                "chosen on --calibration inputs"),
+                                "int8 weights, inputs quantized and smoothed "
+                                "(SmoothQuant) as chosen on --calibration "
+                                "inputs"),
                      clEnumValN(kiln::Quantization::Int4Weight, "int4-weight",
-                                "4-bit weights in blocks of 32 rows, for "
-                                "memory-bound decoders")),
+                                "4-bit weights with a scale and zero point "
+                                "per block of 32 rows, for memory-bound "
+                                "decoders")),
     llvm::cl::init(kiln::Quantization::None));
 llvm::cl::opt<std::string> quantizeReport(
     "quantize-report",
-    llvm::cl::desc("Write what quantization did to each product (JSON)"),
+    llvm::cl::desc("Write what quantization did to each product, and with "
+                   "--calibration what the model loses (JSON)"),
     llvm::cl::value_desc("path"));
 llvm::cl::opt<std::string> calibration(
     "calibration",
