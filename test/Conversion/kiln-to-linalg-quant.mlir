@@ -172,20 +172,20 @@ func.func @int4_product_zero_points(%x: tensor<2x5x72xf32>, %w: tensor<5x12x16x4
 
 // -----
 
-// A static input quantization: no row ranges; every row's scale and zero
-// point filled from the given ones, and the rows divided by the scale (one
-// per column) as QuantizeLinear does.
+// A static input quantization: no row ranges; the given scale and zero
+// point read as 0-D operands by every row (no per-row copies), and the
+// rows divided by the scale as QuantizeLinear does.
 // CHECK-LABEL: func.func @static_quantized_product
 // CHECK-NOT: arith.minnumf
-// CHECK: %[[S:.*]] = tensor.extract %arg4[] : tensor<f32>
 // CHECK: %[[Z:.*]] = tensor.extract %arg5[] : tensor<i8>
-// CHECK: arith.extui %[[Z]] : i8 to i32
-// CHECK: linalg.fill ins(%[[S]] : f32) outs(%{{.*}} : tensor<10xf32>)
-// CHECK: %[[D:.*]] = linalg.fill ins(%[[S]] : f32) outs(%{{.*}} : tensor<70xf32>)
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[D]], %{{.*}} : tensor<10x70xf32>, tensor<70xf32>, tensor<10xi32>)
+// CHECK: %[[ZW:.*]] = arith.extui %[[Z]] : i8 to i32
+// CHECK: %[[ZT:.*]] = tensor.from_elements %[[ZW]] : tensor<i32>
+// CHECK-NOT: linalg.fill
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %arg4, %[[ZT]] : tensor<10x70xf32>, tensor<f32>, tensor<i32>)
 // CHECK: arith.divf
 // CHECK: math.roundeven
 // CHECK: attrs = {kiln.int8_panel_product}
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[ZT]], %arg4, %{{.*}}, %{{.*}} : tensor<10x70xi32>, tensor<i32>, tensor<f32>, tensor<70xf32>, tensor<70xi32>)
 func.func @static_quantized_product(%x: tensor<2x5x70xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %xs: tensor<f32>, %xzp: tensor<i8>) -> tensor<2x5x70xf32> {
   %y = kiln.quantized_matmul %x, %w, %s, %c static(%xs, %xzp : tensor<f32>, tensor<i8>) : tensor<2x5x70xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
   return %y : tensor<2x5x70xf32>
@@ -195,12 +195,10 @@ func.func @static_quantized_product(%x: tensor<2x5x70xf32>, %w: tensor<5x18x16x4
 
 // With smoothing: each column's divisor is the scale times its factor.
 // CHECK-LABEL: func.func @smoothed_quantized_product
-// CHECK: %[[S:.*]] = tensor.extract %arg4[] : tensor<f32>
-// CHECK: %[[FILL:.*]] = linalg.fill ins(%[[S]] : f32) outs(%{{.*}} : tensor<70xf32>)
-// CHECK: %[[D:.*]] = linalg.generic {{.*}} ins(%arg6 : tensor<70xf32>) outs(%[[FILL]] : tensor<70xf32>)
-// CHECK: arith.mulf
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[D]], %{{.*}} : tensor<10x70xf32>, tensor<70xf32>, tensor<10xi32>)
-// CHECK: arith.divf
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %arg4, %{{.*}}, %arg6 : tensor<10x70xf32>, tensor<f32>, tensor<i32>, tensor<70xf32>)
+// CHECK: ^bb0(%[[X:.*]]: f32, %[[S:.*]]: f32, %{{.*}}: i32, %[[F:.*]]: f32, %{{.*}}: i8):
+// CHECK: %[[D:.*]] = arith.mulf %[[S]], %[[F]] : f32
+// CHECK: arith.divf %[[X]], %[[D]] : f32
 func.func @smoothed_quantized_product(%x: tensor<2x5x70xf32>, %w: tensor<5x18x16x4xi8>, %s: tensor<80xf32>, %c: tensor<80xi32>, %xs: tensor<f32>, %xzp: tensor<i8>, %f: tensor<70xf32>) -> tensor<2x5x70xf32> {
   %y = kiln.quantized_matmul %x, %w, %s, %c static(%xs, %xzp : tensor<f32>, tensor<i8>) smooth(%f : tensor<70xf32>) : tensor<2x5x70xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x5x70xf32>
   return %y : tensor<2x5x70xf32>

@@ -95,31 +95,16 @@ public:
                 Value smoothing = {}) {
     Type f32 = b.getF32Type(), i32 = b.getI32Type();
     if (staticScale) {
-      // x / s, as QuantizeLinear divides (a multiplication by 1 / s could
-      // round differently).
-      Value scale = tensor::ExtractOp::create(b, loc, staticScale, ValueRange{});
+      // One scale and zero point for every row: 0-D operands read by each
+      // generic (no fills, which would be loops of their own).
+      isStatic = true;
+      rowScale = staticScale;
       Value zero = arith::ExtUIOp::create(
           b, loc, i32, tensor::ExtractOp::create(b, loc, staticZero, ValueRange{}));
-      rowScale = linalg::FillOp::create(b, loc, scale, empty({rows}, f32))
-                     .getResult(0);
-      rowZero = linalg::FillOp::create(b, loc, zero, empty({rows}, i32))
-                    .getResult(0);
-      Value columnScale =
-          linalg::FillOp::create(b, loc, scale,
-                                 createEmptyTensor(b, loc, type({k}, f32), {}))
-              .getResult(0);
-      if (smoothing)
-        columnScale =
-            createGeneric(b, loc, smoothing, columnScale,
-                          {map(1, {0}), map(1, {0})}, {IteratorType::parallel},
-                          [&](OpBuilder &nb, Location l, ValueRange args) {
-                            linalg::YieldOp::create(
-                                nb, l,
-                                ValueRange{arith::MulFOp::create(nb, l, args[1],
-                                                                 args[0])});
-                          })
-                .getResult(0);
-      quantizeRows(paddedK, columnScale, map(2, {1}), /*divide=*/true);
+      rowZero = tensor::FromElementsOp::create(b, loc, type({}, i32), zero);
+      // x / s, as QuantizeLinear divides (a multiplication by 1 / s could
+      // round differently).
+      quantizeRows(paddedK, staticScale, /*divide=*/true, smoothing);
       return;
     }
     // Each row's minimum and maximum, starting from 0.
@@ -160,24 +145,39 @@ public:
         });
     rowScale = params.getResult(1);
     rowZero = params.getResult(2);
-    quantizeRows(paddedK, params.getResult(0), map(2, {0}), /*divide=*/false);
+    quantizeRows(paddedK, params.getResult(0), /*divide=*/false);
   }
 
-  /// Sets `quantized` from `x`, `rowZero` and `factor`, read through
-  /// `factorMap` (a row's or a column's): the scale to divide by, or its
-  /// inverse to multiply by.
-  void quantizeRows(int64_t paddedK, Value factor, AffineMap factorMap,
-                    bool divide) {
+  /// How a generic over `loops` loops, the first the rows, reads `rowScale`
+  /// and `rowZero`: one per row, or the static quantization's one.
+  AffineMap rowMap(unsigned loops) const {
+    return isStatic ? AffineMap::get(loops, 0, {}, ctx) : map(loops, {0});
+  }
+
+  /// Sets `quantized` from `x`, `rowZero` and `factor` (read like them):
+  /// the scale to divide by, or its inverse to multiply by; times each
+  /// column's `smoothing` factor if given.
+  void quantizeRows(int64_t paddedK, Value factor, bool divide,
+                    Value smoothing = {}) {
     Type f32 = b.getF32Type(), i8 = b.getI8Type();
+    SmallVector<Value> inputs = {x, factor, rowZero};
+    SmallVector<AffineMap> maps = {map(2, {0, 1}), rowMap(2), rowMap(2)};
+    if (smoothing) {
+      inputs.push_back(smoothing);
+      maps.push_back(map(2, {1}));
+    }
+    maps.push_back(map(2, {0, 1}));
     auto quantizeRows = createGeneric(
-        b, loc, {x, factor, rowZero}, empty({rows, k}, i8),
-        {map(2, {0, 1}), factorMap, map(2, {0}), map(2, {0, 1})},
+        b, loc, inputs, empty({rows, k}, i8), maps,
         {IteratorType::parallel, IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
           auto c = [&](double v) { return createScalarConstant(nb, l, f32, v); };
+          Value divisor =
+              smoothing ? arith::MulFOp::create(nb, l, args[1], args[3]).getResult()
+                        : args[1];
           Value scaled =
-              divide ? arith::DivFOp::create(nb, l, args[0], args[1]).getResult()
-                     : arith::MulFOp::create(nb, l, args[0], args[1]).getResult();
+              divide ? arith::DivFOp::create(nb, l, args[0], divisor).getResult()
+                     : arith::MulFOp::create(nb, l, args[0], divisor).getResult();
           Value q = math::RoundEvenOp::create(nb, l, scaled);
           q = arith::AddFOp::create(nb, l, q,
                                     arith::SIToFPOp::create(nb, l, f32, args[2]));
@@ -225,6 +225,7 @@ public:
   int64_t rows, k;
   SmallVector<Value> dynamicRows;
   Value x, quantized, rowScale, rowZero;
+  bool isStatic = false;
 };
 
 struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
@@ -269,7 +270,7 @@ struct QuantizedMatMulLowering : OpConversionPattern<QuantizedMatMulOp> {
          q.firstColumns(adaptor.getScales(), n),
          q.firstColumns(adaptor.getColumnSums(), n)},
         q.empty({rows, n}, f32),
-        {q.map(2, {0, 1}), q.map(2, {0}), q.map(2, {0}), q.map(2, {1}),
+        {q.map(2, {0, 1}), q.rowMap(2), q.rowMap(2), q.map(2, {1}),
          q.map(2, {1}), q.map(2, {0, 1})},
         {IteratorType::parallel, IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -363,7 +364,7 @@ struct Int4MatMulLowering : OpConversionPattern<Int4MatMulOp> {
         {q.firstColumns(acc, n), q.rowZero, q.rowScale,
          q.firstColumns(adaptor.getColumnSums(), n)},
         q.empty({rows, n}, f32),
-        {q.map(2, {0, 1}), q.map(2, {0}), q.map(2, {0}), q.map(2, {1}),
+        {q.map(2, {0, 1}), q.rowMap(2), q.rowMap(2), q.map(2, {1}),
          q.map(2, {0, 1})},
         {IteratorType::parallel, IteratorType::parallel},
         [&](OpBuilder &nb, Location l, ValueRange args) {
