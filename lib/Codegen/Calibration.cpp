@@ -104,30 +104,6 @@ void roundRow(ArrayRef<float> row, float scale, float zero,
         scale;
 }
 
-/// The squared error of the product on `row` quantized as `rounded`, and the
-/// squared float output.
-std::pair<double, double> productError(const Product &product,
-                                       ArrayRef<float> row,
-                                       ArrayRef<float> rounded) {
-  int64_t k = product.weights.k, n = product.weights.n;
-  std::vector<float> exact(n, 0.0f), approximate(n, 0.0f);
-  for (int64_t i = 0; i < k; ++i) {
-    const float *w = product.weights.values + i * n;
-    const float *q = product.quantized.data() + i * n;
-    for (int64_t j = 0; j < n; ++j) {
-      exact[j] += row[i] * w[j];
-      approximate[j] += rounded[i] * q[j];
-    }
-  }
-  double errorSquares = 0, outputSquares = 0;
-  for (int64_t j = 0; j < n; ++j) {
-    double error = double(approximate[j]) - exact[j];
-    errorSquares += error * error;
-    outputSquares += double(exact[j]) * exact[j];
-  }
-  return {errorSquares, outputSquares};
-}
-
 std::vector<float> roundWeights(const ConstantWeights &weights,
                                 Quantization quantization) {
   std::vector<float> rounded(weights.k * weights.n);
@@ -160,15 +136,24 @@ void measure(Product &product, const float *x, int64_t m) {
     product.inputs->add(x, m, step);
     return;
   }
-  std::vector<float> rounded(k);
+  std::vector<float> rows, rounded;
   for (int64_t r = 0; r < m; r += step) {
     ArrayRef<float> row(x + r * k, k);
     auto [low, high] = std::minmax_element(row.begin(), row.end());
     auto [scale, zero] = getUint8Range(*low, *high);
-    roundRow(row, scale, zero, rounded);
-    auto [error, output] = productError(product, row, rounded);
-    product.errorSquares += error;
-    product.outputSquares += output;
+    rows.insert(rows.end(), row.begin(), row.end());
+    rounded.resize(rows.size());
+    roundRow(row, scale, zero,
+             MutableArrayRef<float>(rounded).take_back(k));
+  }
+  std::vector<float> exact =
+      multiplyRows(rows, product.weights.values, k, product.weights.n);
+  std::vector<float> approximate =
+      multiplyRows(rounded, product.quantized.data(), k, product.weights.n);
+  for (size_t i = 0; i < exact.size(); ++i) {
+    double error = double(approximate[i]) - exact[i];
+    product.errorSquares += error * error;
+    product.outputSquares += double(exact[i]) * exact[i];
   }
 }
 
@@ -251,7 +236,7 @@ LogicalResult kiln::calibrateProducts(ModuleOp module,
   int64_t skipped = 0;
   module.walk([&](MatMulOp op) {
     auto type = cast<RankedTensorType>(op.getLhs().getType());
-    if (!matchQuantizableProduct(op, kMinDepth) || type.hasStaticShape())
+    if (type.hasStaticShape() || !matchQuantizableProduct(op, kMinDepth))
       return;
     std::string reason;
     llvm::raw_string_ostream os(reason);

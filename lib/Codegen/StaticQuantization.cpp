@@ -17,28 +17,6 @@ constexpr float kRangeClips[] = {1.0f, 0.9f, 0.8f, 0.7f, 0.6f, 0.5f, 0.4f};
 /// How many candidates, best estimated first, are measured exactly.
 constexpr size_t kMeasuredCandidates = 3;
 
-/// `a` (`[rows, k]`) times `b` (`[k, n]`), row-major, eight rows at a
-/// time so that each row of `b` is read once per eight rows.
-std::vector<float> multiply(const std::vector<float> &a, const float *b,
-                            int64_t k, int64_t n) {
-  int64_t rows = a.size() / k;
-  std::vector<float> c(rows * n, 0.0f);
-  constexpr int64_t kBlock = 8;
-  for (int64_t first = 0; first < rows; first += kBlock) {
-    int64_t last = std::min(rows, first + kBlock);
-    for (int64_t i = 0; i < k; ++i) {
-      const float *bRow = b + i * n;
-      for (int64_t r = first; r < last; ++r) {
-        float x = a[r * k + i];
-        float *cRow = c.data() + r * n;
-        for (int64_t j = 0; j < n; ++j)
-          cRow[j] += x * bRow[j];
-      }
-    }
-  }
-  return c;
-}
-
 double sumOfSquares(const std::vector<float> &values) {
   double sum = 0;
   for (float v : values)
@@ -125,6 +103,26 @@ struct Candidate {
 
 } // namespace
 
+std::vector<float> kiln::multiplyRows(const std::vector<float> &a,
+                                      const float *b, int64_t k, int64_t n) {
+  int64_t rows = a.size() / k;
+  std::vector<float> c(rows * n, 0.0f);
+  constexpr int64_t kBlock = 8;
+  for (int64_t first = 0; first < rows; first += kBlock) {
+    int64_t last = std::min(rows, first + kBlock);
+    for (int64_t i = 0; i < k; ++i) {
+      const float *bRow = b + i * n;
+      for (int64_t r = first; r < last; ++r) {
+        float x = a[r * k + i];
+        float *cRow = c.data() + r * n;
+        for (int64_t j = 0; j < n; ++j)
+          cRow[j] += x * bRow[j];
+      }
+    }
+  }
+  return c;
+}
+
 std::pair<float, float> kiln::getUint8Range(float low, float high) {
   low = std::min(low, 0.0f);
   high = std::max(high, 0.0f);
@@ -203,7 +201,7 @@ StaticQuantization kiln::chooseStaticQuantization(const ConstantWeights &weights
                    [](const Candidate &c) { return c.alpha < 0; }))
     measured.push_back(*unsmoothed);
 
-  std::vector<float> exact = multiply(inputs.rows, weights.values, k, n);
+  std::vector<float> exact = multiplyRows(inputs.rows, weights.values, k, n);
   double outputSquares = sumOfSquares(exact);
   StaticQuantization best;
   best.error = INFINITY;
@@ -211,7 +209,7 @@ StaticQuantization kiln::chooseStaticQuantization(const ConstantWeights &weights
     std::vector<float> factors = getFactors(weights, inputs, candidate.alpha);
     SmoothedWeights smoothed = smoothWeights(weights, factors);
     auto [scale, zero] = rangeOf(factors, candidate.clip);
-    std::vector<float> output = multiply(roundRows(inputs, factors, scale, zero),
+    std::vector<float> output = multiplyRows(roundRows(inputs, factors, scale, zero),
                                          smoothed.rounded.data(), k, n);
     double errorSquares = 0;
     for (size_t i = 0; i < output.size(); ++i)

@@ -23,6 +23,11 @@ namespace kiln {
 /// The uint8 scale and zero point of the range [low, high] widened to 0.
 std::pair<float, float> getUint8Range(float low, float high);
 
+/// `a` (`[rows, k]`) times `b` (`[k, n]`), row-major, eight rows at a time
+/// so that each row of `b` is read once per eight rows.
+std::vector<float> multiplyRows(const std::vector<float> &a, const float *b,
+                                int64_t k, int64_t n);
+
 /// What calibration saw entering one product of depth `k`.
 struct StaticInputs {
   explicit StaticInputs(int64_t k);
