@@ -53,6 +53,22 @@ getIntegers(mlir::ElementsAttr elements, bool isUnsigned) {
   return values;
 }
 
+/// The values of f32 constant `elements`, or nullopt for a blob without
+/// bytes.
+inline std::optional<llvm::SmallVector<float>>
+getFloats(mlir::ElementsAttr elements) {
+  if (!elements.getElementType().isF32())
+    return std::nullopt;
+  if (auto dense = llvm::dyn_cast<mlir::DenseElementsAttr>(elements))
+    return llvm::SmallVector<float>(dense.getValues<float>());
+  std::optional<llvm::ArrayRef<char>> bytes = getRawBytes(elements);
+  if (!bytes)
+    return std::nullopt;
+  llvm::SmallVector<float> values(bytes->size() / sizeof(float));
+  std::memcpy(values.data(), bytes->data(), values.size() * sizeof(float));
+  return values;
+}
+
 /// The one value of a 0-D constant `value`, as a double (8-bit integers
 /// read as unsigned with `isUnsigned`).
 inline std::optional<double> getScalar(mlir::Value value, bool isUnsigned) {

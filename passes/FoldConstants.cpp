@@ -79,7 +79,7 @@ struct FoldDequantize : OpRewritePattern<DequantizeOp> {
   LogicalResult matchAndRewrite(DequantizeOp op,
                                 PatternRewriter &rewriter) const override {
     auto input = op.getInput().getDefiningOp<ConstantOp>();
-    DenseElementsAttr scale = getConstantElements(op.getScale());
+    auto scale = op.getScale().getDefiningOp<ConstantOp>();
     auto zeroPoint = op.getZeroPoint().getDefiningOp<ConstantOp>();
     if (!input || !scale || !zeroPoint || !op.getType().hasStaticShape())
       return failure();
@@ -88,25 +88,35 @@ struct FoldDequantize : OpRewritePattern<DequantizeOp> {
         getIntegers(input.getValue(), isUnsigned);
     std::optional<SmallVector<int64_t>> zeros =
         getIntegers(zeroPoint.getValue(), isUnsigned);
-    if (!values || !zeros)
+    std::optional<SmallVector<float>> scales = getFloats(scale.getValue());
+    if (!values || !zeros || !scales)
       return failure();
-    SmallVector<float> scales(scale.getValues<float>());
     RankedTensorType type = op.getType();
-    // The index along the axis of flat element i: i / inner % size.
-    int64_t inner = 1, size = 1;
+    // Flat element i = (outer, index along the axis, inner) reads parameter
+    // `index` (per axis), or (outer, index / blockSize, inner) (blocked).
+    int64_t inner = 1, size = 1, blockSize = op.getBlockSize().value_or(0);
     if (std::optional<int64_t> axis = op.getAxis()) {
       size = type.getDimSize(*axis);
       for (int64_t d = *axis + 1; d < type.getRank(); ++d)
         inner *= type.getDimSize(d);
     }
+    int64_t blocks = blockSize ? llvm::divideCeil(size, blockSize) : 0;
+    auto paramIndex = [&](int64_t i) -> int64_t {
+      if (scales->size() == 1)
+        return 0;
+      int64_t index = i / inner % size;
+      if (!blockSize)
+        return index;
+      return (i / inner / size * blocks + index / blockSize) * inner +
+             i % inner;
+    };
     ElementsAttr folded = createElements(type, [&](MutableArrayRef<char> out) {
       float *result = reinterpret_cast<float *>(out.data());
       for (size_t i = 0; i < values->size(); ++i) {
-        int64_t channel = static_cast<int64_t>(i) / inner % size;
-        int64_t difference = static_cast<int32_t>(
-            (*values)[i] - (*zeros)[zeros->size() == 1 ? 0 : channel]);
-        result[i] = static_cast<float>(difference) *
-                    scales[scales.size() == 1 ? 0 : channel];
+        int64_t param = paramIndex(static_cast<int64_t>(i));
+        int64_t difference =
+            static_cast<int32_t>((*values)[i] - (*zeros)[param]);
+        result[i] = static_cast<float>(difference) * (*scales)[param];
       }
     });
     rewriter.replaceOpWithNewOp<ConstantOp>(op, folded);

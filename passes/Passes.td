@@ -163,6 +163,34 @@ def FuseQuantizedProductsPass : Pass<"kiln-fuse-quantized-products"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseInt4WeightProductsPass : Pass<"kiln-fuse-int4-weight-products"> {
+  let summary = "Blocked 4-bit QDQ weights (ONNX opset 21) onto the int4 kernel";
+  let description = [{
+    Rewrites each `kiln.matmul` whose weights are `kiln.dequantize` of a
+    constant `[K, N]` matrix of 4-bit integers (INT4 in [-8, 7] or UINT4
+    in [0, 15], held as i8) with constant scales and zero points in blocks
+    of a multiple of 8 rows along K, as ONNX opset 21's blocked
+    DequantizeLinear writes weight-only quantization, into
+    `kiln.int4_matmul` on the same integers, scales and zero points. Like
+    ONNX Runtime, which fuses such chains into MatMulNBits at accuracy
+    level 4 by default, the kernel quantizes each input row to uint8 at run
+    time. Runs before constant folding, which would dequantize the weights
+    to f32.
+
+    ```mlir
+    %w = kiln.dequantize %q, %s, %zp axis = 0 block_size = 32 : tensor<64x48xi8>, tensor<2x48xf32>, tensor<2x48xi8> -> tensor<64x48xf32>
+    %y = kiln.matmul %x, %w : tensor<8x64xf32>, tensor<64x48xf32>
+    // becomes
+    %y = kiln.int4_matmul %x, %p, %ps, %c zero_points(%z : tensor<3x2x16xi8>) : tensor<8x64xf32>, tensor<3x8x16x4xi8>, tensor<3x2x16xf32>, tensor<48xf32> -> tensor<8x48xf32>
+    ```
+  }];
+  let options = [
+    Option<"panelWidth", "panel-width", "int64_t", "16",
+           "Columns per weight panel: the int4 kernel's block width">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def QuantizeInt8DynamicPass : Pass<"kiln-quantize-int8-dynamic"> {
   let summary = "Matrix products with int8 weights and rows quantized at run time";
   let description = [{

@@ -26,6 +26,8 @@ void kiln::registerKilnPasses() {
 
 void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   if (level >= OptLevel::O1) {
+    // Before folding dequantizes the 4-bit weights to f32.
+    pm.addPass(createFuseInt4WeightProductsPass());
     pm.addPass(createFoldConstantsPass());
     pm.addPass(createFloatIntegerProductsPass());
     // Constants to the right of commutative ops: the fusions match one

@@ -42,16 +42,28 @@ std::string kiln::getOnnxTypeName(int32_t onnxType) {
   if (onnx::TensorProto_DataType_IsValid(onnxType))
     return onnx::TensorProto_DataType_Name(
         static_cast<onnx::TensorProto_DataType>(onnxType));
+  static constexpr const char *newer[] = {
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",        "INT4",           "FLOAT4E2M1"};
+  if (onnxType >= kOnnxFloat8E4M3FN && onnxType <= kOnnxFloat4E2M1)
+    return newer[onnxType - kOnnxFloat8E4M3FN];
   return "type #" + std::to_string(onnxType);
 }
 
 namespace {
 
+bool isFourBit(int32_t onnxType) {
+  return onnxType == kOnnxInt4 || onnxType == kOnnxUint4;
+}
+
 /// The tensor type `tensor` declares, with its element count checked so a
-/// hostile file can't overflow it.
+/// hostile file can't overflow it. 4-bit constants (opset 21's blocked
+/// weights) are held one per byte, as i8.
 FailureOr<RankedTensorType> getTensorType(const onnx::TensorProto &tensor,
                                           MLIRContext *ctx, Location loc) {
-  Type elementType = getElementType(ctx, tensor.data_type());
+  Type elementType = isFourBit(tensor.data_type())
+                         ? IntegerType::get(ctx, 8)
+                         : getElementType(ctx, tensor.data_type());
   if (!elementType)
     return emitError(loc) << "tensor '" << tensor.name()
                           << "' has element type "
@@ -83,6 +95,34 @@ LogicalResult checkRawSize(const onnx::TensorProto &tensor,
                         << " bytes of data but its shape needs " << needed;
 }
 
+/// The elements of a 4-bit tensor, one per byte: packed two per byte, low
+/// nibble first, in raw_data or in the low byte of each int32_data entry;
+/// INT4 sign-extended, UINT4 in [0, 15].
+FailureOr<std::string> unpackFourBit(const onnx::TensorProto &tensor,
+                                     int64_t numElements, Location loc) {
+  uint64_t packedBytes = static_cast<uint64_t>(numElements + 1) / 2;
+  std::string packed;
+  if (tensor.has_raw_data()) {
+    packed = tensor.raw_data();
+  } else {
+    for (int32_t entry : tensor.int32_data())
+      packed.push_back(static_cast<char>(entry & 0xff));
+  }
+  if (packed.size() != packedBytes)
+    return emitError(loc) << "tensor '" << tensor.name() << "' holds "
+                          << packed.size()
+                          << " bytes of 4-bit data but its shape needs "
+                          << packedBytes;
+  bool isSigned = tensor.data_type() == kOnnxInt4;
+  std::string values(numElements, '\0');
+  for (int64_t i = 0; i < numElements; ++i) {
+    int nibble = (static_cast<uint8_t>(packed[i / 2]) >> (4 * (i % 2))) & 0xf;
+    values[i] = static_cast<char>(isSigned && nibble >= 8 ? nibble - 16
+                                                          : nibble);
+  }
+  return values;
+}
+
 } // namespace
 
 DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
@@ -93,6 +133,13 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
   RankedTensorType type = *tensorType;
   Type elementType = type.getElementType();
   int64_t numElements = type.getNumElements();
+  if (isFourBit(tensor.data_type())) {
+    FailureOr<std::string> values = unpackFourBit(tensor, numElements, loc);
+    if (failed(values))
+      return {};
+    return DenseElementsAttr::getFromRawBuffer(
+        type, ArrayRef<char>(values->data(), values->size()));
+  }
   if (tensor.has_raw_data()) {
     if (failed(checkRawSize(tensor, type, loc)))
       return {};
@@ -141,6 +188,17 @@ DenseElementsAttr kiln::convertTensorProto(const onnx::TensorProto &tensor,
 
 ElementsAttr kiln::takeTensorProto(onnx::TensorProto &tensor,
                                    MLIRContext *ctx, Location loc) {
+  if (isFourBit(tensor.data_type())) {
+    FailureOr<RankedTensorType> type = getTensorType(tensor, ctx, loc);
+    if (failed(type))
+      return {};
+    FailureOr<std::string> values =
+        unpackFourBit(tensor, type->getNumElements(), loc);
+    if (failed(values))
+      return {};
+    return createElements(*type,
+                          std::make_unique<std::string>(std::move(*values)));
+  }
   Type elementType = getElementType(ctx, tensor.data_type());
   if (!tensor.has_raw_data() || !elementType ||
       getElementBytes(elementType) == 0 ||

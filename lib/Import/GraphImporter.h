@@ -24,6 +24,13 @@ mlir::Type getElementType(mlir::MLIRContext *ctx, int32_t onnxType);
 inline constexpr llvm::StringLiteral kSupportedTypes =
     "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT8, UINT8 and BOOL";
 
+/// Data types newer than the onnx.proto Debian ships (ONNX 1.13): the
+/// numbers the ONNX specification fixes for them.
+inline constexpr int32_t kOnnxFloat8E4M3FN = 17;
+inline constexpr int32_t kOnnxUint4 = 21;
+inline constexpr int32_t kOnnxInt4 = 22;
+inline constexpr int32_t kOnnxFloat4E2M1 = 23;
+
 /// The ONNX name of a TensorProto data type (e.g. "DOUBLE") for messages.
 std::string getOnnxTypeName(int32_t onnxType);
 
@@ -110,8 +117,10 @@ public:
   void setValueType(llvm::StringRef name, int32_t onnxType) {
     valueTypes[name] = onnxType;
   }
+  /// Whether `name` holds unsigned integers (UINT8, or UINT4 held as i8).
   bool isUnsigned(llvm::StringRef name) const {
-    return getValueType(name) == onnx::TensorProto::UINT8;
+    int32_t type = getValueType(name);
+    return type == onnx::TensorProto::UINT8 || type == kOnnxUint4;
   }
   /// A tensor whose value is known at compile time (an initializer or the
   /// output of a Constant node); materialized as kiln.constant on first use.
@@ -194,7 +203,8 @@ public:
   mlir::RankedTensorType getOperandType(unsigned i) const {
     return mlir::cast<mlir::RankedTensorType>(operands[i].getType());
   }
-  /// Whether operand `i` holds ONNX uint8 (rather than int8).
+  /// Whether operand `i` holds ONNX uint8 or uint4 (rather than int8 or
+  /// int4).
   bool isUnsignedOperand(unsigned i) const {
     return static_cast<int>(i) < node.input_size() &&
            graph.isUnsigned(node.input(i));

@@ -56,12 +56,38 @@ FailureOr<std::optional<int64_t>> getQuantAxis(NodeImporter &node, Value scale,
   if (scaleType.getRank() != 1)
     return node.emitError() << "the scale must be a scalar or 1-D, not "
                             << scaleType;
-  if (node.getIntAttr("block_size", 0) != 0)
-    return node.emitError() << "blocked quantization (block_size) is not "
-                               "supported";
   FailureOr<int64_t> axis = node.normalizeAxis(node.getIntAttr("axis", 1), rank);
   if (failed(axis))
     return failure();
+  return std::optional<int64_t>(*axis);
+}
+
+/// The axis of opset 21's blocked quantization (normalized), with the
+/// scale checked: `input`'s shape but `ceil(size / blockSize)` along it.
+FailureOr<std::optional<int64_t>> getBlockedAxis(NodeImporter &node,
+                                                 Value input, Value scale,
+                                                 int64_t blockSize) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto scaleType = cast<RankedTensorType>(scale.getType());
+  if (blockSize < 0)
+    return node.emitError() << "block_size must be positive, not "
+                            << blockSize;
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.getIntAttr("axis", 1), inputType.getRank());
+  if (failed(axis))
+    return failure();
+  bool matches = scaleType.getRank() == inputType.getRank();
+  for (int64_t d = 0; matches && d < inputType.getRank(); ++d) {
+    int64_t size = inputType.getDimSize(d);
+    if (!ShapedType::isDynamic(size) && d == *axis)
+      size = llvm::divideCeil(size, blockSize);
+    matches = size == scaleType.getDimSize(d);
+  }
+  if (!matches)
+    return node.emitError() << "the scale " << scaleType
+                            << " does not block the input " << inputType
+                            << " in blocks of " << blockSize << " along axis "
+                            << *axis;
   return std::optional<int64_t>(*axis);
 }
 
@@ -88,6 +114,9 @@ LogicalResult kiln::importQuantizeLinear(NodeImporter &node) {
   if (failed(input) || failed(scale) || failed(requireFloat(node, *input)) ||
       failed(requireFloat(node, *scale)))
     return failure();
+  if (node.getIntAttr("block_size", 0) != 0)
+    return node.emitError() << "blocked quantization (block_size) is "
+                               "supported in DequantizeLinear only";
   bool hasZeroPoint = node.operands.size() > 2 && node.operands[2];
   if (hasZeroPoint && failed(requireByteOperand(node, 2, "the zero point")))
     return failure();
@@ -125,25 +154,33 @@ LogicalResult kiln::importDequantizeLinear(NodeImporter &node) {
     return failure();
   Type inputElement = node.getOperandType(0).getElementType();
   if (!inputElement.isInteger(8) && !inputElement.isInteger(32))
-    return node.emitError() << "the input must be INT8, UINT8 or INT32, not "
+    return node.emitError() << "the input must be INT4, UINT4, INT8, UINT8 or INT32, not "
                             << getOnnxTypeName(
                                    node.graph.getValueType(node.node.input(0)));
   bool hasZeroPoint = node.operands.size() > 2 && node.operands[2];
   if (hasZeroPoint &&
       node.getOperandType(2).getElementType() != inputElement)
     return node.emitError() << "the zero point must have the input's type";
-  Value perTensor = getPerTensorIfSingle(node, *scale);
   int64_t rank = node.getOperandType(0).getRank();
-  FailureOr<std::optional<int64_t>> axis = getQuantAxis(node, perTensor, rank);
+  int64_t blockSize = node.getIntAttr("block_size", 0);
+  Value params = blockSize ? *scale : getPerTensorIfSingle(node, *scale);
+  FailureOr<std::optional<int64_t>> axis =
+      blockSize ? getBlockedAxis(node, *input, params, blockSize)
+                : getQuantAxis(node, params, rank);
   if (failed(axis))
     return failure();
-  Value zeroPoint = getZeroPoint(node, 2, perTensor, inputElement);
+  Value zeroPoint = getZeroPoint(node, 2, params, inputElement);
+  if (blockSize && cast<RankedTensorType>(zeroPoint.getType()).getShape() !=
+                       cast<RankedTensorType>(params.getType()).getShape())
+    return node.emitError() << "the zero point must have the scale's shape";
   auto type = RankedTensorType::get(node.getOperandType(0).getShape(),
                                     node.b.getF32Type());
   bool isUnsigned = inputElement.isInteger(8) && node.isUnsignedOperand(0);
   node.results.push_back(DequantizeOp::create(
-      node.b, node.loc, type, *input, perTensor, zeroPoint,
-      *axis ? node.b.getI64IntegerAttr(**axis) : IntegerAttr(), isUnsigned));
+      node.b, node.loc, type, *input, params, zeroPoint,
+      *axis ? node.b.getI64IntegerAttr(**axis) : IntegerAttr(),
+      blockSize ? node.b.getI64IntegerAttr(blockSize) : IntegerAttr(),
+      isUnsigned));
   return success();
 }
 

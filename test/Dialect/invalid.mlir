@@ -410,6 +410,30 @@ func.func @dequantize_zero_point_type(%q: tensor<4xi32>, %s: tensor<f32>, %zp: t
 
 // -----
 
+func.func @dequantize_blocked_scale_shape(%q: tensor<40x6xi8>, %s: tensor<4x6xf32>, %zp: tensor<4x6xi8>) {
+  // expected-error @+1 {{blocked scale 'tensor<4x6xf32>' does not match input 'tensor<40x6xi8>' in blocks of 8 along axis 0}}
+  %0 = kiln.dequantize %q, %s, %zp axis = 0 block_size = 8 : tensor<40x6xi8>, tensor<4x6xf32>, tensor<4x6xi8> -> tensor<40x6xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_blocked_without_axis(%q: tensor<16x6xi8>, %s: tensor<2x6xf32>, %zp: tensor<2x6xi8>) {
+  // expected-error @+1 {{blocked quantization needs an axis in [0, 2)}}
+  %0 = kiln.dequantize %q, %s, %zp block_size = 8 : tensor<16x6xi8>, tensor<2x6xf32>, tensor<2x6xi8> -> tensor<16x6xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_blocked_zero_point_shape(%q: tensor<16x6xi8>, %s: tensor<2x6xf32>, %zp: tensor<6xi8>) {
+  // expected-error @+1 {{scale and zero point must have one shape}}
+  %0 = kiln.dequantize %q, %s, %zp axis = 0 block_size = 8 : tensor<16x6xi8>, tensor<2x6xf32>, tensor<6xi8> -> tensor<16x6xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_integer_row_zero_points(%a: tensor<4x3xi8>, %b: tensor<3x2xi8>, %azp: tensor<4xi8>, %bzp: tensor<i8>) {
   // expected-error @+1 {{lhs zero point 'tensor<4xi8>' does not broadcast to 'tensor<4x3xi8>'}}
   %0 = kiln.matmul_integer %a, %b, %azp, %bzp : tensor<4x3xi8>, tensor<3x2xi8>, tensor<4xi8>, tensor<i8> -> tensor<4x2xi32>

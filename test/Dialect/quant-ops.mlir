@@ -20,6 +20,14 @@ func.func @per_axis(%x: tensor<2x3xf32>, %s: tensor<3xf32>, %zp: tensor<3xi8>, %
   return %q, %d : tensor<2x3xi8>, tensor<2x3xf32>
 }
 
+// Blocked (opset 21): a ragged last block of 4 rows along axis 0.
+// CHECK-LABEL: func.func @blocked
+// CHECK: kiln.dequantize %arg0, %arg1, %arg2 axis = 0 block_size = 8 {input_unsigned} : tensor<20x6xi8>, tensor<3x6xf32>, tensor<3x6xi8> -> tensor<20x6xf32>
+func.func @blocked(%q: tensor<20x6xi8>, %s: tensor<3x6xf32>, %zp: tensor<3x6xi8>) -> tensor<20x6xf32> {
+  %d = kiln.dequantize %q, %s, %zp axis = 0 block_size = 8 {input_unsigned} : tensor<20x6xi8>, tensor<3x6xf32>, tensor<3x6xi8> -> tensor<20x6xf32>
+  return %d : tensor<20x6xf32>
+}
+
 // CHECK-LABEL: func.func @dynamic_and_product
 // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = kiln.dynamic_quantize %arg0 : tensor<4x3xf32> -> tensor<4x3xi8>, tensor<f32>, tensor<i8>
 // CHECK: kiln.matmul_integer %{{.*}}, %arg1, %{{.*}}, %arg2 {lhs_unsigned} : tensor<4x3xi8>, tensor<3x2xi8>, tensor<i8>, tensor<2xi8> -> tensor<4x2xi32>

@@ -50,6 +50,64 @@ def external_weight_model(out_dir, location, data=None, offset=None,
             f.write(data)
 
 
+# ONNX 1.16's 4-bit types, by number: older onnx packages lack the names.
+UINT4, INT4 = 21, 22
+
+
+def four_bit_tensor(name, values, data_type, as_int32_data=False):
+    """A 4-bit initializer: values packed two per byte, low nibble first,
+    in raw_data or one byte per int32_data entry."""
+    nibbles = [int(v) & 0xF for v in values.flatten()] + [0]
+    packed = [nibbles[i] | nibbles[i + 1] << 4
+              for i in range(0, values.size, 2)]
+    tensor = TensorProto(name=name, data_type=data_type, dims=values.shape)
+    if as_int32_data:
+        tensor.int32_data.extend(packed)
+    else:
+        tensor.raw_data = bytes(packed)
+    return tensor
+
+
+def opset21_quant_model(kind, out_dir):
+    """y = x + DequantizeLinear(w) with opset 21's 4-bit weights in blocks
+    of 2 rows of a [5, 2] matrix (the last block ragged), IR version 10;
+    test_data_set_0 holds an input and the output numpy computes."""
+    signed = kind != "dequantize-uint4-blocked"
+    w = np.arange(-5, 5).reshape(5, 2) if signed else np.arange(3, 13).reshape(5, 2)
+    scale = np.array([[0.5, 0.25], [1.0, 2.0], [0.125, 4.0]], np.float32)
+    zero_point = np.array([[0, 1], [-1, 2], [3, 0]]) if signed else \
+        np.array([[8, 0], [15, 7], [1, 2]])
+    data_type = INT4 if signed else UINT4
+    weights = four_bit_tensor("w", w, data_type,
+                              as_int32_data=not signed)
+    if kind == "dequantize-int4-truncated":
+        weights.raw_data = weights.raw_data[:2]
+    x = np.linspace(-1, 1, 10, dtype=np.float32).reshape(5, 2)
+    block = np.arange(5) // 2
+    y = x + (w - zero_point[block]) * scale[block]
+    if kind == "dequantize-blocked-bad-scale":
+        scale, zero_point = scale[:2], zero_point[:2]
+    inputs = ["w", "scale", "zp"]
+    node = helper.make_node("DequantizeLinear", inputs, ["wf"],
+                            name="dequantize", axis=0, block_size=2)
+    if kind == "quantize-blocked":
+        node = helper.make_node("QuantizeLinear", ["x", "scale"], ["q"],
+                                name="quantize", axis=0, block_size=2)
+    model = graph_model(
+        [node, helper.make_node("Add", ["x", "wf"], ["y"], name="add")],
+        [vinfo("x", TensorProto.FLOAT, [5, 2])],
+        [vinfo("y", TensorProto.FLOAT, [5, 2])],
+        [weights, numpy_helper.from_array(scale, "scale"),
+         four_bit_tensor("zp", zero_point, data_type)], opset=21)
+    model.ir_version = 10
+    save(model, out_dir)
+    folder = os.path.join(out_dir, "test_data_set_0")
+    os.makedirs(folder, exist_ok=True)
+    for name, array in (("input_0", x), ("output_0", y.astype(np.float32))):
+        with open(os.path.join(folder, name + ".pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -104,11 +162,13 @@ def main():
             [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape_1")],
             [vinfo("x", TensorProto.FLOAT, [2, 3])],
             [vinfo("y", TensorProto.FLOAT, [4, 2])], [shape]), out_dir)
-    elif kind == "undefined-input":
+    elif kind in ("undefined-input", "undefined-input-ir10"):
         model = graph_model(
             [helper.make_node("Relu", ["nowhere"], ["y"], name="relu")],
             [vinfo("x", TensorProto.FLOAT, [4])],
             [vinfo("y", TensorProto.FLOAT, [4])])
+        if kind.endswith("ir10"):
+            model.ir_version = 10
         save(model, out_dir)
     elif kind == "quantize-int32-zero-point":
         zero_point = numpy_helper.from_array(np.array(0, np.int32), "zp")
@@ -263,6 +323,10 @@ def main():
                                 ("output_2", np.ones((2, seq), np.int64))):
                 with open(os.path.join(folder, name + ".pb"), "wb") as f:
                     f.write(numpy_helper.from_array(array, name).SerializeToString())
+    elif kind in ("dequantize-int4-blocked", "dequantize-uint4-blocked",
+                  "dequantize-int4-truncated", "dequantize-blocked-bad-scale",
+                  "quantize-blocked"):
+        opset21_quant_model(kind, out_dir)
     else:
         sys.exit(f"unknown model kind '{kind}'")
 

@@ -125,3 +125,19 @@ func.func @dequantize_weights() -> tensor<2x2xf32> {
   %w = kiln.dequantize %q, %s, %z axis = 1 {input_unsigned} : tensor<2x2xi8>, tensor<2xf32>, tensor<2xi8> -> tensor<2x2xf32>
   return %w : tensor<2x2xf32>
 }
+
+// -----
+
+// Blocked (opset 21): along axis 1 in blocks of 2, rows 0-1 read block 0
+// and the ragged row 2 block 1, in each index of the outer and inner
+// dimensions: (1 - zero_point) * scale, the one zero point 1 making 0.
+// CHECK-LABEL: func.func @dequantize_blocked
+// CHECK: %[[W:.*]] = kiln.constant dense<{{\[\[\[}}1.000000e+00, 2.000000e+00], [1.000000e+00, 2.000000e+00], [3.000000e+00, 0.000000e+00]], {{\[\[}}5.000000e+00, 6.000000e+00], [5.000000e+00, 6.000000e+00], [7.000000e+00, 8.000000e+00]]]> : tensor<2x3x2xf32>
+// CHECK: return %[[W]]
+func.func @dequantize_blocked() -> tensor<2x3x2xf32> {
+  %q = kiln.constant dense<1> : tensor<2x3x2xi8>
+  %s = kiln.constant dense<[[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]]> : tensor<2x2x2xf32>
+  %z = kiln.constant dense<[[[0, 0], [0, 1]], [[0, 0], [0, 0]]]> : tensor<2x2x2xi8>
+  %w = kiln.dequantize %q, %s, %z axis = 1 block_size = 2 : tensor<2x3x2xi8>, tensor<2x2x2xf32>, tensor<2x2x2xi8> -> tensor<2x3x2xf32>
+  return %w : tensor<2x3x2xf32>
+}

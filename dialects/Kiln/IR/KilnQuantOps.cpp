@@ -60,12 +60,48 @@ LogicalResult QuantizeOp::verify() {
                            getAxis());
 }
 
+/// Checks blocked quantization's scale and zero point: `data`'s shape but
+/// `ceil(size / blockSize)` along `axis`.
+static LogicalResult verifyBlockedParams(Operation *op, Value data,
+                                         Value scale, Value zeroPoint,
+                                         std::optional<int64_t> axis,
+                                         int64_t blockSize) {
+  auto dataType = cast<RankedTensorType>(data.getType());
+  auto scaleType = cast<RankedTensorType>(scale.getType());
+  if (scaleType.getShape() !=
+      cast<RankedTensorType>(zeroPoint.getType()).getShape())
+    return op->emitOpError("scale and zero point must have one shape");
+  if (blockSize <= 0)
+    return op->emitOpError("block_size must be positive, not ") << blockSize;
+  int64_t rank = dataType.getRank();
+  if (!axis || *axis < 0 || *axis >= rank)
+    return op->emitOpError("blocked quantization needs an axis in [0, ")
+           << rank << ")";
+  if (scaleType.getRank() != rank)
+    return op->emitOpError("blocked scale must have the input's rank ")
+           << rank;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = dataType.getDimSize(d);
+    int64_t expected = ShapedType::isDynamic(size) ? size
+                       : d == *axis ? llvm::divideCeil(size, blockSize)
+                                    : size;
+    if (failed(verifyCompatibleShape({expected}, {scaleType.getDimSize(d)})))
+      return op->emitOpError("blocked scale ")
+             << scaleType << " does not match input " << dataType
+             << " in blocks of " << blockSize << " along axis " << *axis;
+  }
+  return success();
+}
+
 LogicalResult DequantizeOp::verify() {
   if (getInput().getType().getElementType() !=
       getZeroPoint().getType().getElementType())
     return emitOpError("zero point must have the input's element type");
   if (getInputUnsigned() && getInput().getType().getElementType().isInteger(32))
     return emitOpError("32-bit input must be signed");
+  if (std::optional<int64_t> blockSize = getBlockSize())
+    return verifyBlockedParams(*this, getInput(), getScale(), getZeroPoint(),
+                               getAxis(), *blockSize);
   return verifyQuantParams(*this, getInput(), getScale(), getZeroPoint(),
                            getAxis());
 }

@@ -42,22 +42,29 @@ def Kiln_DequantizeOp : Kiln_Op<"dequantize",
   let summary = "integers to float (ONNX DequantizeLinear)";
   let description = [{
     `x = (q - zero_point) * scale`, the difference taken exactly in 32-bit
-    integers. `input` is 8-bit (unsigned with `input_unsigned`) or 32-bit
-    (a quantized bias), and `zero_point` has its element type. Scales and
-    zero points are per tensor (0-D) or per index of `axis` (1-D), as for
-    `kiln.quantize`.
+    integers. `input` is 8-bit (unsigned with `input_unsigned`; ONNX's
+    4-bit types are held in it too) or 32-bit (a quantized bias), and
+    `zero_point` has its element type. Scales and zero points are per
+    tensor (0-D) or per index of `axis` (1-D), as for `kiln.quantize`; or,
+    with `block_size` B (ONNX opset 21's blocked quantization), they have
+    the input's rank and shape but for `ceil(size / B)` along `axis`: index
+    `i` of that axis reads entry `i / B`.
 
     ```mlir
     %x = kiln.dequantize %q, %s, %zp {input_unsigned} : tensor<4xi8>, tensor<f32>, tensor<i8> -> tensor<4xf32>
+    %w = kiln.dequantize %q4, %s, %zp axis = 0 block_size = 32 : tensor<64x48xi8>, tensor<2x48xf32>, tensor<2x48xi8> -> tensor<64x48xf32>
     ```
   }];
   let arguments = (ins RankedTensorOf<[I8, I32]>:$input,
                        Kiln_FloatTensor:$scale,
                        RankedTensorOf<[I8, I32]>:$zero_point,
-                       OptionalAttr<I64Attr>:$axis, UnitAttr:$input_unsigned);
+                       OptionalAttr<I64Attr>:$axis,
+                       OptionalAttr<I64Attr>:$block_size,
+                       UnitAttr:$input_unsigned);
   let results = (outs Kiln_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $scale `,` $zero_point (`axis` `=` $axis^)? attr-dict `:`
+    $input `,` $scale `,` $zero_point (`axis` `=` $axis^)?
+    (`block_size` `=` $block_size^)? attr-dict `:`
     type($input) `,` type($scale) `,` type($zero_point) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -94,6 +94,19 @@ struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
   }
 };
 
+/// How a loop nest of `rank` dimensions reads a blocked scale or zero
+/// point: its own index along every dimension but `axis`, that one's
+/// block.
+AffineMap getBlockedParamMap(MLIRContext *ctx, unsigned rank, int64_t axis,
+                             int64_t blockSize) {
+  SmallVector<AffineExpr> results;
+  for (unsigned d = 0; d < rank; ++d) {
+    AffineExpr index = getAffineDimExpr(d, ctx);
+    results.push_back(d == axis ? index.floorDiv(blockSize) : index);
+  }
+  return AffineMap::get(rank, 0, results, ctx);
+}
+
 /// `(q - zeroPoint) * scale`, the difference exact in i32.
 struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -106,7 +119,10 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
     RankedTensorType resultType = op.getType();
     unsigned rank = resultType.getRank();
     AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-    AffineMap param = getParamMap(ctx, rank, op.getAxis());
+    AffineMap param =
+        op.getBlockSize()
+            ? getBlockedParamMap(ctx, rank, *op.getAxis(), *op.getBlockSize())
+            : getParamMap(ctx, rank, op.getAxis());
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
     bool isUnsigned = op.getInputUnsigned();

@@ -22,12 +22,19 @@ their models:
                          quantizing the activations costs ONNX Runtime
   nbits-block16-zero-points-int8-activations  the same for
                          nbits-block16-zero-points (asymmetric weights)
+  qdq-int4-block32       MatMulNBitsQuantizer in QDQ format: opset 21's
+                         DequantizeLinear of INT4 weights in blocks of 32
+                         (axis 0) feeding MatMul, symmetric
+  qdq-uint4-block16-zero-points  the same with UINT4 weights and zero
+                         points, in blocks of 16
 Each folder gets model.onnx, input_0.pb and output_0.pb (ONNX Runtime's
 output for that input, the graph evaluated op by op: graph optimizations
 off), and atol.txt: the tolerance a test allows, one quantization step of a
 quantized output, 1e-5 for a float one (the integers must agree exactly);
 the QDQ models also atol-fused.txt, the tolerance of Kiln's fused int8
-products (4 steps).
+products (4 steps), or for the 4-bit QDQ ones of its int4 kernel, which
+quantizes the activations as ONNX Runtime does when it fuses them into
+MatMulNBits (twice what that costs ONNX Runtime).
 Kiln's tests compile and run the models without ONNX Runtime; this script
 is run by hand and its outputs committed (a few kilobytes each).
 
@@ -91,10 +98,12 @@ def output_step(model):
     return None
 
 
-def quantize_nbits(source, dst, block_size, symmetric, accuracy_level=None):
+def quantize_nbits(source, dst, block_size, symmetric, accuracy_level=None,
+                   quant_format=QuantFormat.QOperator):
     quantizer = MatMulNBitsQuantizer(onnx.load(source), block_size=block_size,
                                      is_symmetric=symmetric,
-                                     accuracy_level=accuracy_level)
+                                     accuracy_level=accuracy_level,
+                                     quant_format=quant_format)
     quantizer.process()
     onnx.save(quantizer.model.model, dst)
 
@@ -129,6 +138,10 @@ def main():
                 source, dst, 32, True, accuracy_level=4),
             "nbits-block16-zero-points-int8-activations": lambda dst: quantize_nbits(
                 source, dst, 16, False, accuracy_level=4),
+            "qdq-int4-block32": lambda dst: quantize_nbits(
+                source, dst, 32, True, quant_format=QuantFormat.QDQ),
+            "qdq-uint4-block16-zero-points": lambda dst: quantize_nbits(
+                source, dst, 16, False, quant_format=QuantFormat.QDQ),
         }
         outputs = {}
         for name, quantize in variants.items():
@@ -161,6 +174,11 @@ def main():
                 # hidden value moves by part of a step, and may cross into
                 # the next step of the quantized output, allowed 4 steps.
                 (folder / "atol-fused.txt").write_text(f"{4 * atol:.9g}\n")
+            if name.startswith("qdq-"):
+                # ONNX Runtime's optimized run fuses the chain into
+                # MatMulNBits and quantizes the activations, as Kiln does.
+                fused = 2 * float(np.abs(optimized - y).max())
+                (folder / "atol-fused.txt").write_text(f"{fused:.9g}\n")
             ops = sorted({node.op_type for node in model.graph.node})
             gap = float(np.abs(optimized - y).max())
             print(f"{name}: {os.path.getsize(path)} bytes, atol {atol:.3g}, "
