@@ -28,8 +28,9 @@ GPT-2-small-shaped decoder (random weights:
 speed only; bench/models/make_models.py, sequence length 1, compiled with
 --dim seq=1): Kiln and ONNX Runtime fp32, int8 and int4 (and Kiln running
 ONNX Runtime's int4 models, symmetric and with zero points: its
-quantizer's default, and its QDQ int4 model: opset 21's blocked
-DequantizeLinear), with the bandwidth the
+quantizer's default; its QDQ int4 model: opset 21's blocked
+DequantizeLinear; and its model without accuracy_level, the quantizer's
+default: float activations), with the bandwidth the
 weights are read at (their bytes over the step's time) beside a streaming
 read of memory measured in the same run (bench/stream_read.c).
 Writes docs/benchmarks-quantized.md.
@@ -124,10 +125,11 @@ def weight_elements(model_path):
     return total
 
 
-def quantize_int4(source, dst, symmetric=True, qdq=False):
+def quantize_int4(source, dst, symmetric=True, qdq=False, accuracy_level=4):
     """ONNX Runtime's int4 model of `source`: MatMulNBits with blocks of 32
     (symmetric, or with zero points: its default) and int8 activations
-    allowed (accuracy_level 4); with `qdq`, opset 21's DequantizeLinear of
+    allowed (accuracy_level 4; None: the quantizer's default, float
+    activations); with `qdq`, opset 21's DequantizeLinear of
     INT4 weights in blocks of 32 feeding MatMul instead (which ONNX Runtime
     fuses into MatMulNBits at accuracy level 4 when it loads it). Its
     quantizer only sees MatMuls whose weights are initializers, so a
@@ -149,7 +151,8 @@ def quantize_int4(source, dst, symmetric=True, qdq=False):
                 numpy_helper.from_array(np.ascontiguousarray(value), node.output[0]))
             graph.node.remove(node)
     quantizer = MatMulNBitsQuantizer(
-        model, block_size=32, is_symmetric=symmetric, accuracy_level=4,
+        model, block_size=32, is_symmetric=symmetric,
+        accuracy_level=accuracy_level,
         quant_format=QuantFormat.QDQ if qdq else QuantFormat.QOperator)
     quantizer.process()
     onnx.save(quantizer.model.model, dst)
@@ -247,6 +250,9 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
     ort_qdq = os.path.join(folder, "ort-int4-qdq.onnx")
     if not (args.reuse and os.path.exists(ort_qdq)):
         quantize_int4(model, ort_qdq, qdq=True)
+    ort_float = os.path.join(folder, "ort-int4-float-activations.onnx")
+    if not (args.reuse and os.path.exists(ort_float)):
+        quantize_int4(model, ort_float, accuracy_level=None)
     inputs = [os.path.join(folder, "test_data_set_0", "input_0.pb")]
     artifacts = {}
     for name, source, flags in (
@@ -255,7 +261,8 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
             ("Kiln int4-weight", model, ["--quantize=int4-weight"]),
             ("Kiln on ORT's int4 model", ort_int4, []),
             ("Kiln on ORT's asymmetric int4 model", ort_asymmetric, []),
-            ("Kiln on ORT's QDQ int4 model", ort_qdq, [])):
+            ("Kiln on ORT's QDQ int4 model", ort_qdq, []),
+            ("Kiln on ORT's int4 model, float activations", ort_float, [])):
         artifacts[name] = os.path.join(folder, re.sub(r"\W+", "-", name.lower()) + ".so")
         subprocess.run([os.path.join(args.bin_dir, "kiln-compile"), source,
                         "--dim", "batch=1", "--dim", "seq=1",
@@ -263,7 +270,8 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
     ort_models = {"ORT fp32": model, "ORT int8 dynamic": ort_int8,
                   "ORT int4 MatMulNBits": ort_int4,
                   "ORT int4 MatMulNBits asymmetric": ort_asymmetric,
-                  "ORT int4 QDQ": ort_qdq}
+                  "ORT int4 QDQ": ort_qdq,
+                  "ORT int4 MatMulNBits float activations": ort_float}
     names = list(artifacts) + list(ort_models)
     elements = weight_elements(model)
     # An asymmetric block also stores a 4-bit zero point (a byte in
@@ -278,7 +286,11 @@ def bench_decode(args, time_kiln_cmd, time_ort_model):
                     "ORT int4 MatMulNBits": INT4_BYTES * elements,
                     "ORT int4 MatMulNBits asymmetric": asymmetric_bytes,
                     "Kiln on ORT's QDQ int4 model": INT4_BYTES * elements,
-                    "ORT int4 QDQ": INT4_BYTES * elements}
+                    "ORT int4 QDQ": INT4_BYTES * elements,
+                    "Kiln on ORT's int4 model, float activations":
+                        INT4_BYTES * elements,
+                    "ORT int4 MatMulNBits float activations":
+                        INT4_BYTES * elements}
     times, bandwidth = {}, {}
     for threads in (1, 2):
         bandwidth[threads] = stream_bandwidth(threads)

@@ -120,6 +120,8 @@ llvm::json::Object kiln::describeQuantization(ModuleOp module) {
                 "column"
               : "4-bit symmetric, one scale per block of rows of a column");
       layer["block_size"] = product.getBlockSize();
+      if (product.getFloatInput())
+        layer["activations"] = "float32";
       addCalibration(layer, product);
       layers.push_back(std::move(layer));
       int4Bytes += llvm::divideCeil(k * n, 2);

@@ -404,11 +404,12 @@ constexpr int64_t kInt4PanelWidth = 16;
 /// constant weights (4-bit for ONNX Runtime's int4 models):
 /// `(q - zero_point) * scale` per block of `block_size` rows of a column,
 /// zero points packed like the weights, given as floats, or by default
-/// 2^(bits - 1). 4-bit weights with whole zero points in a model that
-/// allows int8 activations (accuracy_level 4, as ONNX Runtime then
-/// computes) become kiln.int4_matmul on the same integers (its zero points
-/// stored unless all are 8); all others are dequantized here, at compile
-/// time, into a float [K, N] matrix.
+/// 2^(bits - 1). 4-bit weights with whole zero points become
+/// kiln.int4_matmul on the same integers (its zero points stored unless all
+/// are 8), its rows quantized to uint8 if the model allows int8 activations
+/// (accuracy_level 4, as ONNX Runtime then computes) and float otherwise;
+/// all others are dequantized here, at compile time, into a float [K, N]
+/// matrix.
 LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input) || failed(requireFloat(node, *input)))
@@ -475,8 +476,7 @@ LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
       symmetric = symmetric && zero == 8.0f;
     }
   FailureOr<Value> product;
-  if (bits == 4 && whole && node.getIntAttr("accuracy_level", 0) == 4 &&
-      inputType.getRank() >= 2) {
+  if (bits == 4 && whole && inputType.getRank() >= 2) {
     auto blockZero = [&](int64_t block, int64_t col) {
       return int(zeroPoint(col, block));
     };
@@ -494,10 +494,13 @@ LogicalResult kiln::importMatMulNBits(NodeImporter &node) {
         symmetric ? function_ref<int(int64_t, int64_t)>() : blockZero);
     SmallVector<int64_t> shape(inputType.getShape());
     shape.back() = n;
+    // Below accuracy level 4 the activations stay float.
+    bool floatInput = node.getIntAttr("accuracy_level", 0) != 4;
     product = Int4MatMulOp::create(
                   node.b, node.loc,
                   RankedTensorType::get(shape, node.b.getF32Type()), *input,
-                  int4.panels, int4.scales, int4.columnSums, int4.zeroPoints)
+                  int4.panels, int4.scales, int4.columnSums, int4.zeroPoints,
+                  floatInput)
                   .getResult();
   } else {
     product = createDequantizedProduct(node, *input, k, n, blocks, blockSize,

@@ -207,23 +207,30 @@ def Kiln_Int4MatMulOp : Kiln_Op<"int4_matmul", [Pure]> {
     scales[b, n] * sum_{k in b} w[k, n]`, the correction for the rows'
     zero points.
 
+    With `float_input`, the rows are not quantized: `result[m, n] = sum_k
+    input[m, k] * w[k, n] * scales[b(k), n]`, the weights dequantized in
+    registers (as ONNX Runtime's MatMulNBits computes below accuracy level
+    4), and `column_sums` is not read.
+
     ```mlir
     %0 = kiln.int4_matmul %x, %w, %s, %sums : tensor<1x1x768xf32>, tensor<144x96x16x4xi8>, tensor<144x24x16xf32>, tensor<2304xf32> -> tensor<1x1x2304xf32>
     %1 = kiln.int4_matmul %x, %w, %s, %sums zero_points(%z : tensor<144x24x16xi8>) : tensor<1x1x768xf32>, tensor<144x96x16x4xi8>, tensor<144x24x16xf32>, tensor<2304xf32> -> tensor<1x1x2304xf32>
+    %2 = kiln.int4_matmul %x, %w, %s, %sums {float_input} : tensor<1x1x768xf32>, tensor<144x96x16x4xi8>, tensor<144x24x16xf32>, tensor<2304xf32> -> tensor<1x1x2304xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input,
                        RankedTensorOf<[I8], [HasStaticShapePred]>:$weights,
                        Kiln_FloatTensor:$scales,
                        Kiln_FloatTensor:$column_sums,
-                       Optional<RankedTensorOf<[I8]>>:$zero_points);
+                       Optional<RankedTensorOf<[I8]>>:$zero_points,
+                       UnitAttr:$float_input);
   let results = (outs Kiln_FloatTensor:$result);
   let builders = [
     OpBuilder<(ins "::mlir::Type":$result, "::mlir::Value":$input,
                    "::mlir::Value":$weights, "::mlir::Value":$scales,
                    "::mlir::Value":$column_sums), [{
       build($_builder, $_state, result, input, weights, scales, column_sums,
-            ::mlir::Value());
+            ::mlir::Value(), /*float_input=*/false);
     }]>
   ];
   let assemblyFormat = [{

@@ -186,19 +186,24 @@ public:
           linalg::YieldOp::create(nb, l,
                                   ValueRange{arith::FPToUIOp::create(nb, l, i8, q)});
         });
-    quantized = quantizeRows.getResult(0);
-    if (k != paddedK) {
-      Value padded = filled({rows, paddedK}, i8, 0);
-      OpFoldResult rowSize = dynamicRows.empty()
-                                 ? OpFoldResult(b.getIndexAttr(rows))
-                                 : OpFoldResult(dynamicRows[0]);
-      quantized = tensor::InsertSliceOp::create(
-          b, loc, quantized, padded,
-          getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{0, 0}),
-          SmallVector<OpFoldResult>{rowSize, b.getIndexAttr(k)},
-          getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{1, 1}));
-    }
-    quantized = reshape(quantized, {rows, paddedK / 4, 4});
+    quantized = reshape(padColumns(quantizeRows.getResult(0), paddedK),
+                        {rows, paddedK / 4, 4});
+  }
+
+  /// `[rows, k]` `value` widened to `paddedK` columns with zeros.
+  Value padColumns(Value value, int64_t paddedK) const {
+    if (k == paddedK)
+      return value;
+    Type element = cast<RankedTensorType>(value.getType()).getElementType();
+    Value padded = filled({rows, paddedK}, element, 0);
+    OpFoldResult rowSize = dynamicRows.empty()
+                               ? OpFoldResult(b.getIndexAttr(rows))
+                               : OpFoldResult(dynamicRows[0]);
+    return tensor::InsertSliceOp::create(
+        b, loc, value, padded,
+        getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{0, 0}),
+        SmallVector<OpFoldResult>{rowSize, b.getIndexAttr(k)},
+        getAsIndexOpFoldResult(ctx, ArrayRef<int64_t>{1, 1}));
   }
 
   /// The first `n` columns of `value` (a view, no copy).
@@ -301,17 +306,21 @@ struct Int4MatMulLowering : OpConversionPattern<Int4MatMulOp> {
     int64_t n = op.getType().getShape().back();
     OpBuilder &b = rewriter;
     Type f32 = b.getF32Type(), i32 = b.getI32Type(), i8 = b.getI8Type();
+    bool floatInput = op.getFloatInput();
     RowQuantizer q(b, loc, adaptor.getInput());
-    q.quantize(depth);
+    if (!floatInput)
+      q.quantize(depth);
     int64_t rows = q.rows;
 
     // The product, block by block: loops (row, panel, column, block, pair
     // of groups in the block, half of the byte, lane), over views with one
     // dimension per loop. The integers of a block are scaled by its scale
-    // and summed in float. Its zero points, if given, are read like the
-    // scales.
+    // and summed in float (with float rows, each product is). Its zero
+    // points, if given, are read like the scales.
     int64_t pairs = block / 8;
-    Value rowGroups = q.reshape(q.quantized, {rows, blocks, pairs, 2, 4});
+    Value rowGroups =
+        q.reshape(floatInput ? q.padColumns(q.x, depth) : q.quantized,
+                  {rows, blocks, pairs, 2, 4});
     Value weights = reshapeTensor(
         b, loc, adaptor.getWeights(),
         q.type({panels[0], blocks, pairs, width, 4}, i8), {});
@@ -348,15 +357,28 @@ struct Int4MatMulLowering : OpConversionPattern<Int4MatMulOp> {
                            : c(i32, 8);
           Value w = arith::SubIOp::create(
               nb, l, arith::ExtUIOp::create(nb, l, i32, nibble), zero);
-          Value integer = arith::MulIOp::create(
-              nb, l, arith::ExtUIOp::create(nb, l, i32, args[0]), w);
-          Value real = arith::MulFOp::create(
-              nb, l, arith::SIToFPOp::create(nb, l, f32, integer), args[2]);
+          Value real;
+          if (floatInput) {
+            Value weight = arith::MulFOp::create(
+                nb, l, arith::SIToFPOp::create(nb, l, f32, w), args[2]);
+            real = arith::MulFOp::create(nb, l, args[0], weight);
+          } else {
+            Value integer = arith::MulIOp::create(
+                nb, l, arith::ExtUIOp::create(nb, l, i32, args[0]), w);
+            real = arith::MulFOp::create(
+                nb, l, arith::SIToFPOp::create(nb, l, f32, integer), args[2]);
+          }
           linalg::YieldOp::create(
               nb, l, ValueRange{arith::AddFOp::create(nb, l, args.back(), real)});
         });
     product->setAttr(kInt4PanelProductAttr, b.getUnitAttr());
     Value acc = q.reshape(product.getResult(0), {rows, panels[0] * width});
+    if (floatInput) {
+      rewriter.replaceOp(op, reshapeTensor(b, loc, q.firstColumns(acc, n),
+                                           op.getType(),
+                                           getDynamicResultSizes(rewriter, op)));
+      return success();
+    }
 
     // (acc - zero_point * column_sum) * row_scale, the first n columns.
     auto epilogue = createGeneric(

@@ -5,7 +5,9 @@
 // in registers, so memory-bound products (a decoder's one-row steps) read
 // half the bytes of int8. Integer sums are exact only within a block of
 // rows that shares a scale, so each block's sums are scaled into float
-// accumulators before the next block starts.
+// accumulators before the next block starts. Float rows (a model that
+// keeps its activations float) get a kernel that converts the unpacked
+// weights to float instead.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/LinalgToCpu/PanelKernels.h"
@@ -25,11 +27,268 @@ namespace {
 /// constants, 2 rows fill AVX2's 16 registers. A single row (a decoder's
 /// step) gets a kernel of its own rather than computing its row twice.
 constexpr int64_t kBlockRows = 2;
+/// Rows of a register block of the float-row kernel: 4 rows x 2 registers
+/// of float accumulators, each dequantized weight used by all 4 rows.
+constexpr int64_t kFloatBlockRows = 4;
 using kiln::kPanelLanes;
 
 Value splat(OpBuilder &b, Location loc, VectorType type, Attribute value) {
   return arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(type, ArrayRef<Attribute>{value}));
+}
+
+Value index(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value).getResult();
+}
+
+/// A kiln.int4_panel_product's buffers and sizes, as both kernels read
+/// them: each pair of groups of 4 rows of a panel as one run of 4 * width
+/// bytes (`flatWeights`), and the rows with their groups (integer rows) or
+/// all their padded columns (float rows) in one dimension.
+struct Int4Product {
+  Value rows, flatWeights, scales, zeroPoints, sums, rowCount;
+  int64_t panels, blocks, pairsPerBlock, vectors;
+};
+
+/// Unpacks a panel's 4-bit weights into signed bytes, one register per 8
+/// columns (their 4 rows of a group each), its constants made once.
+class Unpacker {
+public:
+  Unpacker(OpBuilder &b, Location loc, const Int4Product &product)
+      : loc(loc), product(product) {
+    lowBits = splat(b, loc, bytes(b), b.getI8IntegerAttr(15));
+    eights = splat(b, loc, bytes(b), b.getI8IntegerAttr(8));
+    four = splat(b, loc, halves(b), b.getI16IntegerAttr(4));
+    for (int64_t i = 0; i < 4 * kPanelLanes; ++i)
+      repeatEach4.push_back(i / 4);
+  }
+
+  static VectorType bytes(OpBuilder &b) {
+    return VectorType::get({4 * kPanelLanes}, b.getI8Type());
+  }
+  static VectorType halves(OpBuilder &b) {
+    return VectorType::get({2 * kPanelLanes}, b.getI16Type());
+  }
+
+  /// A block's zero points for each register of `panel`: 8 (symmetric
+  /// weights), or the block's 8 bytes of zero points, each repeated for
+  /// its column's 4 lanes.
+  SmallVector<Value> loadZeros(OpBuilder &b, Value panel, Value block) const {
+    SmallVector<Value> zeros(product.vectors, eights);
+    if (!product.zeroPoints)
+      return zeros;
+    auto columnBytes = VectorType::get({kPanelLanes}, b.getI8Type());
+    for (int64_t c = 0; c < product.vectors; ++c) {
+      Value perColumn = vector::LoadOp::create(
+          b, loc, columnBytes, product.zeroPoints,
+          ValueRange{panel, block, index(b, loc, c * kPanelLanes)});
+      zeros[c] =
+          vector::ShuffleOp::create(b, loc, perColumn, perColumn, repeatEach4);
+    }
+    return zeros;
+  }
+
+  /// The packed bytes of `pair` of `panel`, a register per 8 columns.
+  SmallVector<Value> loadPair(OpBuilder &b, Value panel, Value pair) const {
+    SmallVector<Value> packed;
+    for (int64_t c = 0; c < product.vectors; ++c)
+      packed.push_back(vector::LoadOp::create(
+          b, loc, bytes(b), product.flatWeights,
+          ValueRange{panel, pair, index(b, loc, c * 4 * kPanelLanes)}));
+    return packed;
+  }
+
+  /// `packed` unpacked: the low 4 bits (group 2 * pair) or, for `half` 1,
+  /// the high 4 bits (the next group), less the zero points.
+  SmallVector<Value> unpack(OpBuilder &b, ArrayRef<Value> packed, int64_t half,
+                            ArrayRef<Value> zeros) const {
+    SmallVector<Value> weights;
+    for (auto [bytePairs, zero] : llvm::zip(packed, zeros)) {
+      Value v = bytePairs;
+      if (half == 1)
+        v = vector::BitCastOp::create(
+            b, loc, bytes(b),
+            arith::ShRUIOp::create(
+                b, loc, vector::BitCastOp::create(b, loc, halves(b), v), four));
+      v = arith::AndIOp::create(b, loc, v, lowBits);
+      weights.push_back(arith::SubIOp::create(b, loc, v, zero));
+    }
+    return weights;
+  }
+
+private:
+  Location loc;
+  const Int4Product &product;
+  Value lowBits, eights, four;
+  SmallVector<int64_t> repeatEach4;
+};
+
+/// The index of group `half` of `pair`: 2 * pair + half.
+Value groupIndex(OpBuilder &b, Location loc, Value pair, int64_t half) {
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, pair, index(b, loc, 2)),
+      index(b, loc, half));
+}
+
+/// The kernel over uint8 rows: each block's pairs of groups multiplied in
+/// bytes (vpmaddubsw) into int32 sums, which the block's scales scale into
+/// float totals.
+void emitIntegerKernel(OpBuilder &b, Location loc, const Int4Product &p,
+                       int64_t blockRows) {
+  auto words = VectorType::get({kPanelLanes}, b.getI32Type());
+  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  int64_t vectors = p.vectors;
+  kiln::RowBlockLoop block =
+      kiln::createRowBlockLoop(b, loc, p.rowCount, p.panels, blockRows);
+  Unpacker unpacker(b, loc, p);
+  Value intZero = splat(b, loc, words, b.getI32IntegerAttr(0));
+  Value floatZero = splat(b, loc, floats, b.getF32FloatAttr(0));
+  Value ones = splat(b, loc, Unpacker::halves(b), b.getI16IntegerAttr(1));
+  auto blockLoop = scf::ForOp::create(
+      b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
+      SmallVector<Value>(blockRows * vectors, floatZero),
+      [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange totals) {
+        Value firstPair = arith::MulIOp::create(
+            ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
+        SmallVector<Value> zeros =
+            unpacker.loadZeros(ob, block.panel, scaleBlock);
+        auto pairLoop = scf::ForOp::create(
+            ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
+            index(ob, l, 1), SmallVector<Value>(blockRows * vectors, intZero),
+            [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange acc) {
+              Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
+              SmallVector<Value> packed =
+                  unpacker.loadPair(nb, block.panel, pair);
+              SmallVector<Value> next(acc);
+              for (int64_t half = 0; half < 2; ++half) {
+                SmallVector<Value> weights =
+                    unpacker.unpack(nb, packed, half, zeros);
+                Value group = groupIndex(nb, l, pair, half);
+                for (int64_t i = 0; i < blockRows; ++i) {
+                  Value broadcast = kiln::broadcastRowGroup(
+                      nb, l, p.rows, block.rows[i], group);
+                  for (int64_t c = 0; c < vectors; ++c)
+                    next[i * vectors + c] = arith::AddIOp::create(
+                        nb, l, next[i * vectors + c],
+                        kiln::createByteDotProduct(nb, l, broadcast,
+                                                   weights[c], ones));
+                }
+              }
+              scf::YieldOp::create(nb, l, next);
+            });
+        // The block's integer sums, scaled by its scales, into the totals.
+        SmallVector<Value> scaled;
+        for (int64_t i = 0; i < blockRows; ++i)
+          for (int64_t c = 0; c < vectors; ++c) {
+            Value scale = vector::LoadOp::create(
+                ob, l, floats, p.scales,
+                ValueRange{block.panel, scaleBlock,
+                           index(ob, l, c * kPanelLanes)});
+            Value real = arith::SIToFPOp::create(
+                ob, l, floats, pairLoop.getResult(i * vectors + c));
+            scaled.push_back(vector::FMAOp::create(ob, l, real, scale,
+                                                   totals[i * vectors + c]));
+          }
+        scf::YieldOp::create(ob, l, scaled);
+      });
+  kiln::storeRowBlock(b, loc, block, blockLoop.getResults(), p.sums,
+                      p.rowCount);
+}
+
+/// The kernel over float rows (`float_input`): each pair's bytes unpacked
+/// as for the integer kernel; each lane's byte of every column
+/// sign-extended to 32 bits in place (a shift left and an arithmetic shift
+/// right), converted to float and multiplied with the row's broadcast
+/// float: one float product per weight, the rows never rounded. One row
+/// sums each block unscaled and scales its sums (fewer multiplies); more
+/// rows share each weight scaled once.
+void emitFloatKernel(OpBuilder &b, Location loc, const Int4Product &p,
+                     int64_t blockRows) {
+  auto words = VectorType::get({kPanelLanes}, b.getI32Type());
+  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  int64_t vectors = p.vectors;
+  bool scaleSums = blockRows == 1;
+  kiln::RowBlockLoop block =
+      kiln::createRowBlockLoop(b, loc, p.rowCount, p.panels, blockRows);
+  Unpacker unpacker(b, loc, p);
+  Value floatZero = splat(b, loc, floats, b.getF32FloatAttr(0));
+  SmallVector<Value> shifts;
+  for (int64_t lane = 0; lane < 4; ++lane)
+    shifts.push_back(splat(b, loc, words, b.getI32IntegerAttr(8 * lane)));
+  auto blockLoop = scf::ForOp::create(
+      b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
+      SmallVector<Value>(blockRows * vectors, floatZero),
+      [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange totals) {
+        Value firstPair = arith::MulIOp::create(
+            ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
+        SmallVector<Value> zeros =
+            unpacker.loadZeros(ob, block.panel, scaleBlock);
+        SmallVector<Value> scales;
+        for (int64_t c = 0; c < vectors; ++c)
+          scales.push_back(vector::LoadOp::create(
+              ob, l, floats, p.scales,
+              ValueRange{block.panel, scaleBlock,
+                         index(ob, l, c * kPanelLanes)}));
+        auto pairLoop = scf::ForOp::create(
+            ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
+            index(ob, l, 1),
+            scaleSums ? SmallVector<Value>(totals.size(), floatZero)
+                      : SmallVector<Value>(totals),
+            [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange acc) {
+              Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
+              SmallVector<Value> packed =
+                  unpacker.loadPair(nb, block.panel, pair);
+              SmallVector<Value> next(acc);
+              for (int64_t half = 0; half < 2; ++half) {
+                // Each column's 4 signed bytes (its rows of the group) in
+                // one 32-bit lane.
+                SmallVector<Value> groupWords;
+                for (Value weights : unpacker.unpack(nb, packed, half, zeros))
+                  groupWords.push_back(
+                      vector::BitCastOp::create(nb, l, words, weights));
+                Value group = groupIndex(nb, l, pair, half);
+                for (int64_t lane = 0; lane < 4; ++lane) {
+                  Value column = arith::AddIOp::create(
+                      nb, l, arith::MulIOp::create(nb, l, group, index(nb, l, 4)),
+                      index(nb, l, lane));
+                  SmallVector<Value> weights;
+                  for (int64_t c = 0; c < vectors; ++c) {
+                    Value w = groupWords[c];
+                    if (lane != 3)
+                      w = arith::ShLIOp::create(nb, l, w, shifts[3 - lane]);
+                    w = arith::ShRSIOp::create(nb, l, w, shifts[3]);
+                    Value real = arith::SIToFPOp::create(nb, l, floats, w);
+                    weights.push_back(
+                        scaleSums
+                            ? real
+                            : arith::MulFOp::create(nb, l, real, scales[c])
+                                  .getResult());
+                  }
+                  for (int64_t i = 0; i < blockRows; ++i) {
+                    Value x = memref::LoadOp::create(
+                        nb, l, p.rows, ValueRange{block.rows[i], column});
+                    Value broadcast =
+                        vector::BroadcastOp::create(nb, l, floats, x);
+                    for (int64_t c = 0; c < vectors; ++c)
+                      next[i * vectors + c] = vector::FMAOp::create(
+                          nb, l, broadcast, weights[c], next[i * vectors + c]);
+                  }
+                }
+              }
+              scf::YieldOp::create(nb, l, next);
+            });
+        if (!scaleSums) {
+          scf::YieldOp::create(ob, l, pairLoop.getResults());
+          return;
+        }
+        SmallVector<Value> scaled;
+        for (int64_t c = 0; c < vectors; ++c)
+          scaled.push_back(vector::FMAOp::create(
+              ob, l, pairLoop.getResult(c), scales[c], totals[c]));
+        scf::YieldOp::create(ob, l, scaled);
+      });
+  kiln::storeRowBlock(b, loc, block, blockLoop.getResults(), p.sums,
+                      p.rowCount);
 }
 
 LogicalResult lowerProduct(linalg::GenericOp op) {
@@ -42,8 +301,9 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
   auto scaleType = dyn_cast<MemRefType>(scales.getType());
   auto sumType = dyn_cast<MemRefType>(sums.getType());
   // Only the row count may be dynamic (a sequence length). Rows are
-  // [R, blocks, pairs, 2, 4], weights [P, blocks, pairs, W, 4], zero
-  // points (if any) like the scales, [P, blocks, W].
+  // [R, blocks, pairs, 2, 4] (uint8, or f32 for float rows), weights [P,
+  // blocks, pairs, W, 4], zero points (if any) like the scales, [P,
+  // blocks, W].
   if (!rowType || !weightType || !scaleType || !sumType ||
       rowType.getRank() != 5 || weightType.getRank() != 5 ||
       ShapedType::isDynamicShape(rowType.getShape().drop_front()) ||
@@ -55,141 +315,37 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
     return op.emitError("internal error: kiln.int4_panel_product on ")
            << rows.getType() << ", " << weights.getType() << ", "
            << scales.getType() << ", " << sums.getType();
-  int64_t panels = weightType.getDimSize(0), width = weightType.getDimSize(3);
-  int64_t blocks = weightType.getDimSize(1);
-  int64_t pairsPerBlock = weightType.getDimSize(2);
-  int64_t vectors = width / kPanelLanes;
+  int64_t width = weightType.getDimSize(3);
   assert(width % kPanelLanes == 0 && "panels are whole registers wide");
+  bool floatRows = rowType.getElementType().isF32();
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  Type i8 = b.getI8Type(), i16 = b.getI16Type(), i32 = b.getI32Type(),
-       f32 = b.getF32Type();
-  auto bytes = VectorType::get({4 * kPanelLanes}, i8);
-  auto halves = VectorType::get({2 * kPanelLanes}, i16);
-  auto words = VectorType::get({kPanelLanes}, i32);
-  auto floats = VectorType::get({kPanelLanes}, f32);
-  // Each pair of groups of 4 rows of a panel as one run of 4 * width bytes,
-  // and each row's groups of 4 in one dimension.
-  Value flatWeights = memref::CollapseShapeOp::create(
+  Int4Product product;
+  product.flatWeights = memref::CollapseShapeOp::create(
       b, loc, weights, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3, 4}});
-  rows = memref::CollapseShapeOp::create(
-      b, loc, rows, ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4}});
-  Value rowCount = memref::DimOp::create(b, loc, rows, 0);
+  product.rows = memref::CollapseShapeOp::create(
+      b, loc, rows,
+      floatRows ? ArrayRef<ReassociationIndices>{{0}, {1, 2, 3, 4}}
+                : ArrayRef<ReassociationIndices>{{0}, {1, 2, 3}, {4}});
+  product.scales = scales;
+  product.zeroPoints = zeroPoints;
+  product.sums = sums;
+  product.rowCount = memref::DimOp::create(b, loc, product.rows, 0);
+  product.panels = weightType.getDimSize(0);
+  product.blocks = weightType.getDimSize(1);
+  product.pairsPerBlock = weightType.getDimSize(2);
+  product.vectors = width / kPanelLanes;
 
-  auto emitKernel = [&](OpBuilder &b, int64_t blockRows) {
-    auto index = [&](OpBuilder &ib, int64_t v) {
-      return arith::ConstantIndexOp::create(ib, loc, v).getResult();
-    };
-    kiln::RowBlockLoop block =
-        kiln::createRowBlockLoop(b, loc, rowCount, panels, blockRows);
-    Value intZero = splat(b, loc, words, b.getI32IntegerAttr(0));
-    Value floatZero = splat(b, loc, floats, b.getF32FloatAttr(0));
-    Value ones = splat(b, loc, halves, b.getI16IntegerAttr(1));
-    Value lowBits = splat(b, loc, bytes, b.getI8IntegerAttr(15));
-    Value eights = splat(b, loc, bytes, b.getI8IntegerAttr(8));
-    Value four = splat(b, loc, halves, b.getI16IntegerAttr(4));
-
-    // The 4 * width bytes of `pair`, unpacked: the low 4 bits (group
-    // 2 * pair) or the high 4 bits (the next group), less the zero points.
-    auto unpack = [&](OpBuilder &nb, ArrayRef<Value> packed, int64_t half,
-                      ArrayRef<Value> zeros) {
-      SmallVector<Value> weightVectors;
-      for (auto [bytePairs, zero] : llvm::zip(packed, zeros)) {
-        Value v = bytePairs;
-        if (half == 1)
-          v = vector::BitCastOp::create(
-              nb, loc, bytes,
-              arith::ShRUIOp::create(
-                  nb, loc, vector::BitCastOp::create(nb, loc, halves, v), four));
-        v = arith::AndIOp::create(nb, loc, v, lowBits);
-        weightVectors.push_back(arith::SubIOp::create(nb, loc, v, zero));
-      }
-      return weightVectors;
-    };
-    // A block's zero points for each register of a panel: 8 (symmetric
-    // weights), or the block's 8 bytes of zero points, each repeated for
-    // its column's 4 lanes.
-    SmallVector<int64_t> repeatEach4;
-    for (int64_t i = 0; i < 4 * kPanelLanes; ++i)
-      repeatEach4.push_back(i / 4);
-    auto loadZeros = [&](OpBuilder &ob, Value scaleBlock) {
-      SmallVector<Value> zeros(vectors, eights);
-      if (!zeroPoints)
-        return zeros;
-      auto columnBytes = VectorType::get({kPanelLanes}, i8);
-      for (int64_t c = 0; c < vectors; ++c) {
-        Value perColumn = vector::LoadOp::create(
-            ob, loc, columnBytes, zeroPoints,
-            ValueRange{block.panel, scaleBlock, index(ob, c * kPanelLanes)});
-        zeros[c] = vector::ShuffleOp::create(ob, loc, perColumn, perColumn,
-                                             repeatEach4);
-      }
-      return zeros;
-    };
-
-    auto blockLoop = scf::ForOp::create(
-        b, loc, index(b, 0), index(b, blocks), index(b, 1),
-        SmallVector<Value>(blockRows * vectors, floatZero),
-        [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange totals) {
-          Value firstPair =
-              arith::MulIOp::create(ob, l, scaleBlock, index(ob, pairsPerBlock));
-          SmallVector<Value> zeros = loadZeros(ob, scaleBlock);
-          auto pairLoop = scf::ForOp::create(
-              ob, l, index(ob, 0), index(ob, pairsPerBlock), index(ob, 1),
-              SmallVector<Value>(blockRows * vectors, intZero),
-              [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange acc) {
-                Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
-                SmallVector<Value> packed;
-                for (int64_t c = 0; c < vectors; ++c)
-                  packed.push_back(vector::LoadOp::create(
-                      nb, l, bytes, flatWeights,
-                      ValueRange{block.panel, pair,
-                                 index(nb, c * 4 * kPanelLanes)}));
-                SmallVector<Value> next(acc);
-                for (int64_t half = 0; half < 2; ++half) {
-                  SmallVector<Value> weightVectors =
-                      unpack(nb, packed, half, zeros);
-                  Value group = arith::AddIOp::create(
-                      nb, l, arith::MulIOp::create(nb, l, pair, index(nb, 2)),
-                      index(nb, half));
-                  for (int64_t i = 0; i < blockRows; ++i) {
-                    Value broadcast = kiln::broadcastRowGroup(
-                        nb, l, rows, block.rows[i], group);
-                    for (int64_t c = 0; c < vectors; ++c)
-                      next[i * vectors + c] = arith::AddIOp::create(
-                          nb, l, next[i * vectors + c],
-                          kiln::createByteDotProduct(nb, l, broadcast,
-                                                     weightVectors[c], ones));
-                  }
-                }
-                scf::YieldOp::create(nb, l, next);
-              });
-          // The block's integer sums, scaled by its scales, into the totals.
-          SmallVector<Value> scaled;
-          for (int64_t i = 0; i < blockRows; ++i)
-            for (int64_t c = 0; c < vectors; ++c) {
-              Value scale = vector::LoadOp::create(
-                  ob, l, floats, scales,
-                  ValueRange{block.panel, scaleBlock,
-                             index(ob, c * kPanelLanes)});
-              Value real = arith::SIToFPOp::create(
-                  ob, l, floats, pairLoop.getResult(i * vectors + c));
-              scaled.push_back(vector::FMAOp::create(ob, l, real, scale,
-                                                     totals[i * vectors + c]));
-            }
-          scf::YieldOp::create(ob, l, scaled);
-        });
-    kiln::storeRowBlock(b, loc, block, blockLoop.getResults(), sums, rowCount);
-  };
-  Value single = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq, rowCount,
-      arith::ConstantIndexOp::create(b, loc, 1));
+  auto emitKernel = floatRows ? emitFloatKernel : emitIntegerKernel;
+  Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                       product.rowCount, index(b, loc, 1));
   auto choice = scf::IfOp::create(b, loc, single, /*withElseRegion=*/true);
   OpBuilder thenBuilder = choice.getThenBodyBuilder();
-  emitKernel(thenBuilder, 1);
+  emitKernel(thenBuilder, loc, product, 1);
   OpBuilder elseBuilder = choice.getElseBodyBuilder();
-  emitKernel(elseBuilder, kBlockRows);
+  emitKernel(elseBuilder, loc, product,
+             floatRows ? kFloatBlockRows : kBlockRows);
   op.erase();
   return success();
 }
