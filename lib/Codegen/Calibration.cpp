@@ -1,5 +1,6 @@
 //===- Calibration.cpp - quantization error measured on real inputs -------===//
 #include "lib/Codegen/Calibration.h"
+#include "lib/Codegen/CalibrationCapture.h"
 #include "lib/Codegen/StaticQuantization.h"
 
 #include "dialects/Kiln/IR/EntryPoints.h"
@@ -33,9 +34,9 @@ constexpr int64_t kInt4BlockSize = 32;
 /// Rows of each product's input measured per calibration set: evenly
 /// spaced, enough for the error's second digit and cheap to multiply.
 constexpr int64_t kRowsPerSet = 32;
-/// The name of the extra result that returns the `i`th distinct product
-/// input (products often share one: a layer's query, key and value).
-std::string resultName(size_t i) { return "kiln.calibration." + std::to_string(i); }
+/// The most bytes the float model returns of one product input whose rows
+/// depend on the call (a buffer of its largest row count).
+constexpr int64_t kMaxCaptureBytes = int64_t(256) << 20;
 
 /// The input files of each calibration set in `dir`: its subfolders that
 /// hold input_0.pb (in name order), or `dir` itself.
@@ -158,9 +159,9 @@ void measure(Product &product, const float *x, int64_t m) {
 }
 
 /// Runs the artifact at `path` (the float model returning each product's
-/// input as `resultName(i)` after its own results) on every calibration
-/// set, measuring each product; keeps the model's own outputs in
-/// `reference`.
+/// input as capture `i` after its own results, CalibrationCapture.h) on
+/// every calibration set, measuring each product; keeps the model's own
+/// outputs in `reference`.
 LogicalResult runCalibration(StringRef path, StringRef entryName,
                              StringRef dir, MutableArrayRef<Product> products,
                              CalibrationReference &reference, Location loc) {
@@ -169,12 +170,16 @@ LogicalResult runCalibration(StringRef path, StringRef entryName,
   if (failed(runner))
     return failure();
   int32_t numOutputs = runner->numOutputs();
-  std::vector<int32_t> outputOf(products.size(), -1);
+  std::vector<int32_t> outputOf(products.size(), -1),
+      rowsOf(products.size(), -1);
   for (int32_t o = 0; o < numOutputs; ++o) {
     std::string name = runner->getOutputName(o);
-    for (size_t i = 0; i < products.size(); ++i)
-      if (name == resultName(products[i].input))
+    for (size_t i = 0; i < products.size(); ++i) {
+      if (name == getCaptureName(products[i].input))
         outputOf[i] = o;
+      if (name == getCaptureRowsName(products[i].input))
+        rowsOf[i] = o;
+    }
   }
   assert(llvm::all_of(outputOf, [](int32_t o) { return o >= 0; }) &&
          "every product's input is a result");
@@ -190,7 +195,11 @@ LogicalResult runCalibration(StringRef path, StringRef entryName,
       return failure();
     for (size_t i = 0; i < products.size(); ++i) {
       const kiln_tensor *x = (*outputs)[outputOf[i]].get();
-      int64_t m = kiln_tensor_num_elements(x) / products[i].weights.k;
+      // A buffer of the largest row count holds the call's rows first.
+      int64_t m = rowsOf[i] >= 0
+                      ? *static_cast<const int64_t *>(kiln_tensor_const_data(
+                            (*outputs)[rowsOf[i]].get()))
+                      : kiln_tensor_num_elements(x) / products[i].weights.k;
       measure(products[i], static_cast<const float *>(kiln_tensor_const_data(x)),
               m);
     }
@@ -220,72 +229,71 @@ LogicalResult kiln::calibrateProducts(ModuleOp module,
                              "point, not "
                           << entries.size();
   // The products the quantization would take, in walk order (the same in
-  // the clone), whose inputs have static shapes (extra results must).
+  // the clone).
   auto collect = [&](Operation *root) {
     SmallVector<MatMulOp> found;
     root->walk([&](MatMulOp op) {
-      if (matchQuantizableProduct(op, kMinDepth) &&
-          cast<RankedTensorType>(op.getLhs().getType()).hasStaticShape())
+      if (matchQuantizableProduct(op, kMinDepth))
         found.push_back(op);
     });
     return found;
   };
-  SmallVector<MatMulOp> originals = collect(module);
-  // The others are quantized unmeasured (int8-static's keep per-row
-  // quantization); the report says why.
-  int64_t skipped = 0;
-  module.walk([&](MatMulOp op) {
-    auto type = cast<RankedTensorType>(op.getLhs().getType());
-    if (type.hasStaticShape() || !matchQuantizableProduct(op, kMinDepth))
-      return;
-    std::string reason;
-    llvm::raw_string_ostream os(reason);
-    os << "its input " << type
-       << " has dynamic dimensions: calibration measures fixed shapes "
-          "(give them with --dim)";
-    op->setAttr(kCalibrationSkippedAttr, StringAttr::get(op.getContext(), reason));
-    ++skipped;
-  });
-  if (skipped && options.quantization == Quantization::Int8Static)
-    emitWarning(loc) << skipped
-                     << " products have inputs of dynamic shape, which "
-                        "calibration cannot run; they keep per-row "
-                        "quantization (fix the shapes with --dim)";
-  if (originals.empty())
-    return success();
-
   OwningOpRef<ModuleOp> clone = module.clone();
   (*clone)->setAttr(kSharedWeightsAttr, UnitAttr::get(module.getContext()));
-  SmallVector<MatMulOp> copies = collect(*clone);
-  assert(copies.size() == originals.size() && "a clone has the same products");
+  SmallVector<MatMulOp> allOriginals = collect(module);
+  SmallVector<MatMulOp> allCopies = collect(*clone);
+  assert(allCopies.size() == allOriginals.size() &&
+         "a clone has the same products");
   func::FuncOp entry = *clone->getOps<func::FuncOp>().begin();
   for (func::FuncOp function : clone->getOps<func::FuncOp>())
     if (isEntryPoint(function))
       entry = function;
-  auto ret = cast<func::ReturnOp>(entry.getBody().back().getTerminator());
-  SmallVector<Value> results(ret.getOperands());
-  SmallVector<Attribute> resultAttrs;
+
+  // Each distinct input (products often share one: a layer's query, key
+  // and value) captured once, if its rows are bounded and its buffer not
+  // too large; the products' index into them. The others are quantized
+  // unmeasured (int8-static's keep per-row quantization); the report says
+  // why.
   MLIRContext *ctx = module.getContext();
-  for (unsigned i = 0; i < results.size(); ++i)
-    resultAttrs.push_back(entry.getResultAttrDict(i)
-                              ? Attribute(entry.getResultAttrDict(i))
-                              : DictionaryAttr::get(ctx));
-  // Each distinct input once; the product's index into them.
+  SmallVector<MatMulOp> originals;
   llvm::MapVector<Value, size_t> inputs;
   SmallVector<size_t> inputOf;
-  for (MatMulOp copy : copies)
-    inputOf.push_back(
-        inputs.insert({copy.getLhs(), inputs.size()}).first->second);
-  for (auto [value, i] : inputs) {
-    results.push_back(value);
-    resultAttrs.push_back(DictionaryAttr::get(
-        ctx, {NamedAttribute(StringAttr::get(ctx, kNameAttr),
-                             StringAttr::get(ctx, resultName(i)))}));
+  int64_t skipped = 0;
+  for (auto [original, copy] : llvm::zip(allOriginals, allCopies)) {
+    Value lhs = copy.getLhs();
+    auto type = cast<RankedTensorType>(lhs.getType());
+    std::optional<int64_t> rows =
+        type.hasStaticShape() ? type.getNumElements() / type.getShape().back()
+                              : getRowBound(lhs, entry);
+    bool tooLarge = rows && !type.hasStaticShape() &&
+                    *rows * type.getShape().back() * 4 > kMaxCaptureBytes;
+    if (!rows || tooLarge) {
+      std::string reason;
+      llvm::raw_string_ostream os(reason);
+      os << "its input " << type;
+      if (rows)
+        os << " can have " << *rows
+           << " rows, too many to capture: give smaller ranges with --dim";
+      else
+        os << " has dynamic dimensions that the named dims' ranges do not "
+              "bound";
+      original->setAttr(kCalibrationSkippedAttr, StringAttr::get(ctx, reason));
+      ++skipped;
+      continue;
+    }
+    auto [it, inserted] = inputs.insert({lhs, inputs.size()});
+    if (inserted)
+      addCaptureResults(entry, lhs, it->second, *rows);
+    originals.push_back(original);
+    inputOf.push_back(it->second);
   }
-  ret->setOperands(results);
-  entry.setType(FunctionType::get(ctx, entry.getArgumentTypes(),
-                                  ValueRange(results).getTypes()));
-  entry.setAllResultAttrs(resultAttrs);
+  if (skipped && options.quantization == Quantization::Int8Static)
+    emitWarning(loc) << skipped
+                     << " products have inputs calibration cannot capture; "
+                        "they keep per-row quantization (see the "
+                        "quantization report)";
+  if (originals.empty())
+    return success();
 
   SmallString<256> path;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(

@@ -140,6 +140,7 @@ void addLlvmConversion(OpPassManager &pm) {
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createConvertMathToFuncs());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(kiln::createLowerDynamicExpandShapesPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   ConvertVectorToLLVMPassOptions vectorToLlvm;

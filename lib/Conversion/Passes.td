@@ -396,6 +396,30 @@ def ApproximateMathPass : Pass<"kiln-approximate-math"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def LowerDynamicExpandShapesPass : Pass<"kiln-lower-dynamic-expand-shapes"> {
+  let summary = "memref.expand_shape with several dynamic sizes in a group as a reinterpret_cast";
+  let description = [{
+    A reshape of `[batch * seq]` into `[batch, 1, 1, seq]` (a BERT export's
+    attention mask with both dims dynamic) is a `memref.expand_shape` whose
+    one group holds two dynamic sizes. LLVM 22's `expand-strided-metadata`
+    assumes at most one per group and crashes on it (llvm-project issue
+    186830, fixed in LLVM 23). This pass, run just before it, rewrites such
+    an op into what that pass would make of it: the source's strided
+    metadata and a `memref.reinterpret_cast` to the op's output shape, each
+    group's strides the product of the sizes inside it times its source
+    dimension's stride.
+
+    ```mlir
+    %e = memref.expand_shape %m [[0, 1, 2, 3]] output_shape [%b, 1, 1, %s] : memref<?xi64> into memref<?x1x1x?xi64>
+    // becomes
+    %base, %offset, %size, %stride = memref.extract_strided_metadata %m : memref<?xi64> -> memref<i64>, index, index, index
+    %e = memref.reinterpret_cast %base to offset: [%offset], sizes: [%b, 1, 1, %s], strides: [%s1, %s, %s, %stride] : memref<i64> to memref<?x1x1x?xi64>
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def OutlineParallelLoopsPass
     : Pass<"kiln-outline-parallel-loops", "mlir::ModuleOp"> {
   let summary = "Run large scf.parallel loops on the runtime's thread pool";

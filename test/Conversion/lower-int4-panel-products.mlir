@@ -60,3 +60,54 @@ func.func @product(%q: memref<3x2x1x2x4xi8>, %w: memref<2x2x1x16x4xi8>, %s: memr
   }
   return
 }
+
+// Float rows (kiln.int4_matmul {float_input}): the rows stay f32, one
+// dimension of padded K; blocks of 4 rows. Each pair's bytes are unpacked
+// as above, then each lane's byte of every 32-bit column is sign-extended
+// in place (shifted left by 24, 16 or 8 unless it is the top byte, then
+// arithmetically right by 24), converted, scaled and multiplied with the
+// row's broadcast float. One row sums a block unscaled and scales the sums
+// at the block's end.
+// CHECK-LABEL: func.func @float_rows
+// CHECK: %[[X:.*]] = memref.collapse_shape %arg0 {{\[\[}}0], [1, 2, 3, 4]] : memref<5x2x1x2x4xf32> into memref<5x16xf32>
+// CHECK: scf.if
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>) {
+// CHECK: %[[BLOCK:.*]]:2 = scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>) {
+// CHECK: arith.shli %{{.*}} : vector<8xi32>
+// CHECK: arith.shrsi %{{.*}} : vector<8xi32>
+// CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK-NOT: arith.mulf
+// CHECK: memref.load %[[X]]
+// CHECK: vector.fma
+// CHECK: vector.fma %[[BLOCK]]#0
+// CHECK: } else {
+// CHECK: arith.ceildivui %{{.*}}, %c4
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
+// CHECK: arith.mulf %{{.*}} : vector<8xf32>
+// CHECK-COUNT-4: memref.load %[[X]]
+// CHECK-NOT: llvm.call_intrinsic
+// CHECK-NOT: linalg.generic
+#xf = affine_map<(r, p, j, b, g, h, u) -> (r, b, g, h, u)>
+func.func @float_rows(%x: memref<5x2x1x2x4xf32>, %w: memref<2x2x1x16x4xi8>, %s: memref<2x2x16xf32>, %acc: memref<5x2x16xf32>) {
+  linalg.generic {indexing_maps = [#xf, #w, #s, #acc], iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction", "reduction", "reduction"]} ins(%x, %w, %s : memref<5x2x1x2x4xf32>, memref<2x2x1x16x4xi8>, memref<2x2x16xf32>) outs(%acc : memref<5x2x16xf32>) attrs = {kiln.int4_panel_product} {
+  ^bb0(%a: f32, %b: i8, %scale: f32, %c: f32):
+    %h = linalg.index 5 : index
+    %c0 = arith.constant 0 : index
+    %high = arith.cmpi ne, %h, %c0 : index
+    %c4 = arith.constant 4 : i8
+    %shifted = arith.shrui %b, %c4 : i8
+    %byte = arith.select %high, %shifted, %b : i8
+    %c15 = arith.constant 15 : i8
+    %nibble = arith.andi %byte, %c15 : i8
+    %wide = arith.extui %nibble : i8 to i32
+    %c8 = arith.constant 8 : i32
+    %weight = arith.subi %wide, %c8 : i32
+    %real = arith.sitofp %weight : i32 to f32
+    %scaled = arith.mulf %real, %scale : f32
+    %product = arith.mulf %a, %scaled : f32
+    %sum = arith.addf %c, %product : f32
+    linalg.yield %sum : f32
+  }
+  return
+}

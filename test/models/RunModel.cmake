@@ -5,7 +5,9 @@
 # reference path (max relative error <= 1e-5), and on 1 thread against 3,
 # bit for bit (threads split iterations, never sums). The data sets are
 # MODEL_DIR/test_data_set_<k> (one sequence length each) when there are
-# any, otherwise MODEL_DIR itself (input_*.pb, output_0.pb).
+# any, otherwise MODEL_DIR itself (input_*.pb, output_0.pb). SUFFIX, if
+# given, names this run's artifacts and outputs apart from another's on the
+# same model.
 string(REPLACE "," ";" dims "${DIMS}")
 set(dim_args)
 foreach(dim ${dims})
@@ -22,7 +24,7 @@ endfunction()
 
 foreach(level O0 O2)
   run_checked(${KILN_BIN}/kiln-compile -${level} ${MODEL_DIR}/model.onnx
-              ${dim_args} -o ${MODEL_DIR}/model-${level}.so)
+              ${dim_args} -o ${MODEL_DIR}/model${SUFFIX}-${level}.so)
 endforeach()
 
 file(GLOB sets LIST_DIRECTORIES true "${MODEL_DIR}/test_data_set_*")
@@ -44,15 +46,15 @@ foreach(set ${sets})
     string(REPLACE ":" ";" run ${run})
     list(GET run 0 level)
     list(GET run 1 threads)
-    set(out ${set}/out-${level}-${threads})
+    set(out ${set}/out${SUFFIX}-${level}-${threads})
     file(MAKE_DIRECTORY ${out})
-    run_checked(${KILN_BIN}/kiln-run ${MODEL_DIR}/model-${level}.so
+    run_checked(${KILN_BIN}/kiln-run ${MODEL_DIR}/model${SUFFIX}-${level}.so
                 ${input_args} --repeat 1 --threads ${threads} --save ${out})
   endforeach()
-  run_checked(${KILN_BIN}/kiln-run ${MODEL_DIR}/model-O2.so ${input_args}
+  run_checked(${KILN_BIN}/kiln-run ${MODEL_DIR}/model${SUFFIX}-O2.so ${input_args}
               --expect ${set}/output_0.pb --rtol 1e-4 --atol ${ATOL} --repeat 1)
   run_checked(${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_outputs.py
-              ${set}/out-O2-1/output_0.pb ${set}/out-O0-1/output_0.pb 1e-5)
+              ${set}/out${SUFFIX}-O2-1/output_0.pb ${set}/out${SUFFIX}-O0-1/output_0.pb 1e-5)
   run_checked(${PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_outputs.py
-              ${set}/out-O2-3/output_0.pb ${set}/out-O2-1/output_0.pb 0)
+              ${set}/out${SUFFIX}-O2-3/output_0.pb ${set}/out${SUFFIX}-O2-1/output_0.pb 0)
 endforeach()
