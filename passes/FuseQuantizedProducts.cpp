@@ -38,7 +38,8 @@ struct FuseQdqProduct : OpRewritePattern<MatMulOp> {
     auto dequantize = op.getLhs().getDefiningOp<DequantizeOp>();
     QuantizeOp quantize =
         dequantize ? matchActivationQdq(dequantize) : QuantizeOp();
-    if (!quantize)
+    // 16-bit activations (ONNX Runtime's QInt16) stay float products.
+    if (!quantize || !quantize.getType().getElementType().isInteger(8))
       return failure();
     bool isUnsigned = quantize.getResultUnsigned();
     std::optional<double> zeroPoint =

@@ -22,6 +22,8 @@ KILN_EXPORT int32_t kiln_dtype_bits(kiln_dtype dtype) {
   case KILN_DTYPE_I8:
   case KILN_DTYPE_BOOL:
     return 8;
+  case KILN_DTYPE_U16:
+  case KILN_DTYPE_I16:
   case KILN_DTYPE_F16:
   case KILN_DTYPE_BF16:
     return 16;
@@ -49,6 +51,10 @@ KILN_EXPORT const char *kiln_dtype_name(kiln_dtype dtype) {
     return "uint8";
   case KILN_DTYPE_I8:
     return "int8";
+  case KILN_DTYPE_U16:
+    return "uint16";
+  case KILN_DTYPE_I16:
+    return "int16";
   case KILN_DTYPE_I32:
     return "int32";
   case KILN_DTYPE_I64:

@@ -52,6 +52,8 @@ typedef enum kiln_dtype {
   KILN_DTYPE_F32 = 1,
   KILN_DTYPE_U8 = 2,
   KILN_DTYPE_I8 = 3,
+  KILN_DTYPE_U16 = 4,
+  KILN_DTYPE_I16 = 5,
   KILN_DTYPE_I32 = 6,
   KILN_DTYPE_I64 = 7,
   KILN_DTYPE_BOOL = 9,  /* one byte per element, 0 or 1 */

@@ -31,6 +31,9 @@ Type kiln::getElementType(MLIRContext *ctx, int32_t onnxType) {
   case onnx::TensorProto::INT8:
   case onnx::TensorProto::UINT8:
     return IntegerType::get(ctx, 8);
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return IntegerType::get(ctx, 16);
   case onnx::TensorProto::BOOL:
     return IntegerType::get(ctx, 1);
   default:
@@ -546,13 +549,16 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     if (name.empty())
       continue;
     bindValue(name, value);
-    // Shape inference types every output it can; for the rest an 8-bit
-    // result has the signedness of the node's first input.
-    if (!getValueType(name) &&
-        cast<RankedTensorType>(value.getType()).getElementType().isInteger(8))
-      setValueType(name, importer.isUnsignedOperand(0)
-                             ? onnx::TensorProto::UINT8
-                             : onnx::TensorProto::INT8);
+    // Shape inference types every output it can; for the rest an 8- or
+    // 16-bit result has the signedness of the node's first input.
+    Type element = cast<RankedTensorType>(value.getType()).getElementType();
+    bool isUnsigned = importer.isUnsignedOperand(0);
+    if (!getValueType(name) && element.isInteger(8))
+      setValueType(name, isUnsigned ? onnx::TensorProto::UINT8
+                                    : onnx::TensorProto::INT8);
+    if (!getValueType(name) && element.isInteger(16))
+      setValueType(name, isUnsigned ? onnx::TensorProto::UINT16
+                                    : onnx::TensorProto::INT16);
   }
   return success();
 }

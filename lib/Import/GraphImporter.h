@@ -22,7 +22,8 @@ mlir::Type getElementType(mlir::MLIRContext *ctx, int32_t onnxType);
 
 /// The ONNX element types Kiln imports, for messages.
 inline constexpr llvm::StringLiteral kSupportedTypes =
-    "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT8, UINT8 and BOOL";
+    "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT16, UINT16, INT8, UINT8 and "
+    "BOOL";
 
 /// Data types newer than the onnx.proto Debian ships (ONNX 1.13): the
 /// numbers the ONNX specification fixes for them.
@@ -117,10 +118,12 @@ public:
   void setValueType(llvm::StringRef name, int32_t onnxType) {
     valueTypes[name] = onnxType;
   }
-  /// Whether `name` holds unsigned integers (UINT8, or UINT4 held as i8).
+  /// Whether `name` holds unsigned integers (UINT8, UINT16, or UINT4 held
+  /// as i8).
   bool isUnsigned(llvm::StringRef name) const {
     int32_t type = getValueType(name);
-    return type == onnx::TensorProto::UINT8 || type == kOnnxUint4;
+    return type == onnx::TensorProto::UINT8 ||
+           type == onnx::TensorProto::UINT16 || type == kOnnxUint4;
   }
   /// A tensor whose value is known at compile time (an initializer or the
   /// output of a Constant node); materialized as kiln.constant on first use.
@@ -203,8 +206,8 @@ public:
   mlir::RankedTensorType getOperandType(unsigned i) const {
     return mlir::cast<mlir::RankedTensorType>(operands[i].getType());
   }
-  /// Whether operand `i` holds ONNX uint8 or uint4 (rather than int8 or
-  /// int4).
+  /// Whether operand `i` holds ONNX uint8, uint16 or uint4 (rather than
+  /// int8, int16 or int4).
   bool isUnsignedOperand(unsigned i) const {
     return static_cast<int>(i) < node.input_size() &&
            graph.isUnsigned(node.input(i));

@@ -315,7 +315,9 @@ LogicalResult importGraph(onnx::GraphProto &graph,
       builder.getFunctionType(inputTypes, ValueRange(results).getTypes()));
   for (auto [i, output] : llvm::enumerate(graph.output())) {
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(output.name()));
-    if (output.type().tensor_type().elem_type() == onnx::TensorProto::UINT8)
+    int32_t elementType = output.type().tensor_type().elem_type();
+    if (elementType == onnx::TensorProto::UINT8 ||
+        elementType == onnx::TensorProto::UINT16)
       func.setResultAttr(i, kUnsignedAttr, builder.getUnitAttr());
     if (!cast<RankedTensorType>(results[i].getType()).hasStaticShape())
       func.setResultAttr(i, kDimNamesAttr, resultDimNames[i]);

@@ -107,6 +107,47 @@ void setByteOutputType(NodeImporter &node, unsigned index, bool isUnsigned) {
                                      : onnx::TensorProto::INT8);
 }
 
+/// The integers QuantizeLinear makes: its zero point's type, or without
+/// one output_dtype (opset 21), by default uint8. Sets `bits` (8 or 16)
+/// and `isUnsigned`.
+LogicalResult getQuantizedType(NodeImporter &node, unsigned &bits,
+                               bool &isUnsigned) {
+  bool hasZeroPoint = node.operands.size() > 2 && node.operands[2];
+  int32_t onnxType =
+      hasZeroPoint ? node.graph.getValueType(node.node.input(2))
+                   : node.getIntAttr("output_dtype", onnx::TensorProto::UINT8);
+  if (hasZeroPoint && !onnxType) {
+    // A computed zero point shape inference did not type: its own width.
+    unsigned width =
+        node.getOperandType(2).getElementType().getIntOrFloatBitWidth();
+    bool isUnsignedZero = node.isUnsignedOperand(2);
+    onnxType = width == 8    ? (isUnsignedZero ? onnx::TensorProto::UINT8
+                                               : onnx::TensorProto::INT8)
+               : width == 16 ? (isUnsignedZero ? onnx::TensorProto::UINT16
+                                               : onnx::TensorProto::INT16)
+                             : onnx::TensorProto::UNDEFINED;
+  }
+  switch (onnxType) {
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::INT8:
+    bits = 8;
+    break;
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::INT16:
+    bits = 16;
+    break;
+  default:
+    return node.emitError()
+           << (hasZeroPoint ? "the zero point's type " : "output_dtype ")
+           << getOnnxTypeName(onnxType)
+           << " is not supported; Kiln quantizes to INT8, UINT8, INT16 and "
+              "UINT16";
+  }
+  isUnsigned = onnxType == onnx::TensorProto::UINT8 ||
+               onnxType == onnx::TensorProto::UINT16;
+  return success();
+}
+
 } // namespace
 
 LogicalResult kiln::importQuantizeLinear(NodeImporter &node) {
@@ -117,33 +158,26 @@ LogicalResult kiln::importQuantizeLinear(NodeImporter &node) {
   if (node.getIntAttr("block_size", 0) != 0)
     return node.emitError() << "blocked quantization (block_size) is "
                                "supported in DequantizeLinear only";
-  bool hasZeroPoint = node.operands.size() > 2 && node.operands[2];
-  if (hasZeroPoint && failed(requireByteOperand(node, 2, "the zero point")))
+  unsigned bits;
+  bool isUnsigned;
+  if (failed(getQuantizedType(node, bits, isUnsigned)))
     return failure();
-  // Without a zero point, the output type is uint8 unless output_dtype
-  // (opset 21) says otherwise.
-  bool isUnsigned =
-      hasZeroPoint ? node.isUnsignedOperand(2)
-                   : node.getIntAttr("output_dtype", onnx::TensorProto::UINT8) ==
-                         onnx::TensorProto::UINT8;
-  if (!hasZeroPoint && !isUnsigned &&
-      node.getIntAttr("output_dtype", 0) != onnx::TensorProto::INT8)
-    return node.emitError() << "output_dtype "
-                            << getOnnxTypeName(node.getIntAttr("output_dtype", 0))
-                            << " is not supported; Kiln quantizes to INT8 and "
-                               "UINT8";
   Value perTensor = getPerTensorIfSingle(node, *scale);
   int64_t rank = node.getOperandType(0).getRank();
   FailureOr<std::optional<int64_t>> axis = getQuantAxis(node, perTensor, rank);
   if (failed(axis))
     return failure();
-  Type i8 = node.b.getI8Type();
-  Value zeroPoint = getZeroPoint(node, 2, perTensor, i8);
-  auto type = RankedTensorType::get(node.getOperandType(0).getShape(), i8);
+  Type integer = node.b.getIntegerType(bits);
+  Value zeroPoint = getZeroPoint(node, 2, perTensor, integer);
+  auto type = RankedTensorType::get(node.getOperandType(0).getShape(), integer);
   auto op = QuantizeOp::create(
       node.b, node.loc, type, *input, perTensor, zeroPoint,
       *axis ? node.b.getI64IntegerAttr(**axis) : IntegerAttr(), isUnsigned);
-  setByteOutputType(node, 0, isUnsigned);
+  node.graph.setValueType(node.node.output(0),
+                          bits == 16 ? (isUnsigned ? onnx::TensorProto::UINT16
+                                                   : onnx::TensorProto::INT16)
+                                     : (isUnsigned ? onnx::TensorProto::UINT8
+                                                   : onnx::TensorProto::INT8));
   node.results.push_back(op);
   return success();
 }
@@ -153,8 +187,10 @@ LogicalResult kiln::importDequantizeLinear(NodeImporter &node) {
   if (failed(input) || failed(scale) || failed(requireFloat(node, *scale)))
     return failure();
   Type inputElement = node.getOperandType(0).getElementType();
-  if (!inputElement.isInteger(8) && !inputElement.isInteger(32))
-    return node.emitError() << "the input must be INT4, UINT4, INT8, UINT8 or INT32, not "
+  if (!inputElement.isInteger(8) && !inputElement.isInteger(16) &&
+      !inputElement.isInteger(32))
+    return node.emitError() << "the input must be INT4, UINT4, INT8, UINT8, "
+                               "INT16, UINT16 or INT32, not "
                             << getOnnxTypeName(
                                    node.graph.getValueType(node.node.input(0)));
   bool hasZeroPoint = node.operands.size() > 2 && node.operands[2];
@@ -175,7 +211,7 @@ LogicalResult kiln::importDequantizeLinear(NodeImporter &node) {
     return node.emitError() << "the zero point must have the scale's shape";
   auto type = RankedTensorType::get(node.getOperandType(0).getShape(),
                                     node.b.getF32Type());
-  bool isUnsigned = inputElement.isInteger(8) && node.isUnsignedOperand(0);
+  bool isUnsigned = !inputElement.isInteger(32) && node.isUnsignedOperand(0);
   node.results.push_back(DequantizeOp::create(
       node.b, node.loc, type, *input, params, zeroPoint,
       *axis ? node.b.getI64IntegerAttr(**axis) : IntegerAttr(),

@@ -37,8 +37,8 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
              ? onnx::TensorProto_DataType_Name(
                    static_cast<onnx::TensorProto_DataType>(proto.data_type()))
              : std::to_string(proto.data_type())) +
-        "; Kiln supports FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT8, "
-        "UINT8, INT4, UINT4 and BOOL";
+        "; Kiln supports FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT16, "
+        "UINT16, INT8, UINT8, INT4, UINT4 and BOOL";
     return nullptr;
   }
   // The payload must hold what the dims say before anything is allocated

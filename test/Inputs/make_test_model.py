@@ -108,6 +108,42 @@ def opset21_quant_model(kind, out_dir):
             f.write(numpy_helper.from_array(array, name).SerializeToString())
 
 
+def sixteen_bit_quant_model(unsigned, out_dir):
+    """Opset 21's 16-bit QDQ with 16-bit graph values: q = QuantizeLinear(x)
+    per channel of axis 1 (saturating), and y = DequantizeLinear(r) of a
+    16-bit input; test_data_set_0 holds the outputs numpy computes
+    (rounding half to even)."""
+    np_type, onnx_type = ((np.uint16, TensorProto.UINT16) if unsigned
+                          else (np.int16, TensorProto.INT16))
+    info = np.iinfo(np_type)
+    scale = np.array([0.5, 0.001, 2.0], np.float32)
+    zero_point = np.array([7, 300, -5 if not unsigned else 5], np_type)
+    x = np.array([[1.25, 40.0, -1e6], [-3.75, -0.0015, 1e6],
+                  [0.0, 12.3456, 3.0]], np.float32)
+    r = np.array([[info.min, 0, info.max], [1, 2, 3], [1000, 301, 4]], np_type)
+    q = np.clip(np.rint(x / scale) + zero_point.astype(np.float64),
+                info.min, info.max).astype(np_type)
+    y = ((r.astype(np.int64) - zero_point.astype(np.int64)) *
+         scale).astype(np.float32)
+    model = graph_model(
+        [helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"],
+                          name="quantize", axis=1),
+         helper.make_node("DequantizeLinear", ["r", "scale", "zp"], ["y"],
+                          name="dequantize", axis=1)],
+        [vinfo("x", TensorProto.FLOAT, [3, 3]), vinfo("r", onnx_type, [3, 3])],
+        [vinfo("q", onnx_type, [3, 3]), vinfo("y", TensorProto.FLOAT, [3, 3])],
+        [numpy_helper.from_array(scale, "scale"),
+         numpy_helper.from_array(zero_point, "zp")], opset=21)
+    model.ir_version = 10
+    save(model, out_dir)
+    folder = os.path.join(out_dir, "test_data_set_0")
+    os.makedirs(folder, exist_ok=True)
+    for name, array in (("input_0", x), ("input_1", r), ("output_0", q),
+                        ("output_1", y)):
+        with open(os.path.join(folder, name + ".pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -327,6 +363,8 @@ def main():
                   "dequantize-int4-truncated", "dequantize-blocked-bad-scale",
                   "quantize-blocked"):
         opset21_quant_model(kind, out_dir)
+    elif kind in ("quantize-int16", "quantize-uint16"):
+        sixteen_bit_quant_model(kind.endswith("uint16"), out_dir)
     else:
         sys.exit(f"unknown model kind '{kind}'")
 

@@ -347,7 +347,8 @@ TEST(RuntimeDtypes, WidthsAndNames) {
   };
   for (Expected e : std::initializer_list<Expected>{
            {KILN_DTYPE_F32, 32, "float32"}, {KILN_DTYPE_U8, 8, "uint8"},
-           {KILN_DTYPE_I8, 8, "int8"},       {KILN_DTYPE_I32, 32, "int32"},
+           {KILN_DTYPE_I8, 8, "int8"},       {KILN_DTYPE_U16, 16, "uint16"},
+           {KILN_DTYPE_I16, 16, "int16"},    {KILN_DTYPE_I32, 32, "int32"},
            {KILN_DTYPE_I64, 64, "int64"},    {KILN_DTYPE_BOOL, 8, "bool"},
            {KILN_DTYPE_F16, 16, "float16"},  {KILN_DTYPE_BF16, 16, "bfloat16"},
            {KILN_DTYPE_U4, 4, "uint4"},      {KILN_DTYPE_I4, 4, "int4"}}) {
@@ -356,9 +357,9 @@ TEST(RuntimeDtypes, WidthsAndNames) {
         << e.name;
     EXPECT_STREQ(kiln_dtype_name(e.dtype), e.name);
   }
-  EXPECT_EQ(kiln_dtype_bits(static_cast<kiln_dtype>(5)), 0); // UINT16: none
+  EXPECT_EQ(kiln_dtype_bits(static_cast<kiln_dtype>(11)), 0); // DOUBLE: none
   kiln_tensor *t = nullptr;
-  EXPECT_EQ(kiln_tensor_create(static_cast<kiln_dtype>(5), 0, nullptr, &t),
+  EXPECT_EQ(kiln_tensor_create(static_cast<kiln_dtype>(11), 0, nullptr, &t),
             KILN_ERROR_INVALID_ARGUMENT);
   // Seven 4-bit elements take four bytes; seven halves fourteen.
   int64_t seven[] = {7};

@@ -128,6 +128,10 @@ double elementAt(const kiln_tensor *tensor, size_t i) {
     return static_cast<const int32_t *>(data)[i];
   case KILN_DTYPE_I8:
     return static_cast<const int8_t *>(data)[i];
+  case KILN_DTYPE_I16:
+    return static_cast<const int16_t *>(data)[i];
+  case KILN_DTYPE_U16:
+    return static_cast<const uint16_t *>(data)[i];
   case KILN_DTYPE_U8:
   case KILN_DTYPE_BOOL:
     return static_cast<const uint8_t *>(data)[i];

@@ -42,13 +42,15 @@ class Kiln_Op<string mnemonic, list<Trait> traits = []>
 // the ops that read or write its values as numbers (quantize, dequantize,
 // matmul_integer, cast) say which with an `unsigned` flag; the entry
 // point's arguments and results carry `kiln.unsigned` for uint8.
-def Kiln_Tensor : RankedTensorOf<[F32, F16, BF16, I64, I32, I8, I1]>;
+def Kiln_Tensor : RankedTensorOf<[F32, F16, BF16, I64, I32, I16, I8, I1]>;
 def Kiln_NumericTensor : RankedTensorOf<[F32, I64, I32]>;
 def Kiln_BoolTensor : RankedTensorOf<[I1]>;
 def Kiln_FloatTensor : RankedTensorOf<[F32]>;
 def Kiln_IndexTensor : RankedTensorOf<[I64]>;
 // Quantized values and their zero points (8-bit), and integer products.
 def Kiln_QuantTensor : RankedTensorOf<[I8]>;
+// What QuantizeLinear makes and DequantizeLinear reads: 8 or 16 bits.
+def Kiln_QdqTensor : RankedTensorOf<[I8, I16]>;
 def Kiln_AccumulatorTensor : RankedTensorOf<[I32]>;
 // The error code an entry point's run-time checks produce (0: no error).
 def Kiln_StatusTensor : 0DTensorOf<[I32]>, BuildableType<

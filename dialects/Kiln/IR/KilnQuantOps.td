@@ -12,12 +12,14 @@
 #define KILN_DIALECT_KILN_QUANT_OPS
 
 def Kiln_QuantizeOp : Kiln_Op<"quantize",
-    [Pure, AllShapesMatch<["input", "result"]>]> {
-  let summary = "float to 8-bit integers (ONNX QuantizeLinear)";
+    [Pure, AllShapesMatch<["input", "result"]>,
+     AllElementTypesMatch<["zero_point", "result"]>]> {
+  let summary = "float to 8- or 16-bit integers (ONNX QuantizeLinear)";
   let description = [{
     `q = saturate(round(x / scale) + zero_point)`, rounding half to even
-    and saturating to the 8-bit range: `[0, 255]` with `result_unsigned`,
-    `[-128, 127]` without. A 0-D `scale` and `zero_point` quantize the
+    and saturating to the result's range: for 8 bits `[0, 255]` with
+    `result_unsigned`, `[-128, 127]` without; for 16 bits `[0, 65535]` or
+    `[-32768, 32767]`. A 0-D `scale` and `zero_point` quantize the
     whole tensor; 1-D ones hold one value per index of dimension `axis`
     (per-channel quantization).
 
@@ -27,9 +29,9 @@ def Kiln_QuantizeOp : Kiln_Op<"quantize",
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
-                       Kiln_QuantTensor:$zero_point,
+                       Kiln_QdqTensor:$zero_point,
                        OptionalAttr<I64Attr>:$axis, UnitAttr:$result_unsigned);
-  let results = (outs Kiln_QuantTensor:$result);
+  let results = (outs Kiln_QdqTensor:$result);
   let assemblyFormat = [{
     $input `,` $scale `,` $zero_point (`axis` `=` $axis^)? attr-dict `:`
     type($input) `,` type($scale) `,` type($zero_point) `->` type($result)
@@ -42,8 +44,8 @@ def Kiln_DequantizeOp : Kiln_Op<"dequantize",
   let summary = "integers to float (ONNX DequantizeLinear)";
   let description = [{
     `x = (q - zero_point) * scale`, the difference taken exactly in 32-bit
-    integers. `input` is 8-bit (unsigned with `input_unsigned`; ONNX's
-    4-bit types are held in it too) or 32-bit (a quantized bias), and
+    integers. `input` is 8- or 16-bit (unsigned with `input_unsigned`;
+    ONNX's 4-bit types are held in 8) or 32-bit (a quantized bias), and
     `zero_point` has its element type. Scales and zero points are per
     tensor (0-D) or per index of `axis` (1-D), as for `kiln.quantize`; or,
     with `block_size` B (ONNX opset 21's blocked quantization), they have
@@ -55,9 +57,9 @@ def Kiln_DequantizeOp : Kiln_Op<"dequantize",
     %w = kiln.dequantize %q4, %s, %zp axis = 0 block_size = 32 : tensor<64x48xi8>, tensor<2x48xf32>, tensor<2x48xi8> -> tensor<64x48xf32>
     ```
   }];
-  let arguments = (ins RankedTensorOf<[I8, I32]>:$input,
+  let arguments = (ins RankedTensorOf<[I8, I16, I32]>:$input,
                        Kiln_FloatTensor:$scale,
-                       RankedTensorOf<[I8, I32]>:$zero_point,
+                       RankedTensorOf<[I8, I16, I32]>:$zero_point,
                        OptionalAttr<I64Attr>:$axis,
                        OptionalAttr<I64Attr>:$block_size,
                        UnitAttr:$input_unsigned);

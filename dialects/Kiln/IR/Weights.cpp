@@ -16,7 +16,7 @@ int64_t kiln::getElementBytes(Type type) {
     return 4;
   if (type.isInteger(64))
     return 8;
-  if (type.isF16() || type.isBF16())
+  if (type.isF16() || type.isBF16() || type.isInteger(16))
     return 2;
   if (type.isInteger(8))
     return 1;

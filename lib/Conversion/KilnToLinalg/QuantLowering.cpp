@@ -37,9 +37,10 @@ Value createWidenedSub(OpBuilder &b, Location loc, Value value,
                                createCast(b, loc, zeroPoint, i32, isUnsigned));
 }
 
-/// `saturate(round_half_even(x / scale) + zeroPoint)` for the 8-bit range
-/// (signed, or unsigned with `isUnsigned`). A NaN saturates to the range's
-/// low end, so no input makes the conversion undefined.
+/// `saturate(round_half_even(x / scale) + zeroPoint)` for the range of
+/// `resultType`, 8 or 16 bits (signed, or unsigned with `isUnsigned`). A
+/// NaN saturates to the range's low end, so no input makes the conversion
+/// undefined.
 Value createQuantizeScalar(OpBuilder &b, Location loc, Value x, Value scale,
                            Value zeroPoint, Type resultType, bool isUnsigned) {
   Type f32 = x.getType();
@@ -47,8 +48,11 @@ Value createQuantizeScalar(OpBuilder &b, Location loc, Value x, Value scale,
       b, loc, arith::DivFOp::create(b, loc, x, scale));
   Value shifted = arith::AddFOp::create(
       b, loc, rounded, createCast(b, loc, zeroPoint, f32, isUnsigned));
-  Value low = createScalarConstant(b, loc, f32, isUnsigned ? 0 : -128);
-  Value high = createScalarConstant(b, loc, f32, isUnsigned ? 255 : 127);
+  unsigned bits = resultType.getIntOrFloatBitWidth();
+  double levels = double(int64_t(1) << bits);
+  Value low = createScalarConstant(b, loc, f32, isUnsigned ? 0 : -levels / 2);
+  Value high =
+      createScalarConstant(b, loc, f32, isUnsigned ? levels - 1 : levels / 2 - 1);
   Value clamped = arith::MinNumFOp::create(
       b, loc, arith::MaxNumFOp::create(b, loc, shifted, low), high);
   return createCast(b, loc, clamped, resultType, false, isUnsigned);

@@ -49,8 +49,8 @@ struct Entry {
   LLVM::LLVMFuncOp wrapper;
 };
 
-/// The ABI dtype of elements of `element`; 8-bit integers are signed
-/// unless the argument is marked unsigned.
+/// The ABI dtype of elements of `element`; 8- and 16-bit integers are
+/// signed unless the argument is marked unsigned.
 FailureOr<int32_t> getDtype(Type element, bool isUnsigned) {
   if (element.isF32())
     return KILN_DTYPE_F32;
@@ -62,6 +62,8 @@ FailureOr<int32_t> getDtype(Type element, bool isUnsigned) {
     return KILN_DTYPE_I64;
   if (element.isInteger(32))
     return KILN_DTYPE_I32;
+  if (element.isInteger(16))
+    return isUnsigned ? KILN_DTYPE_U16 : KILN_DTYPE_I16;
   if (element.isInteger(8))
     return isUnsigned ? KILN_DTYPE_U8 : KILN_DTYPE_I8;
   if (element.isInteger(1))

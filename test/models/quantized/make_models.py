@@ -27,6 +27,9 @@ their models:
                          (axis 0) feeding MatMul, symmetric
   qdq-uint4-block16-zero-points  the same with UINT4 weights and zero
                          points, in blocks of 16
+  static-qdq-int16       quantize_static, QDQ format, INT16 activations
+                         (opset 21's 16-bit QuantizeLinear) and int8 weights
+  static-qdq-uint16      the same with UINT16 activations
 Each folder gets model.onnx, input_0.pb and output_0.pb (ONNX Runtime's
 output for that input, the graph evaluated op by op: graph optimizations
 off), and atol.txt: the tolerance a test allows, one quantization step of a
@@ -138,6 +141,12 @@ def main():
                 source, dst, 32, True, accuracy_level=4),
             "nbits-block16-zero-points-int8-activations": lambda dst: quantize_nbits(
                 source, dst, 16, False, accuracy_level=4),
+            "static-qdq-int16": lambda dst: quantize_static(
+                source, dst, Calibration(), quant_format=QuantFormat.QDQ,
+                activation_type=QuantType.QInt16),
+            "static-qdq-uint16": lambda dst: quantize_static(
+                source, dst, Calibration(), quant_format=QuantFormat.QDQ,
+                activation_type=QuantType.QUInt16),
             "qdq-int4-block32": lambda dst: quantize_nbits(
                 source, dst, 32, True, quant_format=QuantFormat.QDQ),
             "qdq-uint4-block16-zero-points": lambda dst: quantize_nbits(
