@@ -62,12 +62,13 @@ func.func @product(%q: memref<3x2x1x2x4xi8>, %w: memref<2x2x1x16x4xi8>, %s: memr
 }
 
 // Float rows (kiln.int4_matmul {float_input}): the rows stay f32, one
-// dimension of padded K; blocks of 4 rows. Each pair's bytes are unpacked
-// as above, then each lane's byte of every 32-bit column is sign-extended
-// in place (shifted left by 24, 16 or 8 unless it is the top byte, then
-// arithmetically right by 24), converted, scaled and multiplied with the
-// row's broadcast float. One row sums a block unscaled and scales the sums
-// at the block's end.
+// dimension of padded K. Each pair's bytes are unpacked as above, then
+// each lane's byte of every 32-bit column is sign-extended in place
+// (shifted left by 24, 16 or 8 unless it is the top byte, then
+// arithmetically right by 24) and converted. One row multiplies them with
+// its broadcast float and scales each block's sums at the block's end.
+// More rows: each panel is dequantized and scaled once into a [K, 16]
+// buffer, then multiplied with blocks of 6 rows in float.
 // CHECK-LABEL: func.func @float_rows
 // CHECK: %[[X:.*]] = memref.collapse_shape %arg0 {{\[\[}}0], [1, 2, 3, 4]] : memref<5x2x1x2x4xf32> into memref<5x16xf32>
 // CHECK: scf.if
@@ -81,11 +82,15 @@ func.func @product(%q: memref<3x2x1x2x4xi8>, %w: memref<2x2x1x16x4xi8>, %s: memr
 // CHECK: vector.fma
 // CHECK: vector.fma %[[BLOCK]]#0
 // CHECK: } else {
-// CHECK: arith.ceildivui %{{.*}}, %c4
-// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK: scf.parallel (%[[P:.*]]) =
+// CHECK: %[[BUF:.*]] = memref.alloca() : memref<16x16xf32>
 // CHECK: arith.sitofp %{{.*}} : vector<8xi32> to vector<8xf32>
 // CHECK: arith.mulf %{{.*}} : vector<8xf32>
-// CHECK-COUNT-4: memref.load %[[X]]
+// CHECK: vector.store %{{.*}}, %[[BUF]]
+// CHECK: scf.for {{.*}} step %c6
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+// CHECK: vector.load %[[BUF]]
+// CHECK-COUNT-6: memref.load %[[X]]
 // CHECK-NOT: llvm.call_intrinsic
 // CHECK-NOT: linalg.generic
 #xf = affine_map<(r, p, j, b, g, h, u) -> (r, b, g, h, u)>

@@ -108,6 +108,42 @@ def opset21_quant_model(kind, out_dir):
             f.write(numpy_helper.from_array(array, name).SerializeToString())
 
 
+def matmulnbits_one_row_model(out_dir):
+    """y = MatMulNBits(x) for one row x [1, 64] (a decode step) by 4-bit
+    weights [64, 40] in blocks of 32 with zero points, no accuracy_level
+    (float activations); test_data_set_0 holds numpy's product with the
+    weights dequantized as com.microsoft lays them out: column-major
+    blocks, two values a byte, low nibble first."""
+    rng = np.random.default_rng(5)
+    k, n, block = 64, 40, 32
+    blocks = k // block
+    q = rng.integers(0, 16, (n, blocks, block))
+    zero = rng.integers(0, 16, (n, blocks))
+    scale = rng.uniform(0.01, 0.1, (n, blocks)).astype(np.float32)
+    packed = (q[..., 0::2] | q[..., 1::2] << 4).astype(np.uint8)
+    zero_packed = (zero[:, 0::2] | zero[:, 1::2] << 4).astype(np.uint8)
+    weights = ((q - zero[..., None]) * scale[..., None].astype(np.float64))
+    weights = weights.reshape(n, k).T
+    x = rng.standard_normal((1, k)).astype(np.float32)
+    y = (x.astype(np.float64) @ weights).astype(np.float32)
+    model = graph_model(
+        [helper.make_node("MatMulNBits", ["x", "w", "scales", "zeros"], ["y"],
+                          name="int4", domain="com.microsoft", K=k, N=n,
+                          bits=4, block_size=block)],
+        [vinfo("x", TensorProto.FLOAT, [1, k])],
+        [vinfo("y", TensorProto.FLOAT, [1, n])],
+        [numpy_helper.from_array(packed, "w"),
+         numpy_helper.from_array(scale.reshape(-1), "scales"),
+         numpy_helper.from_array(zero_packed.reshape(-1), "zeros")])
+    model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    save(model, out_dir)
+    folder = os.path.join(out_dir, "test_data_set_0")
+    os.makedirs(folder, exist_ok=True)
+    for name, array in (("input_0", x), ("output_0", y)):
+        with open(os.path.join(folder, name + ".pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
 def sixteen_bit_quant_model(unsigned, out_dir):
     """Opset 21's 16-bit QDQ with 16-bit graph values: q = QuantizeLinear(x)
     per channel of axis 1 (saturating), and y = DequantizeLinear(r) of a
@@ -363,6 +399,8 @@ def main():
                   "dequantize-int4-truncated", "dequantize-blocked-bad-scale",
                   "quantize-blocked"):
         opset21_quant_model(kind, out_dir)
+    elif kind == "matmulnbits-one-row":
+        matmulnbits_one_row_model(out_dir)
     elif kind in ("quantize-int16", "quantize-uint16"):
         sixteen_bit_quant_model(kind.endswith("uint16"), out_dir)
     else:

@@ -27,9 +27,10 @@ namespace {
 /// constants, 2 rows fill AVX2's 16 registers. A single row (a decoder's
 /// step) gets a kernel of its own rather than computing its row twice.
 constexpr int64_t kBlockRows = 2;
-/// Rows of a register block of the float-row kernel: 4 rows x 2 registers
-/// of float accumulators, each dequantized weight used by all 4 rows.
-constexpr int64_t kFloatBlockRows = 4;
+/// Rows of a register block against a dequantized panel: 6 rows x 2
+/// registers of accumulators, 2 of weights and a broadcast fill 15 of
+/// AVX2's 16 registers.
+constexpr int64_t kPanelBlockRows = 6;
 using kiln::kPanelLanes;
 
 Value splat(OpBuilder &b, Location loc, VectorType type, Attribute value) {
@@ -195,100 +196,203 @@ void emitIntegerKernel(OpBuilder &b, Location loc, const Int4Product &p,
                       p.rowCount);
 }
 
-/// The kernel over float rows (`float_input`): each pair's bytes unpacked
-/// as for the integer kernel; each lane's byte of every column
-/// sign-extended to 32 bits in place (a shift left and an arithmetic shift
-/// right), converted to float and multiplied with the row's broadcast
-/// float: one float product per weight, the rows never rounded. One row
-/// sums each block unscaled and scales its sums (fewer multiplies); more
-/// rows share each weight scaled once.
-void emitFloatKernel(OpBuilder &b, Location loc, const Int4Product &p,
-                     int64_t blockRows) {
+/// The index of row `lane` of group `group`: 4 * group + lane.
+Value rowIndex(OpBuilder &b, Location loc, Value group, int64_t lane) {
+  return arith::AddIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, group, index(b, loc, 4)),
+      index(b, loc, lane));
+}
+
+/// Calls `body` for each lane's column of weights of a pair's group of 4
+/// rows, unpacked (`groupWords`: each column's 4 signed bytes in one 32-bit
+/// lane): each lane's byte sign-extended to 32 bits in place (a shift left
+/// unless it is the top byte, then an arithmetic shift right by 24) and
+/// converted to float, a register per 8 columns.
+void forEachLaneAsFloats(
+    OpBuilder &b, Location loc, ArrayRef<Value> groupWords,
+    function_ref<void(int64_t lane, ArrayRef<Value> floats)> body) {
   auto words = VectorType::get({kPanelLanes}, b.getI32Type());
   auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  auto shift = [&](int64_t bits) {
+    return splat(b, loc, words, b.getI32IntegerAttr(bits));
+  };
+  for (int64_t lane = 0; lane < 4; ++lane) {
+    SmallVector<Value> columns;
+    for (Value w : groupWords) {
+      if (lane != 3)
+        w = arith::ShLIOp::create(b, loc, w, shift(24 - 8 * lane));
+      w = arith::ShRSIOp::create(b, loc, w, shift(24));
+      columns.push_back(arith::SIToFPOp::create(b, loc, floats, w));
+    }
+    body(lane, columns);
+  }
+}
+
+/// `unpacked`'s registers as 32-bit lanes (a column's 4 rows in each).
+SmallVector<Value> asWords(OpBuilder &b, Location loc,
+                           ArrayRef<Value> unpacked) {
+  auto words = VectorType::get({kPanelLanes}, b.getI32Type());
+  SmallVector<Value> groupWords;
+  for (Value weights : unpacked)
+    groupWords.push_back(vector::BitCastOp::create(b, loc, words, weights));
+  return groupWords;
+}
+
+/// One float row (`float_input`, a decoder's step): each pair's bytes
+/// unpacked as for the integer kernel, converted to floats lane by lane
+/// and multiplied with the row's broadcast float, the block's sums scaled
+/// at its end: one float product per weight, the row never rounded.
+void emitFloatRowKernel(OpBuilder &b, Location loc, const Int4Product &p) {
+  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
   int64_t vectors = p.vectors;
-  bool scaleSums = blockRows == 1;
   kiln::RowBlockLoop block =
-      kiln::createRowBlockLoop(b, loc, p.rowCount, p.panels, blockRows);
+      kiln::createRowBlockLoop(b, loc, p.rowCount, p.panels, /*blockRows=*/1);
   Unpacker unpacker(b, loc, p);
   Value floatZero = splat(b, loc, floats, b.getF32FloatAttr(0));
-  SmallVector<Value> shifts;
-  for (int64_t lane = 0; lane < 4; ++lane)
-    shifts.push_back(splat(b, loc, words, b.getI32IntegerAttr(8 * lane)));
   auto blockLoop = scf::ForOp::create(
       b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
-      SmallVector<Value>(blockRows * vectors, floatZero),
+      SmallVector<Value>(vectors, floatZero),
       [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange totals) {
         Value firstPair = arith::MulIOp::create(
             ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
         SmallVector<Value> zeros =
             unpacker.loadZeros(ob, block.panel, scaleBlock);
-        SmallVector<Value> scales;
-        for (int64_t c = 0; c < vectors; ++c)
-          scales.push_back(vector::LoadOp::create(
-              ob, l, floats, p.scales,
-              ValueRange{block.panel, scaleBlock,
-                         index(ob, l, c * kPanelLanes)}));
         auto pairLoop = scf::ForOp::create(
             ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
-            index(ob, l, 1),
-            scaleSums ? SmallVector<Value>(totals.size(), floatZero)
-                      : SmallVector<Value>(totals),
+            index(ob, l, 1), SmallVector<Value>(vectors, floatZero),
             [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange acc) {
               Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
               SmallVector<Value> packed =
                   unpacker.loadPair(nb, block.panel, pair);
               SmallVector<Value> next(acc);
               for (int64_t half = 0; half < 2; ++half) {
-                // Each column's 4 signed bytes (its rows of the group) in
-                // one 32-bit lane.
-                SmallVector<Value> groupWords;
-                for (Value weights : unpacker.unpack(nb, packed, half, zeros))
-                  groupWords.push_back(
-                      vector::BitCastOp::create(nb, l, words, weights));
                 Value group = groupIndex(nb, l, pair, half);
-                for (int64_t lane = 0; lane < 4; ++lane) {
-                  Value column = arith::AddIOp::create(
-                      nb, l, arith::MulIOp::create(nb, l, group, index(nb, l, 4)),
-                      index(nb, l, lane));
-                  SmallVector<Value> weights;
-                  for (int64_t c = 0; c < vectors; ++c) {
-                    Value w = groupWords[c];
-                    if (lane != 3)
-                      w = arith::ShLIOp::create(nb, l, w, shifts[3 - lane]);
-                    w = arith::ShRSIOp::create(nb, l, w, shifts[3]);
-                    Value real = arith::SIToFPOp::create(nb, l, floats, w);
-                    weights.push_back(
-                        scaleSums
-                            ? real
-                            : arith::MulFOp::create(nb, l, real, scales[c])
-                                  .getResult());
-                  }
-                  for (int64_t i = 0; i < blockRows; ++i) {
-                    Value x = memref::LoadOp::create(
-                        nb, l, p.rows, ValueRange{block.rows[i], column});
-                    Value broadcast =
-                        vector::BroadcastOp::create(nb, l, floats, x);
-                    for (int64_t c = 0; c < vectors; ++c)
-                      next[i * vectors + c] = vector::FMAOp::create(
-                          nb, l, broadcast, weights[c], next[i * vectors + c]);
-                  }
-                }
+                forEachLaneAsFloats(
+                    nb, l, asWords(nb, l, unpacker.unpack(nb, packed, half, zeros)),
+                    [&](int64_t lane, ArrayRef<Value> weights) {
+                      Value column = rowIndex(nb, l, group, lane);
+                      Value x = memref::LoadOp::create(
+                          nb, l, p.rows, ValueRange{block.rows[0], column});
+                      Value broadcast =
+                          vector::BroadcastOp::create(nb, l, floats, x);
+                      for (int64_t c = 0; c < vectors; ++c)
+                        next[c] = vector::FMAOp::create(nb, l, broadcast,
+                                                        weights[c], next[c]);
+                    });
               }
               scf::YieldOp::create(nb, l, next);
             });
-        if (!scaleSums) {
-          scf::YieldOp::create(ob, l, pairLoop.getResults());
-          return;
-        }
         SmallVector<Value> scaled;
-        for (int64_t c = 0; c < vectors; ++c)
-          scaled.push_back(vector::FMAOp::create(
-              ob, l, pairLoop.getResult(c), scales[c], totals[c]));
+        for (int64_t c = 0; c < vectors; ++c) {
+          Value scale = vector::LoadOp::create(
+              ob, l, floats, p.scales,
+              ValueRange{block.panel, scaleBlock,
+                         index(ob, l, c * kPanelLanes)});
+          scaled.push_back(vector::FMAOp::create(ob, l, pairLoop.getResult(c),
+                                                 scale, totals[c]));
+        }
         scf::YieldOp::create(ob, l, scaled);
       });
   kiln::storeRowBlock(b, loc, block, blockLoop.getResults(), p.sums,
                       p.rowCount);
+}
+
+/// Several float rows (a prefill, an encoder): each panel's weights are
+/// dequantized once, scaled, into a `[K, W]` float buffer on the stack,
+/// and every block of rows is multiplied with it as an fp32 product: per
+/// row of weights 2 loads, a broadcast per row and an FMA per row and
+/// register, as Kiln's fp32 kernels. Unpacking per block of rows instead
+/// made MiniLM 1.5x slower than fp32.
+void emitDequantizedPanelKernel(OpBuilder &b, Location loc,
+                                const Int4Product &p) {
+  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  int64_t vectors = p.vectors, depth = p.blocks * p.pairsPerBlock * 8;
+  auto loop = scf::ParallelOp::create(b, loc, ValueRange{index(b, loc, 0)},
+                                      ValueRange{index(b, loc, p.panels)},
+                                      ValueRange{index(b, loc, 1)});
+  b.setInsertionPointToStart(loop.getBody());
+  Value panel = loop.getInductionVars()[0];
+  Value buffer = memref::AllocaOp::create(
+      b, loc,
+      MemRefType::get({depth, vectors * kPanelLanes}, b.getF32Type()));
+  Unpacker unpacker(b, loc, p);
+
+  // The panel, dequantized: block by block, pair by pair.
+  scf::ForOp::create(
+      b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
+      ValueRange{},
+      [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange) {
+        Value firstPair = arith::MulIOp::create(
+            ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
+        SmallVector<Value> zeros = unpacker.loadZeros(ob, panel, scaleBlock);
+        SmallVector<Value> scales;
+        for (int64_t c = 0; c < vectors; ++c)
+          scales.push_back(vector::LoadOp::create(
+              ob, l, floats, p.scales,
+              ValueRange{panel, scaleBlock, index(ob, l, c * kPanelLanes)}));
+        scf::ForOp::create(
+            ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
+            index(ob, l, 1), ValueRange{},
+            [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange) {
+              Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
+              SmallVector<Value> packed = unpacker.loadPair(nb, panel, pair);
+              for (int64_t half = 0; half < 2; ++half) {
+                Value group = groupIndex(nb, l, pair, half);
+                forEachLaneAsFloats(
+                    nb, l, asWords(nb, l, unpacker.unpack(nb, packed, half, zeros)),
+                    [&](int64_t lane, ArrayRef<Value> weights) {
+                      Value row = rowIndex(nb, l, group, lane);
+                      for (int64_t c = 0; c < vectors; ++c)
+                        vector::StoreOp::create(
+                            nb, l,
+                            arith::MulFOp::create(nb, l, weights[c], scales[c]),
+                            buffer,
+                            ValueRange{row, index(nb, l, c * kPanelLanes)});
+                    });
+              }
+              scf::YieldOp::create(nb, l);
+            });
+        scf::YieldOp::create(ob, l);
+      });
+
+  // Blocks of rows against the buffer; rows past the end read the last
+  // row and are not stored.
+  Value lastRow = arith::SubIOp::create(b, loc, p.rowCount, index(b, loc, 1));
+  Value floatZero = splat(b, loc, floats, b.getF32FloatAttr(0));
+  scf::ForOp::create(
+      b, loc, index(b, loc, 0), p.rowCount, index(b, loc, kPanelBlockRows),
+      ValueRange{},
+      [&](OpBuilder &rb, Location l, Value firstRow, ValueRange) {
+        kiln::RowBlockLoop block;
+        block.panel = panel;
+        block.firstRow = firstRow;
+        for (int64_t i = 0; i < kPanelBlockRows; ++i)
+          block.rows.push_back(arith::MinSIOp::create(
+              rb, l, arith::AddIOp::create(rb, l, firstRow, index(rb, l, i)),
+              lastRow));
+        auto depthLoop = scf::ForOp::create(
+            rb, l, index(rb, l, 0), index(rb, l, depth), index(rb, l, 1),
+            SmallVector<Value>(kPanelBlockRows * vectors, floatZero),
+            [&](OpBuilder &kb, Location l, Value k, ValueRange acc) {
+              SmallVector<Value> weights, next(acc);
+              for (int64_t c = 0; c < vectors; ++c)
+                weights.push_back(vector::LoadOp::create(
+                    kb, l, floats, buffer,
+                    ValueRange{k, index(kb, l, c * kPanelLanes)}));
+              for (int64_t i = 0; i < kPanelBlockRows; ++i) {
+                Value x = memref::LoadOp::create(kb, l, p.rows,
+                                                 ValueRange{block.rows[i], k});
+                Value broadcast = vector::BroadcastOp::create(kb, l, floats, x);
+                for (int64_t c = 0; c < vectors; ++c)
+                  next[i * vectors + c] = vector::FMAOp::create(
+                      kb, l, broadcast, weights[c], next[i * vectors + c]);
+              }
+              scf::YieldOp::create(kb, l, next);
+            });
+        kiln::storeRowBlock(rb, l, block, depthLoop.getResults(), p.sums,
+                            p.rowCount);
+        scf::YieldOp::create(rb, l);
+      });
 }
 
 LogicalResult lowerProduct(linalg::GenericOp op) {
@@ -337,15 +441,18 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
   product.pairsPerBlock = weightType.getDimSize(2);
   product.vectors = width / kPanelLanes;
 
-  auto emitKernel = floatRows ? emitFloatKernel : emitIntegerKernel;
   Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                        product.rowCount, index(b, loc, 1));
   auto choice = scf::IfOp::create(b, loc, single, /*withElseRegion=*/true);
   OpBuilder thenBuilder = choice.getThenBodyBuilder();
-  emitKernel(thenBuilder, loc, product, 1);
   OpBuilder elseBuilder = choice.getElseBodyBuilder();
-  emitKernel(elseBuilder, loc, product,
-             floatRows ? kFloatBlockRows : kBlockRows);
+  if (floatRows) {
+    emitFloatRowKernel(thenBuilder, loc, product);
+    emitDequantizedPanelKernel(elseBuilder, loc, product);
+  } else {
+    emitIntegerKernel(thenBuilder, loc, product, 1);
+    emitIntegerKernel(elseBuilder, loc, product, kBlockRows);
+  }
   op.erase();
   return success();
 }
