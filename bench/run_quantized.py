@@ -15,9 +15,10 @@ and normalization (bench/models/make_minilm_real.py, run by Debian's
     --quantize=int4-weight, and Kiln running ONNX Runtime's QDQ model;
   - ONNX Runtime fp32, its quantize_dynamic model (int8 weights, the
     default QOperator format), its quantize_static QDQ model
-    (calibrated on the first 32 sentences) and its MatMulNBits model
+    (calibrated on the first 32 sentences) and its MatMulNBits models
     (MatMulNBitsQuantizer: int4 weights in symmetric blocks of 32,
-    accuracy_level 4, i.e. int8 activations allowed, as Kiln's int4).
+    accuracy_level 4, i.e. int8 activations allowed, as Kiln's int4; and
+    the quantizer's default, float activations), which Kiln also runs.
 Quality is the cosine similarity of each sentence's embedding with the
 same runtime's fp32 embedding, mean and minimum over --sentences
 sentences.
@@ -377,6 +378,10 @@ def main():
     if not (args.reuse and os.path.exists(ort_int4)):
         quantize_int4(model, ort_int4)
     ort_models["ORT int4 MatMulNBits"] = ort_int4
+    ort_int4_float = os.path.join(folder, "ort-int4-float-activations.onnx")
+    if not (args.reuse and os.path.exists(ort_int4_float)):
+        quantize_int4(model, ort_int4_float, accuracy_level=None)
+    ort_models["ORT int4 MatMulNBits float activations"] = ort_int4_float
 
     # Kiln's int8-static calibrates on the same 32 sentences as ONNX
     # Runtime's quantize_static: a folder of links to their test-data sets.
@@ -394,7 +399,10 @@ def main():
                    "Kiln int8-static": (model, ["--quantize=int8-static",
                                                 "--calibration", calibration]),
                    "Kiln int4-weight": (model, ["--quantize=int4-weight"]),
-                   "Kiln on ORT's QDQ model": (ort_models["ORT int8 static QDQ"], [])}
+                   "Kiln on ORT's QDQ model": (ort_models["ORT int8 static QDQ"], []),
+                   "Kiln on ORT's int4 model": (ort_int4, []),
+                   "Kiln on ORT's int4 model, float activations":
+                       (ort_int4_float, [])}
     artifacts = {}
     for name, (source, flags) in kiln_models.items():
         artifacts[name] = os.path.join(
