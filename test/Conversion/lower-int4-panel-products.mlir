@@ -6,7 +6,8 @@
 // stores it once). In a block of rows, int32 sums run through the block's
 // pairs, the low 4 bits of each weight byte then the high, made signed by
 // subtracting 8; at the end of each block of weights they are converted
-// and multiplied by the panel's scales for that block into float sums.
+// and multiplied by the panel's scales for that block (loaded as the block
+// starts) into float sums.
 // CHECK-LABEL: func.func @product
 // CHECK: %[[W:.*]] = memref.collapse_shape %arg1 {{\[\[}}0], [1, 2], [3, 4]] : memref<2x2x1x16x4xi8> into memref<2x2x64xi8>
 // CHECK: %[[Q:.*]] = memref.collapse_shape %arg0 {{\[\[}}0], [1, 2, 3], [4]] : memref<3x2x1x2x4xi8> into memref<3x4x4xi8>
@@ -19,6 +20,7 @@
 // CHECK: arith.ceildivui %[[ROWS]], %c2
 // CHECK: scf.parallel (%[[P:.*]], %{{.*}}) = ({{.*}}) to (%c2{{.*}}, %{{.*}}) step
 // CHECK: %[[TOTALS:.*]]:4 = scf.for %[[B:.*]] = {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.load %arg2[%[[P]], %[[B]], %{{.*}}] : memref<2x2x16xf32>, vector<8xf32>
 // CHECK: %[[SUMS:.*]]:4 = scf.for {{.*}} -> (vector<8xi32>, vector<8xi32>, vector<8xi32>, vector<8xi32>)
 // CHECK: vector.load %[[W]][%[[P]], %{{.*}}, %{{.*}}] : memref<2x2x64xi8>, vector<32xi8>
 // CHECK: arith.andi %{{.*}} : vector<32xi8>
@@ -27,7 +29,6 @@
 // CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"
 // CHECK: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"
 // CHECK: arith.shrui %{{.*}} : vector<16xi16>
-// CHECK: vector.load %arg2[%[[P]], %[[B]], %{{.*}}] : memref<2x2x16xf32>, vector<8xf32>
 // CHECK: arith.sitofp %[[SUMS]]#0 : vector<8xi32> to vector<8xf32>
 // CHECK: vector.fma
 // CHECK: scf.if

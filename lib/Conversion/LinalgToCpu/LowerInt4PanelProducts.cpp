@@ -131,6 +131,63 @@ Value groupIndex(OpBuilder &b, Location loc, Value pair, int64_t half) {
       index(b, loc, half));
 }
 
+/// What a kernel does with one group of 4 rows of a panel's weights
+/// (`half` of pair `pair`, unpacked less the zero points, a register per 8
+/// columns, and their block's scales): the sums carried through the
+/// block, updated.
+using GroupBody = function_ref<SmallVector<Value>(
+    OpBuilder &b, Location loc, Value pair, int64_t half,
+    ArrayRef<Value> weights, ArrayRef<Value> scales, ArrayRef<Value> sums)>;
+/// What a kernel does at the end of a block: the totals carried through
+/// the blocks, updated from the block's sums and its scales (a register
+/// per 8 columns).
+using BlockEnd = function_ref<SmallVector<Value>(
+    OpBuilder &b, Location loc, ArrayRef<Value> sums, ArrayRef<Value> scales,
+    ArrayRef<Value> totals)>;
+
+/// The loops every kernel runs over `panel`: its blocks, carrying
+/// `totals`, and in each its pairs of groups, carrying sums started at
+/// `sumsInit`; each pair's bytes loaded once and unpacked per group.
+/// Returns the final totals.
+SmallVector<Value> emitPanelLoops(OpBuilder &b, Location loc,
+                                  const Int4Product &p, Value panel,
+                                  const Unpacker &unpacker, ValueRange totals,
+                                  ValueRange sumsInit, GroupBody groupBody,
+                                  BlockEnd blockEnd) {
+  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  auto blockLoop = scf::ForOp::create(
+      b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
+      totals,
+      [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange blockTotals) {
+        Value firstPair = arith::MulIOp::create(
+            ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
+        SmallVector<Value> zeros = unpacker.loadZeros(ob, panel, scaleBlock);
+        SmallVector<Value> scales;
+        for (int64_t c = 0; c < p.vectors; ++c)
+          scales.push_back(vector::LoadOp::create(
+              ob, l, floats, p.scales,
+              ValueRange{panel, scaleBlock, index(ob, l, c * kPanelLanes)}));
+        auto pairLoop = scf::ForOp::create(
+            ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
+            index(ob, l, 1), sumsInit,
+            [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange acc) {
+              Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
+              SmallVector<Value> packed = unpacker.loadPair(nb, panel, pair);
+              SmallVector<Value> sums(acc);
+              for (int64_t half = 0; half < 2; ++half)
+                sums = groupBody(nb, l, pair, half,
+                                 unpacker.unpack(nb, packed, half, zeros),
+                                 scales, sums);
+              scf::YieldOp::create(nb, l, sums);
+            });
+        SmallVector<Value> sums(pairLoop.getResults());
+        scf::YieldOp::create(ob, l,
+                             blockEnd(ob, l, sums, scales,
+                                      SmallVector<Value>(blockTotals)));
+      });
+  return SmallVector<Value>(blockLoop.getResults());
+}
+
 /// The kernel over uint8 rows: each block's pairs of groups multiplied in
 /// bytes (vpmaddubsw) into int32 sums, which the block's scales scale into
 /// float totals.
@@ -145,55 +202,38 @@ void emitIntegerKernel(OpBuilder &b, Location loc, const Int4Product &p,
   Value intZero = splat(b, loc, words, b.getI32IntegerAttr(0));
   Value floatZero = splat(b, loc, floats, b.getF32FloatAttr(0));
   Value ones = splat(b, loc, Unpacker::halves(b), b.getI16IntegerAttr(1));
-  auto blockLoop = scf::ForOp::create(
-      b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
+  SmallVector<Value> totals = emitPanelLoops(
+      b, loc, p, block.panel, unpacker,
       SmallVector<Value>(blockRows * vectors, floatZero),
-      [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange totals) {
-        Value firstPair = arith::MulIOp::create(
-            ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
-        SmallVector<Value> zeros =
-            unpacker.loadZeros(ob, block.panel, scaleBlock);
-        auto pairLoop = scf::ForOp::create(
-            ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
-            index(ob, l, 1), SmallVector<Value>(blockRows * vectors, intZero),
-            [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange acc) {
-              Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
-              SmallVector<Value> packed =
-                  unpacker.loadPair(nb, block.panel, pair);
-              SmallVector<Value> next(acc);
-              for (int64_t half = 0; half < 2; ++half) {
-                SmallVector<Value> weights =
-                    unpacker.unpack(nb, packed, half, zeros);
-                Value group = groupIndex(nb, l, pair, half);
-                for (int64_t i = 0; i < blockRows; ++i) {
-                  Value broadcast = kiln::broadcastRowGroup(
-                      nb, l, p.rows, block.rows[i], group);
-                  for (int64_t c = 0; c < vectors; ++c)
-                    next[i * vectors + c] = arith::AddIOp::create(
-                        nb, l, next[i * vectors + c],
-                        kiln::createByteDotProduct(nb, l, broadcast,
-                                                   weights[c], ones));
-                }
-              }
-              scf::YieldOp::create(nb, l, next);
-            });
-        // The block's integer sums, scaled by its scales, into the totals.
+      SmallVector<Value>(blockRows * vectors, intZero),
+      [&](OpBuilder &nb, Location l, Value pair, int64_t half,
+          ArrayRef<Value> weights, ArrayRef<Value>, ArrayRef<Value> sums) {
+        SmallVector<Value> next(sums);
+        Value group = groupIndex(nb, l, pair, half);
+        for (int64_t i = 0; i < blockRows; ++i) {
+          Value broadcast =
+              kiln::broadcastRowGroup(nb, l, p.rows, block.rows[i], group);
+          for (int64_t c = 0; c < vectors; ++c)
+            next[i * vectors + c] = arith::AddIOp::create(
+                nb, l, next[i * vectors + c],
+                kiln::createByteDotProduct(nb, l, broadcast, weights[c], ones));
+        }
+        return next;
+      },
+      // The block's integer sums, scaled by its scales, into the totals.
+      [&](OpBuilder &ob, Location l, ArrayRef<Value> sums,
+          ArrayRef<Value> scales, ArrayRef<Value> totals) {
         SmallVector<Value> scaled;
         for (int64_t i = 0; i < blockRows; ++i)
           for (int64_t c = 0; c < vectors; ++c) {
-            Value scale = vector::LoadOp::create(
-                ob, l, floats, p.scales,
-                ValueRange{block.panel, scaleBlock,
-                           index(ob, l, c * kPanelLanes)});
-            Value real = arith::SIToFPOp::create(
-                ob, l, floats, pairLoop.getResult(i * vectors + c));
-            scaled.push_back(vector::FMAOp::create(ob, l, real, scale,
+            Value real =
+                arith::SIToFPOp::create(ob, l, floats, sums[i * vectors + c]);
+            scaled.push_back(vector::FMAOp::create(ob, l, real, scales[c],
                                                    totals[i * vectors + c]));
           }
-        scf::YieldOp::create(ob, l, scaled);
+        return scaled;
       });
-  kiln::storeRowBlock(b, loc, block, blockLoop.getResults(), p.sums,
-                      p.rowCount);
+  kiln::storeRowBlock(b, loc, block, totals, p.sums, p.rowCount);
 }
 
 /// The index of row `lane` of group `group`: 4 * group + lane.
@@ -203,13 +243,13 @@ Value rowIndex(OpBuilder &b, Location loc, Value group, int64_t lane) {
       index(b, loc, lane));
 }
 
-/// Calls `body` for each lane's column of weights of a pair's group of 4
-/// rows, unpacked (`groupWords`: each column's 4 signed bytes in one 32-bit
-/// lane): each lane's byte sign-extended to 32 bits in place (a shift left
-/// unless it is the top byte, then an arithmetic shift right by 24) and
-/// converted to float, a register per 8 columns.
+/// Calls `body` for each lane's column of weights of a group of 4 rows,
+/// `unpacked` (each column's 4 signed bytes in one 32-bit lane): each
+/// lane's byte sign-extended to 32 bits in place (a shift left unless it is
+/// the top byte, then an arithmetic shift right by 24) and converted to
+/// float, a register per 8 columns.
 void forEachLaneAsFloats(
-    OpBuilder &b, Location loc, ArrayRef<Value> groupWords,
+    OpBuilder &b, Location loc, ArrayRef<Value> unpacked,
     function_ref<void(int64_t lane, ArrayRef<Value> floats)> body) {
   auto words = VectorType::get({kPanelLanes}, b.getI32Type());
   auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
@@ -218,7 +258,8 @@ void forEachLaneAsFloats(
   };
   for (int64_t lane = 0; lane < 4; ++lane) {
     SmallVector<Value> columns;
-    for (Value w : groupWords) {
+    for (Value weights : unpacked) {
+      Value w = vector::BitCastOp::create(b, loc, words, weights);
       if (lane != 3)
         w = arith::ShLIOp::create(b, loc, w, shift(24 - 8 * lane));
       w = arith::ShRSIOp::create(b, loc, w, shift(24));
@@ -226,16 +267,6 @@ void forEachLaneAsFloats(
     }
     body(lane, columns);
   }
-}
-
-/// `unpacked`'s registers as 32-bit lanes (a column's 4 rows in each).
-SmallVector<Value> asWords(OpBuilder &b, Location loc,
-                           ArrayRef<Value> unpacked) {
-  auto words = VectorType::get({kPanelLanes}, b.getI32Type());
-  SmallVector<Value> groupWords;
-  for (Value weights : unpacked)
-    groupWords.push_back(vector::BitCastOp::create(b, loc, words, weights));
-  return groupWords;
 }
 
 /// One float row (`float_input`, a decoder's step): each pair's bytes
@@ -249,52 +280,36 @@ void emitFloatRowKernel(OpBuilder &b, Location loc, const Int4Product &p) {
       kiln::createRowBlockLoop(b, loc, p.rowCount, p.panels, /*blockRows=*/1);
   Unpacker unpacker(b, loc, p);
   Value floatZero = splat(b, loc, floats, b.getF32FloatAttr(0));
-  auto blockLoop = scf::ForOp::create(
-      b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
-      SmallVector<Value>(vectors, floatZero),
-      [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange totals) {
-        Value firstPair = arith::MulIOp::create(
-            ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
-        SmallVector<Value> zeros =
-            unpacker.loadZeros(ob, block.panel, scaleBlock);
-        auto pairLoop = scf::ForOp::create(
-            ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
-            index(ob, l, 1), SmallVector<Value>(vectors, floatZero),
-            [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange acc) {
-              Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
-              SmallVector<Value> packed =
-                  unpacker.loadPair(nb, block.panel, pair);
-              SmallVector<Value> next(acc);
-              for (int64_t half = 0; half < 2; ++half) {
-                Value group = groupIndex(nb, l, pair, half);
-                forEachLaneAsFloats(
-                    nb, l, asWords(nb, l, unpacker.unpack(nb, packed, half, zeros)),
-                    [&](int64_t lane, ArrayRef<Value> weights) {
-                      Value column = rowIndex(nb, l, group, lane);
-                      Value x = memref::LoadOp::create(
-                          nb, l, p.rows, ValueRange{block.rows[0], column});
-                      Value broadcast =
-                          vector::BroadcastOp::create(nb, l, floats, x);
-                      for (int64_t c = 0; c < vectors; ++c)
-                        next[c] = vector::FMAOp::create(nb, l, broadcast,
-                                                        weights[c], next[c]);
-                    });
-              }
-              scf::YieldOp::create(nb, l, next);
-            });
+  SmallVector<Value> zeros(vectors, floatZero);
+  SmallVector<Value> totals = emitPanelLoops(
+      b, loc, p, block.panel, unpacker, zeros, zeros,
+      [&](OpBuilder &nb, Location l, Value pair, int64_t half,
+          ArrayRef<Value> weights, ArrayRef<Value>, ArrayRef<Value> sums) {
+        SmallVector<Value> next(sums);
+        Value group = groupIndex(nb, l, pair, half);
+        forEachLaneAsFloats(nb, l, weights,
+                            [&](int64_t lane, ArrayRef<Value> columns) {
+                              Value x = memref::LoadOp::create(
+                                  nb, l, p.rows,
+                                  ValueRange{block.rows[0],
+                                             rowIndex(nb, l, group, lane)});
+                              Value broadcast =
+                                  vector::BroadcastOp::create(nb, l, floats, x);
+                              for (int64_t c = 0; c < vectors; ++c)
+                                next[c] = vector::FMAOp::create(
+                                    nb, l, broadcast, columns[c], next[c]);
+                            });
+        return next;
+      },
+      [&](OpBuilder &ob, Location l, ArrayRef<Value> sums,
+          ArrayRef<Value> scales, ArrayRef<Value> totals) {
         SmallVector<Value> scaled;
-        for (int64_t c = 0; c < vectors; ++c) {
-          Value scale = vector::LoadOp::create(
-              ob, l, floats, p.scales,
-              ValueRange{block.panel, scaleBlock,
-                         index(ob, l, c * kPanelLanes)});
-          scaled.push_back(vector::FMAOp::create(ob, l, pairLoop.getResult(c),
-                                                 scale, totals[c]));
-        }
-        scf::YieldOp::create(ob, l, scaled);
+        for (int64_t c = 0; c < vectors; ++c)
+          scaled.push_back(
+              vector::FMAOp::create(ob, l, sums[c], scales[c], totals[c]));
+        return scaled;
       });
-  kiln::storeRowBlock(b, loc, block, blockLoop.getResults(), p.sums,
-                      p.rowCount);
+  kiln::storeRowBlock(b, loc, block, totals, p.sums, p.rowCount);
 }
 
 /// Several float rows (a prefill, an encoder): each panel's weights are
@@ -317,43 +332,25 @@ void emitDequantizedPanelKernel(OpBuilder &b, Location loc,
       MemRefType::get({depth, vectors * kPanelLanes}, b.getF32Type()));
   Unpacker unpacker(b, loc, p);
 
-  // The panel, dequantized: block by block, pair by pair.
-  scf::ForOp::create(
-      b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
-      ValueRange{},
-      [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange) {
-        Value firstPair = arith::MulIOp::create(
-            ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
-        SmallVector<Value> zeros = unpacker.loadZeros(ob, panel, scaleBlock);
-        SmallVector<Value> scales;
-        for (int64_t c = 0; c < vectors; ++c)
-          scales.push_back(vector::LoadOp::create(
-              ob, l, floats, p.scales,
-              ValueRange{panel, scaleBlock, index(ob, l, c * kPanelLanes)}));
-        scf::ForOp::create(
-            ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
-            index(ob, l, 1), ValueRange{},
-            [&](OpBuilder &nb, Location l, Value pairInBlock, ValueRange) {
-              Value pair = arith::AddIOp::create(nb, l, firstPair, pairInBlock);
-              SmallVector<Value> packed = unpacker.loadPair(nb, panel, pair);
-              for (int64_t half = 0; half < 2; ++half) {
-                Value group = groupIndex(nb, l, pair, half);
-                forEachLaneAsFloats(
-                    nb, l, asWords(nb, l, unpacker.unpack(nb, packed, half, zeros)),
-                    [&](int64_t lane, ArrayRef<Value> weights) {
-                      Value row = rowIndex(nb, l, group, lane);
-                      for (int64_t c = 0; c < vectors; ++c)
-                        vector::StoreOp::create(
-                            nb, l,
-                            arith::MulFOp::create(nb, l, weights[c], scales[c]),
-                            buffer,
-                            ValueRange{row, index(nb, l, c * kPanelLanes)});
-                    });
-              }
-              scf::YieldOp::create(nb, l);
+  // The panel, dequantized and scaled: stores only, nothing carried.
+  emitPanelLoops(
+      b, loc, p, panel, unpacker, {}, {},
+      [&](OpBuilder &nb, Location l, Value pair, int64_t half,
+          ArrayRef<Value> weights, ArrayRef<Value> scales, ArrayRef<Value>) {
+        Value group = groupIndex(nb, l, pair, half);
+        forEachLaneAsFloats(
+            nb, l, weights, [&](int64_t lane, ArrayRef<Value> columns) {
+              for (int64_t c = 0; c < vectors; ++c)
+                vector::StoreOp::create(
+                    nb, l, arith::MulFOp::create(nb, l, columns[c], scales[c]),
+                    buffer,
+                    ValueRange{rowIndex(nb, l, group, lane),
+                               index(nb, l, c * kPanelLanes)});
             });
-        scf::YieldOp::create(ob, l);
-      });
+        return SmallVector<Value>();
+      },
+      [&](OpBuilder &, Location, ArrayRef<Value>, ArrayRef<Value>,
+          ArrayRef<Value>) { return SmallVector<Value>(); });
 
   // Blocks of rows against the buffer; rows past the end read the last
   // row and are not stored.
