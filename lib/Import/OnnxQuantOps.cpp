@@ -155,24 +155,29 @@ LogicalResult kiln::importQuantizeLinear(NodeImporter &node) {
   if (failed(input) || failed(scale) || failed(requireFloat(node, *input)) ||
       failed(requireFloat(node, *scale)))
     return failure();
-  if (node.getIntAttr("block_size", 0) != 0)
-    return node.emitError() << "blocked quantization (block_size) is "
-                               "supported in DequantizeLinear only";
   unsigned bits;
   bool isUnsigned;
   if (failed(getQuantizedType(node, bits, isUnsigned)))
     return failure();
-  Value perTensor = getPerTensorIfSingle(node, *scale);
   int64_t rank = node.getOperandType(0).getRank();
-  FailureOr<std::optional<int64_t>> axis = getQuantAxis(node, perTensor, rank);
+  int64_t blockSize = node.getIntAttr("block_size", 0);
+  Value params = blockSize ? *scale : getPerTensorIfSingle(node, *scale);
+  FailureOr<std::optional<int64_t>> axis =
+      blockSize ? getBlockedAxis(node, *input, params, blockSize)
+                : getQuantAxis(node, params, rank);
   if (failed(axis))
     return failure();
   Type integer = node.b.getIntegerType(bits);
-  Value zeroPoint = getZeroPoint(node, 2, perTensor, integer);
+  Value zeroPoint = getZeroPoint(node, 2, params, integer);
+  if (blockSize && cast<RankedTensorType>(zeroPoint.getType()).getShape() !=
+                       cast<RankedTensorType>(params.getType()).getShape())
+    return node.emitError() << "the zero point must have the scale's shape";
   auto type = RankedTensorType::get(node.getOperandType(0).getShape(), integer);
   auto op = QuantizeOp::create(
-      node.b, node.loc, type, *input, perTensor, zeroPoint,
-      *axis ? node.b.getI64IntegerAttr(**axis) : IntegerAttr(), isUnsigned);
+      node.b, node.loc, type, *input, params, zeroPoint,
+      *axis ? node.b.getI64IntegerAttr(**axis) : IntegerAttr(),
+      blockSize ? node.b.getI64IntegerAttr(blockSize) : IntegerAttr(),
+      isUnsigned);
   node.graph.setValueType(node.node.output(0),
                           bits == 16 ? (isUnsigned ? onnx::TensorProto::UINT16
                                                    : onnx::TensorProto::INT16)
@@ -316,7 +321,7 @@ LogicalResult requantize(NodeImporter &node, Value product, Value multiplier,
   node.results.push_back(QuantizeOp::create(node.b, node.loc, type, *scaled,
                                             createScalar(node, f32, 1.0),
                                             zeroPoint, IntegerAttr(),
-                                            isUnsigned));
+                                            IntegerAttr(), isUnsigned));
   setByteOutputType(node, 0, isUnsigned);
   return success();
 }

@@ -23,9 +23,11 @@ func.func @per_axis(%x: tensor<2x3xf32>, %s: tensor<3xf32>, %zp: tensor<3xi8>, %
 // Blocked (opset 21): a ragged last block of 4 rows along axis 0.
 // CHECK-LABEL: func.func @blocked
 // CHECK: kiln.dequantize %arg0, %arg1, %arg2 axis = 0 block_size = 8 {input_unsigned} : tensor<20x6xi8>, tensor<3x6xf32>, tensor<3x6xi8> -> tensor<20x6xf32>
-func.func @blocked(%q: tensor<20x6xi8>, %s: tensor<3x6xf32>, %zp: tensor<3x6xi8>) -> tensor<20x6xf32> {
+// CHECK: kiln.quantize %arg3, %arg1, %arg2 axis = 0 block_size = 8 : tensor<20x6xf32>, tensor<3x6xf32>, tensor<3x6xi8> -> tensor<20x6xi8>
+func.func @blocked(%q: tensor<20x6xi8>, %s: tensor<3x6xf32>, %zp: tensor<3x6xi8>, %x: tensor<20x6xf32>) -> (tensor<20x6xf32>, tensor<20x6xi8>) {
   %d = kiln.dequantize %q, %s, %zp axis = 0 block_size = 8 {input_unsigned} : tensor<20x6xi8>, tensor<3x6xf32>, tensor<3x6xi8> -> tensor<20x6xf32>
-  return %d : tensor<20x6xf32>
+  %r = kiln.quantize %x, %s, %zp axis = 0 block_size = 8 : tensor<20x6xf32>, tensor<3x6xf32>, tensor<3x6xi8> -> tensor<20x6xi8>
+  return %d, %r : tensor<20x6xf32>, tensor<20x6xi8>
 }
 
 // CHECK-LABEL: func.func @dynamic_and_product

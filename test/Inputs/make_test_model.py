@@ -87,12 +87,8 @@ def opset21_quant_model(kind, out_dir):
     y = x + (w - zero_point[block]) * scale[block]
     if kind == "dequantize-blocked-bad-scale":
         scale, zero_point = scale[:2], zero_point[:2]
-    inputs = ["w", "scale", "zp"]
-    node = helper.make_node("DequantizeLinear", inputs, ["wf"],
+    node = helper.make_node("DequantizeLinear", ["w", "scale", "zp"], ["wf"],
                             name="dequantize", axis=0, block_size=2)
-    if kind == "quantize-blocked":
-        node = helper.make_node("QuantizeLinear", ["x", "scale"], ["q"],
-                                name="quantize", axis=0, block_size=2)
     model = graph_model(
         [node, helper.make_node("Add", ["x", "wf"], ["y"], name="add")],
         [vinfo("x", TensorProto.FLOAT, [5, 2])],
@@ -104,6 +100,34 @@ def opset21_quant_model(kind, out_dir):
     folder = os.path.join(out_dir, "test_data_set_0")
     os.makedirs(folder, exist_ok=True)
     for name, array in (("input_0", x), ("output_0", y.astype(np.float32))):
+        with open(os.path.join(folder, name + ".pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
+def quantize_blocked_model(out_dir):
+    """q = QuantizeLinear(x) to int8 with opset 21's blocks of 2 columns of
+    a [3, 5] input (the last block ragged); test_data_set_0 holds numpy's
+    q: round half to even, saturating to [-128, 127]."""
+    scale = np.array([[0.5, 0.25, 4.0], [1.0, 0.1, 0.01], [2.0, 3.0, 0.5]],
+                     np.float32)
+    zero_point = np.array([[0, -3, 5], [1, 2, -128], [127, 0, -1]], np.int8)
+    x = np.array([[0.25, 0.75, -1.0, 2.5, 1000.0],
+                  [-2.5, 3.5, 0.35, -0.05, 1.005],
+                  [1.0, -300.0, 4.5, 7.5, -0.25]], np.float32)
+    block = np.arange(5) // 2
+    q = np.clip(np.rint(x / scale[:, block]) + zero_point[:, block], -128, 127)
+    model = graph_model(
+        [helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"],
+                          name="quantize", axis=1, block_size=2)],
+        [vinfo("x", TensorProto.FLOAT, [3, 5])],
+        [vinfo("q", TensorProto.INT8, [3, 5])],
+        [numpy_helper.from_array(scale, "scale"),
+         numpy_helper.from_array(zero_point, "zp")], opset=21)
+    model.ir_version = 10
+    save(model, out_dir)
+    folder = os.path.join(out_dir, "test_data_set_0")
+    os.makedirs(folder, exist_ok=True)
+    for name, array in (("input_0", x), ("output_0", q.astype(np.int8))):
         with open(os.path.join(folder, name + ".pb"), "wb") as f:
             f.write(numpy_helper.from_array(array, name).SerializeToString())
 
@@ -396,9 +420,10 @@ def main():
                 with open(os.path.join(folder, name + ".pb"), "wb") as f:
                     f.write(numpy_helper.from_array(array, name).SerializeToString())
     elif kind in ("dequantize-int4-blocked", "dequantize-uint4-blocked",
-                  "dequantize-int4-truncated", "dequantize-blocked-bad-scale",
-                  "quantize-blocked"):
+                  "dequantize-int4-truncated", "dequantize-blocked-bad-scale"):
         opset21_quant_model(kind, out_dir)
+    elif kind == "quantize-blocked":
+        quantize_blocked_model(out_dir)
     elif kind == "matmulnbits-one-row":
         matmulnbits_one_row_model(out_dir)
     elif kind in ("quantize-int16", "quantize-uint16"):

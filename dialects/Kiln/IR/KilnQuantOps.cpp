@@ -55,11 +55,6 @@ bool broadcastsTo(Value zeroPoint, Value operand) {
 
 } // namespace
 
-LogicalResult QuantizeOp::verify() {
-  return verifyQuantParams(*this, getInput(), getScale(), getZeroPoint(),
-                           getAxis());
-}
-
 /// Checks blocked quantization's scale and zero point: `data`'s shape but
 /// `ceil(size / blockSize)` along `axis`.
 static LogicalResult verifyBlockedParams(Operation *op, Value data,
@@ -93,17 +88,29 @@ static LogicalResult verifyBlockedParams(Operation *op, Value data,
   return success();
 }
 
+/// Checks a quantization's scale and zero point against its `data`: per
+/// tensor, per axis, or in blocks of `blockSize`.
+static LogicalResult verifyParams(Operation *op, Value data, Value scale,
+                                  Value zeroPoint, std::optional<int64_t> axis,
+                                  std::optional<int64_t> blockSize) {
+  if (blockSize)
+    return verifyBlockedParams(op, data, scale, zeroPoint, axis, *blockSize);
+  return verifyQuantParams(op, data, scale, zeroPoint, axis);
+}
+
+LogicalResult QuantizeOp::verify() {
+  return verifyParams(*this, getInput(), getScale(), getZeroPoint(), getAxis(),
+                      getBlockSize());
+}
+
 LogicalResult DequantizeOp::verify() {
   if (getInput().getType().getElementType() !=
       getZeroPoint().getType().getElementType())
     return emitOpError("zero point must have the input's element type");
   if (getInputUnsigned() && getInput().getType().getElementType().isInteger(32))
     return emitOpError("32-bit input must be signed");
-  if (std::optional<int64_t> blockSize = getBlockSize())
-    return verifyBlockedParams(*this, getInput(), getScale(), getZeroPoint(),
-                               getAxis(), *blockSize);
-  return verifyQuantParams(*this, getInput(), getScale(), getZeroPoint(),
-                           getAxis());
+  return verifyParams(*this, getInput(), getScale(), getZeroPoint(), getAxis(),
+                      getBlockSize());
 }
 
 LogicalResult MatMulIntegerOp::verify() {

@@ -21,19 +21,24 @@ def Kiln_QuantizeOp : Kiln_Op<"quantize",
     `result_unsigned`, `[-128, 127]` without; for 16 bits `[0, 65535]` or
     `[-32768, 32767]`. A 0-D `scale` and `zero_point` quantize the
     whole tensor; 1-D ones hold one value per index of dimension `axis`
-    (per-channel quantization).
+    (per-channel quantization); with `block_size`, one per block of that
+    many indices along `axis`, as for `kiln.dequantize`.
 
     ```mlir
     %q = kiln.quantize %x, %s, %zp : tensor<6xf32>, tensor<f32>, tensor<i8> -> tensor<6xi8>
     %w = kiln.quantize %x, %s, %zp axis = 0 {result_unsigned} : tensor<3x4xf32>, tensor<3xf32>, tensor<3xi8> -> tensor<3x4xi8>
+    %b = kiln.quantize %x, %s, %zp axis = 1 block_size = 2 : tensor<3x4xf32>, tensor<3x2xf32>, tensor<3x2xi8> -> tensor<3x4xi8>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
                        Kiln_QdqTensor:$zero_point,
-                       OptionalAttr<I64Attr>:$axis, UnitAttr:$result_unsigned);
+                       OptionalAttr<I64Attr>:$axis,
+                       OptionalAttr<I64Attr>:$block_size,
+                       UnitAttr:$result_unsigned);
   let results = (outs Kiln_QdqTensor:$result);
   let assemblyFormat = [{
-    $input `,` $scale `,` $zero_point (`axis` `=` $axis^)? attr-dict `:`
+    $input `,` $scale `,` $zero_point (`axis` `=` $axis^)?
+    (`block_size` `=` $block_size^)? attr-dict `:`
     type($input) `,` type($scale) `,` type($zero_point) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -28,6 +28,29 @@ AffineMap getParamMap(MLIRContext *ctx, unsigned rank,
   return AffineMap::get(rank, 0, getAffineDimExpr(*axis, ctx));
 }
 
+/// How a loop nest of `rank` dimensions reads a blocked scale or zero
+/// point: its own index along every dimension but `axis`, that one's
+/// block.
+AffineMap getBlockedParamMap(MLIRContext *ctx, unsigned rank, int64_t axis,
+                             int64_t blockSize) {
+  SmallVector<AffineExpr> results;
+  for (unsigned d = 0; d < rank; ++d) {
+    AffineExpr index = getAffineDimExpr(d, ctx);
+    results.push_back(d == axis ? index.floorDiv(blockSize) : index);
+  }
+  return AffineMap::get(rank, 0, results, ctx);
+}
+
+/// How a quantization's loop nest of `rank` dimensions reads its scale and
+/// zero point: per tensor, per `axis`, or in blocks along it.
+AffineMap getQuantParamMap(MLIRContext *ctx, unsigned rank,
+                           std::optional<int64_t> axis,
+                           std::optional<int64_t> blockSize) {
+  if (blockSize)
+    return getBlockedParamMap(ctx, rank, *axis, *blockSize);
+  return getParamMap(ctx, rank, axis);
+}
+
 /// `value - zeroPoint` as i32, both read with the same signedness.
 Value createWidenedSub(OpBuilder &b, Location loc, Value value,
                        Value zeroPoint, bool isUnsigned) {
@@ -61,12 +84,12 @@ Value createQuantizeScalar(OpBuilder &b, Location loc, Value x, Value scale,
 /// The elementwise generic quantizing `input`.
 Value createQuantize(OpBuilder &b, Location loc, Value input, Value scale,
                      Value zeroPoint, std::optional<int64_t> axis,
-                     bool isUnsigned, RankedTensorType resultType,
-                     ValueRange dynamicSizes) {
+                     std::optional<int64_t> blockSize, bool isUnsigned,
+                     RankedTensorType resultType, ValueRange dynamicSizes) {
   MLIRContext *ctx = b.getContext();
   unsigned rank = resultType.getRank();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  AffineMap param = getParamMap(ctx, rank, axis);
+  AffineMap param = getQuantParamMap(ctx, rank, axis, blockSize);
   SmallVector<utils::IteratorType> iterators(rank,
                                              utils::IteratorType::parallel);
   return linalg::GenericOp::create(
@@ -92,24 +115,12 @@ struct QuantizeLowering : OpConversionPattern<QuantizeOp> {
     rewriter.replaceOp(
         op, createQuantize(rewriter, op.getLoc(), adaptor.getInput(),
                            adaptor.getScale(), adaptor.getZeroPoint(),
-                           op.getAxis(), op.getResultUnsigned(), op.getType(),
+                           op.getAxis(), op.getBlockSize(),
+                           op.getResultUnsigned(), op.getType(),
                            getDynamicResultSizes(rewriter, op)));
     return success();
   }
 };
-
-/// How a loop nest of `rank` dimensions reads a blocked scale or zero
-/// point: its own index along every dimension but `axis`, that one's
-/// block.
-AffineMap getBlockedParamMap(MLIRContext *ctx, unsigned rank, int64_t axis,
-                             int64_t blockSize) {
-  SmallVector<AffineExpr> results;
-  for (unsigned d = 0; d < rank; ++d) {
-    AffineExpr index = getAffineDimExpr(d, ctx);
-    results.push_back(d == axis ? index.floorDiv(blockSize) : index);
-  }
-  return AffineMap::get(rank, 0, results, ctx);
-}
 
 /// `(q - zeroPoint) * scale`, the difference exact in i32.
 struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
@@ -124,9 +135,7 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
     unsigned rank = resultType.getRank();
     AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
     AffineMap param =
-        op.getBlockSize()
-            ? getBlockedParamMap(ctx, rank, *op.getAxis(), *op.getBlockSize())
-            : getParamMap(ctx, rank, op.getAxis());
+        getQuantParamMap(ctx, rank, op.getAxis(), op.getBlockSize());
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
     bool isUnsigned = op.getInputUnsigned();
@@ -194,6 +203,7 @@ struct DynamicQuantizeLowering : OpConversionPattern<DynamicQuantizeOp> {
     Value scaleTensor = scalar(scale), zeroPointTensor = scalar(zeroPoint);
     Value quantized = createQuantize(
         rewriter, loc, input, scaleTensor, zeroPointTensor, std::nullopt,
+        std::nullopt,
         /*isUnsigned=*/true, cast<RankedTensorType>(op.getResult().getType()),
         getDynamicSizes(rewriter, loc, input));
     rewriter.replaceOp(op, {quantized, scaleTensor, zeroPointTensor});
