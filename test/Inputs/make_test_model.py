@@ -50,6 +50,16 @@ def external_weight_model(out_dir, location, data=None, offset=None,
             f.write(data)
 
 
+def write_test_data(out_dir, tensors):
+    """Writes each (name, array) of `tensors` as out_dir/test_data_set_0/
+    name.pb, ONNX's test-data layout."""
+    folder = os.path.join(out_dir, "test_data_set_0")
+    os.makedirs(folder, exist_ok=True)
+    for name, array in tensors:
+        with open(os.path.join(folder, name + ".pb"), "wb") as f:
+            f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
 # ONNX 1.16's 4-bit types, by number: older onnx packages lack the names.
 UINT4, INT4 = 21, 22
 
@@ -73,7 +83,7 @@ def opset21_quant_model(kind, out_dir):
     of 2 rows of a [5, 2] matrix (the last block ragged), IR version 10;
     test_data_set_0 holds an input and the output numpy computes."""
     signed = kind != "dequantize-uint4-blocked"
-    w = np.arange(-5, 5).reshape(5, 2) if signed else np.arange(3, 13).reshape(5, 2)
+    w = (np.arange(-5, 5) if signed else np.arange(3, 13)).reshape(5, 2)
     scale = np.array([[0.5, 0.25], [1.0, 2.0], [0.125, 4.0]], np.float32)
     zero_point = np.array([[0, 1], [-1, 2], [3, 0]]) if signed else \
         np.array([[8, 0], [15, 7], [1, 2]])
@@ -97,11 +107,8 @@ def opset21_quant_model(kind, out_dir):
          four_bit_tensor("zp", zero_point, data_type)], opset=21)
     model.ir_version = 10
     save(model, out_dir)
-    folder = os.path.join(out_dir, "test_data_set_0")
-    os.makedirs(folder, exist_ok=True)
-    for name, array in (("input_0", x), ("output_0", y.astype(np.float32))):
-        with open(os.path.join(folder, name + ".pb"), "wb") as f:
-            f.write(numpy_helper.from_array(array, name).SerializeToString())
+    write_test_data(out_dir, (("input_0", x),
+                              ("output_0", y.astype(np.float32))))
 
 
 def quantize_blocked_model(out_dir):
@@ -125,11 +132,7 @@ def quantize_blocked_model(out_dir):
          numpy_helper.from_array(zero_point, "zp")], opset=21)
     model.ir_version = 10
     save(model, out_dir)
-    folder = os.path.join(out_dir, "test_data_set_0")
-    os.makedirs(folder, exist_ok=True)
-    for name, array in (("input_0", x), ("output_0", q.astype(np.int8))):
-        with open(os.path.join(folder, name + ".pb"), "wb") as f:
-            f.write(numpy_helper.from_array(array, name).SerializeToString())
+    write_test_data(out_dir, (("input_0", x), ("output_0", q.astype(np.int8))))
 
 
 def matmulnbits_one_row_model(out_dir):
@@ -161,11 +164,7 @@ def matmulnbits_one_row_model(out_dir):
          numpy_helper.from_array(zero_packed.reshape(-1), "zeros")])
     model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     save(model, out_dir)
-    folder = os.path.join(out_dir, "test_data_set_0")
-    os.makedirs(folder, exist_ok=True)
-    for name, array in (("input_0", x), ("output_0", y)):
-        with open(os.path.join(folder, name + ".pb"), "wb") as f:
-            f.write(numpy_helper.from_array(array, name).SerializeToString())
+    write_test_data(out_dir, (("input_0", x), ("output_0", y)))
 
 
 def sixteen_bit_quant_model(unsigned, out_dir):
@@ -196,12 +195,8 @@ def sixteen_bit_quant_model(unsigned, out_dir):
          numpy_helper.from_array(zero_point, "zp")], opset=21)
     model.ir_version = 10
     save(model, out_dir)
-    folder = os.path.join(out_dir, "test_data_set_0")
-    os.makedirs(folder, exist_ok=True)
-    for name, array in (("input_0", x), ("input_1", r), ("output_0", q),
-                        ("output_1", y)):
-        with open(os.path.join(folder, name + ".pb"), "wb") as f:
-            f.write(numpy_helper.from_array(array, name).SerializeToString())
+    write_test_data(out_dir, (("input_0", x), ("input_1", r),
+                              ("output_0", q), ("output_1", y)))
 
 
 def main():
