@@ -25,9 +25,40 @@ std::string describeLocation(Location loc) {
   return text;
 }
 
+/// The size of the state `update` writes along its axis.
+int64_t getStateSize(StateUpdateOp update) {
+  auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
+      update, update.getStateAttr());
+  return cast<RankedTensorType>(state.getType())
+      .getDimSize(static_cast<int64_t>(update.getAxis()));
+}
+
+/// `[offset + count - 1]`, the last index `update` writes along its axis
+/// (before the op's own clamping), as a tensor<1xi64> for
+/// kiln.check_index_range; computed right after the update's operands.
+Value getLastWrittenIndex(OpBuilder &b, StateUpdateOp update) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(update);
+  Location loc = update.getLoc();
+  Value offset = tensor::ExtractOp::create(b, loc, update.getOffset());
+  Value count = arith::IndexCastOp::create(
+      b, loc, b.getI64Type(),
+      tensor::DimOp::create(b, loc, update.getUpdate(),
+                            static_cast<int64_t>(update.getAxis())));
+  Value one = arith::ConstantIntOp::create(b, loc, 1, 64);
+  Value last = arith::SubIOp::create(
+      b, loc, arith::AddIOp::create(b, loc, offset, count), one);
+  return tensor::FromElementsOp::create(
+      b, loc, RankedTensorType::get({1}, b.getI64Type()), last);
+}
+
 LogicalResult insertChecks(func::FuncOp func) {
-  SmallVector<GatherOp> gathers;
-  func.walk([&](GatherOp op) { gathers.push_back(op); });
+  SmallVector<Operation *> checked;
+  func.walk([&](Operation *op) {
+    if (isa<GatherOp>(op) ||
+        (isa<StateUpdateOp>(op) && op->hasAttr(kOverflowErrorAttr)))
+      checked.push_back(op);
+  });
   auto returnOp = cast<func::ReturnOp>(func.getBody().back().getTerminator());
   OpBuilder b(returnOp);
   Location loc = returnOp.getLoc();
@@ -35,15 +66,23 @@ LogicalResult insertChecks(func::FuncOp func) {
   Value status = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(statusType, b.getI32IntegerAttr(0)));
   SmallVector<Attribute> errors;
-  for (GatherOp gather : gathers) {
-    int64_t size = gather.getData().getType().getDimSize(
-        static_cast<int64_t>(gather.getAxis()));
-    errors.push_back(b.getStringAttr("Gather index out of range at " +
-                                     describeLocation(gather.getLoc())));
+  for (Operation *op : checked) {
+    auto code = b.getI32IntegerAttr(static_cast<int32_t>(errors.size() + 1));
+    if (auto gather = dyn_cast<GatherOp>(op)) {
+      int64_t size = gather.getData().getType().getDimSize(
+          static_cast<int64_t>(gather.getAxis()));
+      errors.push_back(b.getStringAttr("Gather index out of range at " +
+                                       describeLocation(gather.getLoc())));
+      status = CheckIndexRangeOp::create(b, gather.getLoc(),
+                                         gather.getIndices(), status,
+                                         b.getI64IntegerAttr(size), code);
+      continue;
+    }
+    auto update = cast<StateUpdateOp>(op);
+    errors.push_back(update->getAttrOfType<StringAttr>(kOverflowErrorAttr));
     status = CheckIndexRangeOp::create(
-        b, gather.getLoc(), gather.getIndices(), status,
-        b.getI64IntegerAttr(size),
-        b.getI32IntegerAttr(static_cast<int32_t>(errors.size())));
+        b, update.getLoc(), getLastWrittenIndex(b, update), status,
+        b.getI64IntegerAttr(getStateSize(update)), code);
   }
   returnOp.getOperandsMutable().append(status);
   func->setAttr(kErrorsAttr, b.getArrayAttr(errors));

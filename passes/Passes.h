@@ -5,7 +5,9 @@
 #include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
 namespace kiln {
@@ -34,6 +36,11 @@ inline constexpr llvm::StringLiteral kCalibrationErrorAttr =
 /// Why calibration could not measure a product it would have (string).
 inline constexpr llvm::StringLiteral kCalibrationSkippedAttr =
     "kiln.calibration_skipped";
+
+/// The error a `kiln.state_update` that would leave its state reports
+/// (string; kiln-build-kv-cache sets it, kiln-insert-runtime-checks checks
+/// the updates that carry it).
+inline constexpr llvm::StringLiteral kOverflowErrorAttr = "kiln.overflow_error";
 
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"

@@ -29,6 +29,49 @@ def FoldConstantsPass : Pass<"kiln-fold-constants"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def BuildKvCachePass : Pass<"kiln-build-kv-cache", "mlir::ModuleOp"> {
+  let summary = "Keep a with-past decoder's keys and values in session state";
+  let description = [{
+    A decoder exported in the Hugging Face "with past" form takes the keys
+    and values of earlier tokens as inputs `past_key_values.N.key` and
+    `.value` (`[batch, heads, past, depth]`) and returns them with the new
+    tokens' appended as `present.N.key` and `.value`. Run in a loop by the
+    caller, every step copies the whole cache in and out.
+
+    This pass moves the cache into the artifact. Each pair becomes a
+    `kiln.state` of `max-context` positions, and one more state counts the
+    positions filled. The entry, renamed `decode`, takes only the new
+    tokens: a past input becomes the filled prefix of its state, and the
+    `kiln.concat` that made the present output becomes a `kiln.state_update`
+    writing the new positions in place, after which attention reads the
+    prefix including them. Nothing reads or computes the empty positions.
+    The past and present values leave the signature; `kiln_session_reset`
+    starts a new sequence. A step that would fill the cache past
+    `max-context` is a run-time error (the update carries the message for
+    `kiln-insert-runtime-checks`).
+
+    ```mlir
+    func.func @main(%ids: tensor<1x?xi64>, %past: tensor<1x4x?x32xf32> {kiln.name = "past_key_values.0.key"})
+        -> (tensor<1x?x100xf32>, tensor<1x4x?x32xf32> {kiln.name = "present.0.key"}) {
+      %present = kiln.concat %past, %k axis = 2 : ...
+    // becomes
+    kiln.state @kv_cache.length : tensor<i64>
+    kiln.state @kv_cache.0.key : tensor<1x4x256x32xf32>
+    func.func @decode(%ids: tensor<1x?xi64>) -> tensor<1x?x100xf32> {
+      kiln.state_update %k, @kv_cache.0.key, axis = 2, offset = %length : ...
+      %cache = kiln.state_read @kv_cache.0.key : tensor<1x4x256x32xf32>
+      %present = kiln.dynamic_slice %cache axes = [2] offsets(%c0) sizes(%total) : ...
+    ```
+  }];
+  let options = [
+    Option<"maxContext", "max-context", "int64_t", "0",
+           "Positions the cache holds (prompt and generated tokens together)">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def InsertRuntimeChecksPass : Pass<"kiln-insert-runtime-checks", "mlir::ModuleOp"> {
   let summary = "Give every entry point an error status computed from run-time checks";
   let description = [{

@@ -12,6 +12,14 @@ shapes):
   vit     ViT-S/16-style image encoder: 224x224 RGB, 16x16 patches, 12
           layers, width 384, 6 heads, 1000 classes.
 
+--models gpt2-past (alone) exports the gpt2 decoder in the Hugging Face
+"with past" form into OUT/gpt2-past: inputs input_ids [batch, seq] and
+past_key_values.N.key/value [batch, heads, past_seq, 64], outputs logits
+and present.N.key/value [batch, heads, past_seq + seq, 64]. tokens.pb holds
+--past-tokens random tokens and logits.pb the logits of every position of
+them, computed by the plain full-sequence model (no cache): the reference
+for decoding them step by step.
+
 For each model MODEL this writes OUT/MODEL/model.onnx, input_<i>.pb and
 output_0.pb, the last computed by PyTorch itself (an independent
 reference). --layers overrides the depth, for quick tests.
@@ -130,6 +138,56 @@ class GPT2(nn.Module):
         return self.ln_f(x) @ self.wte.weight.t()
 
 
+class PastGPT2Block(GPT2Block):
+    """GPT2Block in the Hugging Face "with past" form: the keys and values
+    of earlier positions come in, this step's are appended and returned."""
+
+    def forward(self, x, past_key, past_value):
+        b, t, w = x.shape
+        q, k, v = self.c_attn(self.ln_1(x)).split(w, dim=2)
+        q, k, v = (y.view(b, t, self.heads, w // self.heads).transpose(1, 2)
+                   for y in (q, k, v))
+        k = torch.cat([past_key, k], dim=2)
+        v = torch.cat([past_value, v], dim=2)
+        p = past_key.shape[2]
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, p:p + t, :p + t] == 0,
+                              float("-inf"))
+        y = (att.softmax(dim=-1) @ v).transpose(1, 2).contiguous().view(b, t, w)
+        x = x + self.c_proj(y)
+        hidden = nn.functional.gelu(self.c_fc(self.ln_2(x)), approximate="tanh")
+        return x + self.mlp_proj(hidden), k, v
+
+
+class PastGPT2(GPT2):
+    """GPT2 with inputs past_key_values.N.key/value and outputs
+    present.N.key/value, as Hugging Face exports decoders for generation."""
+
+    def __init__(self, layers=12, width=768, heads=12, vocab=50257):
+        super().__init__(layers, width, heads, vocab)
+        self.blocks = nn.ModuleList(PastGPT2Block(width, heads)
+                                    for _ in range(layers))
+
+    def forward(self, input_ids, *past):
+        p = past[0].shape[2]
+        positions = torch.arange(p, p + input_ids.shape[1]).unsqueeze(0)
+        x = self.wte(input_ids) + self.wpe(positions)
+        presents = []
+        for i, block in enumerate(self.blocks):
+            x, k, v = block(x, past[2 * i], past[2 * i + 1])
+            presents += [k, v]
+        return (self.ln_f(x) @ self.wte.weight.t(), *presents)
+
+    def full_sequence(self, input_ids):
+        """The logits of every position, computed without any cache (the
+        plain GPT2 forward on the same weights): the reference."""
+        positions = torch.arange(input_ids.shape[1]).unsqueeze(0)
+        x = self.wte(input_ids) + self.wpe(positions)
+        for block in self.blocks:
+            x = GPT2Block.forward(block, x)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
 class ViTBlock(nn.Module):
     def __init__(self, width, heads):
         super().__init__()
@@ -227,7 +285,12 @@ def main():
     parser.add_argument("--dynamic-lengths", default="",
                         help="export with dynamic batch and sequence axes and "
                              "write a test data set per sequence length")
+    parser.add_argument("--past-tokens", type=int, default=24,
+                        help="gpt2-past: length of the reference sequence")
     args = parser.parse_args()
+    if args.models == "gpt2-past":
+        export_with_past(args)
+        return
     if args.dynamic_lengths:
         export_dynamic(args)
         return
@@ -248,6 +311,39 @@ def main():
         write_tensor(os.path.join(folder, "output_0.pb"),
                      expected.numpy().astype(np.float32), output_names[0])
         print(f"{name}: {folder}/model.onnx")
+
+
+def export_with_past(args):
+    """OUT/gpt2-past: the decoder in the with-past form (symbolic batch,
+    seq and past_seq), with a token sequence and the full-sequence logits
+    of every position as the reference for cached decoding."""
+    torch.manual_seed(args.seed)
+    generator = torch.Generator().manual_seed(args.seed)
+    model = PastGPT2(**({"layers": args.layers} if args.layers else {})).eval()
+    layers, heads = len(model.blocks), model.blocks[0].heads
+    depth = model.wte.weight.shape[1] // heads
+    vocab = model.wte.weight.shape[0]
+    folder = os.path.join(args.out, "gpt2-past")
+    os.makedirs(folder, exist_ok=True)
+    past_names = [f"past_key_values.{i}.{kv}" for i in range(layers)
+                  for kv in ("key", "value")]
+    present_names = [name.replace("past_key_values", "present")
+                     for name in past_names]
+    sample = {"input_ids": torch.randint(0, vocab, (1, 3), generator=generator)}
+    for name in past_names:
+        sample[name] = torch.randn(1, heads, 5, depth, generator=generator)
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    axes.update({name: {0: "batch", 2: "past_seq"} for name in past_names})
+    axes.update({name: {0: "batch", 2: "total_seq"} for name in present_names})
+    export_onnx(model, sample, ["logits"] + present_names, folder, args.opset,
+                axes)
+    tokens = torch.randint(0, vocab, (1, args.past_tokens), generator=generator)
+    with torch.no_grad():
+        logits = model.full_sequence(tokens)
+    write_tensor(os.path.join(folder, "tokens.pb"), tokens.numpy(), "tokens")
+    write_tensor(os.path.join(folder, "logits.pb"),
+                 logits.numpy().astype(np.float32), "logits")
+    print(f"gpt2-past: {folder}/model.onnx, {args.past_tokens} reference tokens")
 
 
 def export_dynamic(args):

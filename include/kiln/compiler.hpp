@@ -115,6 +115,12 @@ struct CompileOptions {
   /// may take from quantization; products above it stay in float. 0: no
   /// limit.
   double qualityBudget = 0;
+  /// For a decoder exported with past keys and values (inputs
+  /// `past_key_values.N.key/value`, outputs `present.N.key/value`): keep
+  /// them in the session's state, `maxContext` positions long, and make the
+  /// entry `decode(input_ids)` that appends the new tokens. 0: compile the
+  /// graph as it is.
+  int64_t maxContext = 0;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

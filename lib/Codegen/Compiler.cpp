@@ -9,10 +9,15 @@
 #include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
 #include "lib/Codegen/QuantizationReport.h"
+#include "passes/Passes.h"
 
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
+
+#include "llvm/ADT/StringSet.h"
 
 #include <optional>
 
@@ -26,14 +31,57 @@ void kiln::registerCompilerDialects(DialectRegistry &registry) {
   registry.insert<KilnDialect>();
 }
 
+/// Every dynamic dimension of an entry's inputs and outputs must be one of
+/// the module's named dimensions, which the runtime can check and size;
+/// the importer names a computed size by its expression.
+static LogicalResult verifyEntryDimensions(ModuleOp module) {
+  llvm::StringSet<> known;
+  if (auto dims = module->getAttrOfType<ArrayAttr>(kDimsAttr))
+    for (auto dim : dims.getAsRange<DimAttr>())
+      known.insert(dim.getName());
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (!isEntryPoint(func))
+      continue;
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto names = func.getResultAttrOfType<ArrayAttr>(i, kDimNamesAttr);
+      if (!names)
+        continue;
+      for (auto [d, name] : llvm::enumerate(names.getAsValueRange<StringAttr>()))
+        if (!name.empty() && !known.contains(name)) {
+          auto output = func.getResultAttrOfType<StringAttr>(i, kNameAttr);
+          return emitError(func.getLoc())
+                 << "graph output '" << (output ? output.getValue() : "")
+                 << "' dimension " << d << " has the size " << name
+                 << "; Kiln's outputs take fixed sizes or named dimensions"
+                 << (StringRef(output ? output.getValue() : "")
+                             .starts_with("present")
+                         ? " (compile a with-past decoder with --max-context "
+                           "N to keep its cache in the artifact)"
+                         : "");
+        }
+    }
+  }
+  return success();
+}
+
 LogicalResult kiln::compileModule(ModuleOp module,
                                   const CompileOptions &options) {
   Location loc = module.getLoc();
+
   if (options.emit == EmitKind::Library && options.outputPath == "-")
     return emitError(loc) << "a shared library cannot be written to stdout";
   // Reserved first, so an unwritable output fails before any work.
   OutputFile output;
   if (failed(output.create(options.outputPath, loc)))
+    return failure();
+  // Changes to the signature come first: the text form shows them too.
+  if (options.maxContext > 0) {
+    PassManager pm(module.getContext());
+    pm.addPass(createBuildKvCachePass({options.maxContext}));
+    if (failed(pm.run(module)))
+      return failure();
+  }
+  if (failed(verifyEntryDimensions(module)))
     return failure();
   if (options.emit == EmitKind::Mlir) {
     module.print(output.os());

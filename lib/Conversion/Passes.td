@@ -260,7 +260,8 @@ def LowerStatePass : Pass<"kiln-lower-state", "mlir::ModuleOp"> {
   }];
   let dependentDialects = ["mlir::bufferization::BufferizationDialect",
                            "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect",
-                           "mlir::tensor::TensorDialect", "mlir::linalg::LinalgDialect"];
+                           "mlir::tensor::TensorDialect", "mlir::linalg::LinalgDialect",
+                           "mlir::scf::SCFDialect"];
 }
 
 def BindDimensionsPass : Pass<"kiln-bind-dimensions", "mlir::ModuleOp"> {

@@ -263,38 +263,170 @@ LogicalResult kiln::importExpand(NodeImporter &node) {
 
 /// Slice with positive steps; starts and ends clamp into range as ONNX
 /// specifies, so every slice the importer builds is in bounds.
+/// Slice whose starts or ends are computed from named dimensions: a static
+/// kiln.slice for the constant axes, then a kiln.dynamic_slice for the
+/// others. Each run-time start and end must lie within its dimension for
+/// every size the named dimensions may take, so ONNX's clamping never
+/// applies.
+static LogicalResult importDynamicSlice(NodeImporter &node, Value input,
+                                        ArrayRef<AffineExpr> starts,
+                                        ArrayRef<AffineExpr> ends,
+                                        ArrayRef<int64_t> axes,
+                                        ArrayRef<int64_t> steps) {
+  RankedTensorType type = cast<RankedTensorType>(input.getType());
+  int64_t rank = type.getRank();
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  for (const DimSymbol &symbol : node.graph.getSymbols())
+    ranges.push_back({symbol.min, symbol.max});
+  SmallVector<int64_t> offsets(rank, 0), sizes(type.getShape()),
+      strides(rank, 1);
+  SmallVector<int64_t> dynamicAxes;
+  SmallVector<AffineExpr> dynamicOffsets, dynamicSizes;
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (!steps.empty() && steps[i] != 1)
+      return node.emitError() << "a step other than 1 is not supported where "
+                                 "starts or ends depend on named dimensions";
+    int64_t dim = type.getDimSize(axis);
+    if (ShapedType::isDynamic(dim))
+      return node.emitError() << "slicing dimension " << axis << " of "
+                              << type << " is not supported: it is dynamic";
+    auto start = dyn_cast<AffineConstantExpr>(starts[i]);
+    auto end = dyn_cast<AffineConstantExpr>(ends[i]);
+    if (start && end) {
+      auto clamp = [&](int64_t index) {
+        if (index < 0)
+          index = index < -dim ? 0 : index + dim;
+        return std::min(index, dim);
+      };
+      int64_t first = clamp(start.getValue()), last = clamp(end.getValue());
+      sizes[axis] = std::max<int64_t>(last - first, 0);
+      offsets[axis] = sizes[axis] > 0 ? first : 0;
+      continue;
+    }
+    auto normalize = [&](AffineExpr expr) {
+      if (auto constant = dyn_cast<AffineConstantExpr>(expr);
+          constant && constant.getValue() < 0)
+        return getAffineConstantExpr(
+            std::max<int64_t>(constant.getValue() + dim, 0), node.b.getContext());
+      if (auto constant = dyn_cast<AffineConstantExpr>(expr);
+          constant && constant.getValue() > dim)
+        return getAffineConstantExpr(dim, node.b.getContext());
+      return expr;
+    };
+    AffineExpr first = normalize(starts[i]), last = normalize(ends[i]);
+    AffineExpr size = simplify(last - first);
+    for (auto [what, expr, low] :
+         {std::tuple{"start", first, int64_t(0)},
+          std::tuple{"end", last, int64_t(0)},
+          std::tuple{"length", size, int64_t(0)}}) {
+      std::optional<std::pair<int64_t, int64_t>> bounds =
+          getBounds(expr, ranges);
+      if (!bounds || bounds->first < low || bounds->second > dim)
+        return node.emitError()
+               << "the " << what << " " << node.graph.describe(expr)
+               << " along axis " << axis << " may leave [0, " << dim
+               << "] for the sizes the named dimensions allow; narrow their "
+                  "ranges with --dim";
+    }
+    dynamicAxes.push_back(axis);
+    dynamicOffsets.push_back(first);
+    dynamicSizes.push_back(size);
+  }
+  SymbolicInts shape = node.graph.getShape(input);
+  Value result = input;
+  if (llvm::any_of(llvm::enumerate(sizes), [&](auto size) {
+        return size.value() != type.getDimSize(size.index());
+      })) {
+    SliceOp::Properties props;
+    props.offsets = node.b.getDenseI64ArrayAttr(offsets);
+    props.sizes = node.b.getDenseI64ArrayAttr(sizes);
+    props.strides = node.b.getDenseI64ArrayAttr(strides);
+    result = SliceOp::create(node.b, node.loc, result, props);
+    for (int64_t d = 0; d < rank; ++d)
+      if (!ShapedType::isDynamic(sizes[d]))
+        shape[d] = getAffineConstantExpr(sizes[d], node.b.getContext());
+    node.graph.setShape(result, shape);
+  }
+  SmallVector<Value> offsetValues, sizeValues;
+  for (auto [axis, offset, size] :
+       llvm::zip(dynamicAxes, dynamicOffsets, dynamicSizes)) {
+    FailureOr<Value> offsetValue = node.graph.materialize(offset, node.loc);
+    FailureOr<Value> sizeValue = node.graph.materialize(size, node.loc);
+    if (failed(offsetValue) || failed(sizeValue))
+      return failure();
+    offsetValues.push_back(*offsetValue);
+    sizeValues.push_back(*sizeValue);
+    shape[axis] = size;
+  }
+  auto resultType = RankedTensorType::get(getStaticSizes(shape),
+                                          type.getElementType());
+  for (int64_t axis : dynamicAxes)
+    if (!resultType.isDynamicDim(axis))
+      return node.emitError() << "internal: a sliced size became static";
+  result = DynamicSliceOp::create(node.b, node.loc, resultType, result,
+                                  node.b.getDenseI64ArrayAttr(dynamicAxes),
+                                  offsetValues, sizeValues);
+  node.graph.setShape(result, shape);
+  node.results.push_back(result);
+  return success();
+}
+
 LogicalResult kiln::importSlice(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  // Stop at the first input that isn't a constant: one error per node.
-  SmallVector<std::optional<SmallVector<int64_t>>> params;
-  for (auto [index, name] : llvm::enumerate(
-           ArrayRef<StringRef>{"starts", "ends", "axes", "steps"})) {
-    FailureOr<std::optional<SmallVector<int64_t>>> values =
-        node.getIntsFromAttrOrInput(name, index + 1);
-    if (failed(values))
-      return failure();
-    params.push_back(std::move(*values));
-  }
-  std::optional<SmallVector<int64_t>> &starts = params[0], &ends = params[1],
-                                      &axesOrNone = params[2],
-                                      &steps = params[3];
-  if (!starts || !ends || starts->size() != ends->size())
+  // Stop at the first input that isn't usable: one error per node.
+  FailureOr<std::optional<SymbolicInts>> symbolicStarts =
+      node.getSymbolicIntsFromAttrOrInput("starts", 1);
+  if (failed(symbolicStarts))
+    return failure();
+  FailureOr<std::optional<SymbolicInts>> symbolicEnds =
+      node.getSymbolicIntsFromAttrOrInput("ends", 2);
+  if (failed(symbolicEnds))
+    return failure();
+  FailureOr<std::optional<SmallVector<int64_t>>> axesOrNone =
+      node.getIntsFromAttrOrInput("axes", 3);
+  if (failed(axesOrNone))
+    return failure();
+  FailureOr<std::optional<SmallVector<int64_t>>> steps =
+      node.getIntsFromAttrOrInput("steps", 4);
+  if (failed(steps))
+    return failure();
+  if (!*symbolicStarts || !*symbolicEnds ||
+      (*symbolicStarts)->size() != (*symbolicEnds)->size())
     return node.emitError() << "starts and ends must be given, of one length";
+  auto constantValues =
+      [](ArrayRef<AffineExpr> exprs) -> std::optional<SmallVector<int64_t>> {
+    SmallVector<int64_t> values;
+    for (AffineExpr expr : exprs) {
+      auto constant = dyn_cast<AffineConstantExpr>(expr);
+      if (!constant)
+        return std::nullopt;
+      values.push_back(constant.getValue());
+    }
+    return values;
+  };
+  std::optional<SmallVector<int64_t>> starts = constantValues(**symbolicStarts),
+                                      ends = constantValues(**symbolicEnds);
   RankedTensorType type = node.getOperandType(0);
   int64_t rank = type.getRank();
   SmallVector<int64_t> axes;
-  if (axesOrNone)
-    axes = *axesOrNone;
+  if (*axesOrNone)
+    axes = **axesOrNone;
   else
-    for (size_t i = 0; i < starts->size(); ++i)
+    for (size_t i = 0; i < (*symbolicStarts)->size(); ++i)
       axes.push_back(i);
-  if (axes.size() != starts->size() || (steps && steps->size() != axes.size()))
+  if (axes.size() != (*symbolicStarts)->size() ||
+      (*steps && (*steps)->size() != axes.size()))
     return node.emitError() << "starts, ends, axes and steps differ in length";
   FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(node, axes, rank);
   if (failed(normalized))
     return failure();
+  if (!starts || !ends)
+    return importDynamicSlice(node, *input, **symbolicStarts, **symbolicEnds,
+                              *normalized,
+                              *steps ? ArrayRef<int64_t>(**steps)
+                                     : ArrayRef<int64_t>());
 
   SmallVector<int64_t> offsets(rank, 0), sizes(type.getShape()),
       strides(rank, 1);
@@ -303,7 +435,7 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
     if (ShapedType::isDynamic(dim))
       return node.emitError() << "slicing dimension " << axis << " of "
                               << type << " is not supported: it is dynamic";
-    int64_t step = steps ? (*steps)[i] : 1;
+    int64_t step = *steps ? (**steps)[i] : 1;
     if (step <= 0)
       return node.emitError() << "step " << step
                               << " is not supported; Kiln slices with "
@@ -490,7 +622,8 @@ LogicalResult kiln::importRange(NodeImporter &node) {
                                "positive constant delta";
   // The length ceil((limit - start) / delta); a named dimension is never
   // below its lower bound, which the model's own shapes make >= start.
-  AffineExpr length = ((*last)[0] - (*first)[0]).ceilDiv(constantStep.getValue());
+  AffineExpr length =
+      simplify(((*last)[0] - (*first)[0]).ceilDiv(constantStep.getValue()));
   if (auto constant = dyn_cast<AffineConstantExpr>(length);
       constant && constant.getValue() < 0)
     length = getAffineConstantExpr(0, node.b.getContext());

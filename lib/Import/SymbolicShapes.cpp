@@ -53,6 +53,61 @@ FailureOr<SymbolicInts> kiln::broadcastShapes(ArrayRef<AffineExpr> a,
   return result;
 }
 
+AffineExpr kiln::simplify(AffineExpr expr) {
+  unsigned symbols = 0;
+  expr.walk([&](AffineExpr sub) {
+    if (auto symbol = dyn_cast<AffineSymbolExpr>(sub))
+      symbols = std::max(symbols, symbol.getPosition() + 1);
+  });
+  return simplifyAffineExpr(expr, /*numDims=*/0, symbols);
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+kiln::getBounds(AffineExpr expr, ArrayRef<std::pair<int64_t, int64_t>> ranges) {
+  using Bounds = std::pair<int64_t, int64_t>;
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return Bounds{constant.getValue(), constant.getValue()};
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+    if (symbol.getPosition() >= ranges.size())
+      return std::nullopt;
+    return ranges[symbol.getPosition()];
+  }
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return std::nullopt;
+  std::optional<Bounds> lhs = getBounds(binary.getLHS(), ranges),
+                        rhs = getBounds(binary.getRHS(), ranges);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  auto constant = dyn_cast<AffineConstantExpr>(binary.getRHS());
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    return Bounds{lhs->first + rhs->first, lhs->second + rhs->second};
+  case AffineExprKind::Mul: {
+    if (!constant)
+      return std::nullopt;
+    int64_t c = constant.getValue();
+    Bounds scaled{lhs->first * c, lhs->second * c};
+    if (c < 0)
+      std::swap(scaled.first, scaled.second);
+    return scaled;
+  }
+  case AffineExprKind::FloorDiv:
+  case AffineExprKind::CeilDiv: {
+    if (!constant || constant.getValue() <= 0)
+      return std::nullopt;
+    int64_t c = constant.getValue();
+    bool ceil = binary.getKind() == AffineExprKind::CeilDiv;
+    auto divide = [&](int64_t v) {
+      return ceil ? llvm::divideCeilSigned(v, c) : llvm::divideFloorSigned(v, c);
+    };
+    return Bounds{divide(lhs->first), divide(lhs->second)};
+  }
+  default:
+    return std::nullopt;
+  }
+}
+
 AffineExpr kiln::getProduct(MLIRContext *context, ArrayRef<AffineExpr> values) {
   AffineExpr product = getAffineConstantExpr(1, context);
   for (AffineExpr value : values)
@@ -195,7 +250,7 @@ combineElements(ArrayRef<AffineExpr> lhs, ArrayRef<AffineExpr> rhs,
         combine(lhs[lhs.size() == 1 ? 0 : i], rhs[rhs.size() == 1 ? 0 : i]);
     if (!value)
       return std::nullopt;
-    result.push_back(*value);
+    result.push_back(simplify(*value));
   }
   return result;
 }

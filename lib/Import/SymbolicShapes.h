@@ -37,6 +37,17 @@ SymbolicInts getConstantInts(mlir::MLIRContext *context,
 mlir::FailureOr<SymbolicInts> broadcastShapes(llvm::ArrayRef<mlir::AffineExpr> a,
                                               llvm::ArrayRef<mlir::AffineExpr> b);
 
+/// `expr` in its simplest form, so that equal sizes compare equal
+/// (`(s0 + s1) - s0` is `s1`).
+mlir::AffineExpr simplify(mlir::AffineExpr expr);
+
+/// The least and greatest value `expr` takes when symbol k ranges over
+/// `ranges[k]` (inclusive); nullopt for expressions other than sums,
+/// products with constants and divisions by positive constants.
+std::optional<std::pair<int64_t, int64_t>>
+getBounds(mlir::AffineExpr expr,
+          llvm::ArrayRef<std::pair<int64_t, int64_t>> ranges);
+
 /// The product of `values` (1 for none).
 mlir::AffineExpr getProduct(mlir::MLIRContext *context,
                             llvm::ArrayRef<mlir::AffineExpr> values);

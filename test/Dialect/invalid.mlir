@@ -527,3 +527,27 @@ func.func @quantized_matmul_smooth_length(%x: tensor<2x72xf32>, %w: tensor<5x18x
   %0 = kiln.quantized_matmul %x, %w, %s, %c static(%xs, %xzp : tensor<f32>, tensor<i8>) smooth(%f : tensor<64xf32>) : tensor<2x72xf32>, tensor<5x18x16x4xi8>, tensor<80xf32>, tensor<80xi32> -> tensor<2x70xf32>
   return
 }
+
+// -----
+
+func.func @dynamic_slice_static_result(%x: tensor<16x4xf32>, %o: index, %s: index) {
+  // expected-error @+1 {{sliced dimension 0 must be dynamic}}
+  %0 = kiln.dynamic_slice %x axes = [0] offsets(%o) sizes(%s) : tensor<16x4xf32> -> tensor<3x4xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_slice_repeated_axis(%x: tensor<16x4xf32>, %o: index, %s: index) {
+  // expected-error @+1 {{axis 0 is out of range or repeated}}
+  %0 = kiln.dynamic_slice %x axes = [0, 0] offsets(%o, %o) sizes(%s, %s) : tensor<16x4xf32> -> tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_slice_changed_dim(%x: tensor<16x4xf32>, %o: index, %s: index) {
+  // expected-error @+1 {{dimension 1 is not sliced and must keep the input's size}}
+  %0 = kiln.dynamic_slice %x axes = [0] offsets(%o) sizes(%s) : tensor<16x4xf32> -> tensor<?x2xf32>
+  return
+}

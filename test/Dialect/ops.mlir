@@ -92,6 +92,14 @@ func.func @select_slice_broadcast(%a: tensor<4x4xf32>, %b: tensor<4xi64>, %cls: 
   return %0, %1, %2 : tensor<4x4xf32>, tensor<2x2xf32>, tensor<3x1x8xf32>
 }
 
+// CHECK-LABEL: func.func @dynamic_slice
+func.func @dynamic_slice(%bias: tensor<1x1x16x16xf32>, %past: index, %seq: index, %total: index) -> tensor<1x1x?x?xf32> {
+  // CHECK: kiln.dynamic_slice %arg0 axes = [2, 3] offsets(%arg1, %{{.*}}) sizes(%arg2, %arg3) : tensor<1x1x16x16xf32> -> tensor<1x1x?x?xf32>
+  %c0 = arith.constant 0 : index
+  %0 = kiln.dynamic_slice %bias axes = [2, 3] offsets(%past, %c0) sizes(%seq, %total) : tensor<1x1x16x16xf32> -> tensor<1x1x?x?xf32>
+  return %0 : tensor<1x1x?x?xf32>
+}
+
 // CHECK-LABEL: func.func @composites
 func.func @composites(%x: tensor<1x16x64xf32>, %g: tensor<64xf32>, %img: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> (tensor<1x16x64xf32>, tensor<1x6x4x4xf32>) {
   // CHECK: kiln.layer_norm %arg0, %arg1, %arg1 axis = 2 epsilon = 9.99999974E-6 : tensor<1x16x64xf32>, tensor<64xf32>, tensor<64xf32>

@@ -414,6 +414,44 @@ def main():
                                 ("output_2", np.ones((2, seq), np.int64))):
                 with open(os.path.join(folder, name + ".pb"), "wb") as f:
                     f.write(numpy_helper.from_array(array, name).SerializeToString())
+    elif kind == "window-slice":
+        # A decoder mask's slice: rows past .. past + seq of a constant
+        # table, with starts and ends computed from the inputs' shapes, and
+        # columns 1..3 (a constant axis beside the run-time one). Test data
+        # for (past, seq) = (0, 1), (3, 5) and (8, 8), computed with numpy.
+        def ints(name, values):
+            return helper.make_node(
+                "Constant", [], [name], name=name,
+                value=numpy_helper.from_array(np.array(values, np.int64), name))
+        table = np.arange(256, dtype=np.float32).reshape(16, 16)
+        nodes = [
+            ints("zero", [0]), ints("one", [1]), ints("three", [3]),
+            ints("axes", [0, 1]),
+            helper.make_node("Shape", ["past"], ["past_shape"], name="past_shape"),
+            helper.make_node("Shape", ["x"], ["x_shape"], name="x_shape"),
+            helper.make_node("Gather", ["past_shape", "zero"], ["p"], name="p"),
+            helper.make_node("Gather", ["x_shape", "zero"], ["t"], name="t"),
+            helper.make_node("Add", ["p", "t"], ["end"], name="end"),
+            helper.make_node("Concat", ["p", "one"], ["starts"], name="starts",
+                             axis=0),
+            helper.make_node("Concat", ["end", "three"], ["ends"], name="ends",
+                             axis=0),
+            helper.make_node("Slice", ["table", "starts", "ends", "axes"],
+                             ["window"], name="window"),
+        ]
+        save(graph_model(nodes, [vinfo("x", TensorProto.FLOAT, ["seq", 4]),
+                                 vinfo("past", TensorProto.FLOAT, ["past_seq", 4])],
+                         [vinfo("window", TensorProto.FLOAT, ["seq", 2])],
+                         [numpy_helper.from_array(table, "table")]),
+             out_dir)
+        for k, (past, seq) in enumerate(((0, 1), (3, 5), (8, 8))):
+            folder = os.path.join(out_dir, f"test_data_set_{k}")
+            os.makedirs(folder, exist_ok=True)
+            for name, array in (("input_0", np.zeros((seq, 4), np.float32)),
+                                ("input_1", np.zeros((past, 4), np.float32)),
+                                ("output_0", table[past:past + seq, 1:3])):
+                with open(os.path.join(folder, name + ".pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(array, name).SerializeToString())
     elif kind in ("dequantize-int4-blocked", "dequantize-uint4-blocked",
                   "dequantize-int4-truncated", "dequantize-blocked-bad-scale"):
         opset21_quant_model(kind, out_dir)

@@ -89,6 +89,12 @@ llvm::cl::opt<double> qualityBudget(
     llvm::cl::desc("With --calibration: the largest relative RMS error a "
                    "product's output may take; products above stay float"),
     llvm::cl::value_desc("error"), llvm::cl::init(0.0));
+llvm::cl::opt<int64_t> maxContext(
+    "max-context",
+    llvm::cl::desc("For a decoder with past_key_values inputs: keep the KV "
+                   "cache in the session, this many positions long, behind "
+                   "an entry decode(input_ids)"),
+    llvm::cl::value_desc("positions"), llvm::cl::init(0));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -116,7 +122,7 @@ void hideOtherOptions() {
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
       "quantize-report", "calibration", "quality-budget",
-      "target-cpu",
+      "max-context", "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
       "mlir-disable-threading", "help", "version"};
@@ -208,6 +214,11 @@ int main(int argc, char **argv) {
                     "error and --calibration inputs to measure it on\n";
     return 1;
   }
+  if (maxContext < 0) {
+    llvm::errs() << "kiln-compile: error: --max-context takes a positive "
+                    "number of positions\n";
+    return 1;
+  }
 
   DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
@@ -250,6 +261,7 @@ int main(int argc, char **argv) {
   options.quantizationReportPath = quantizeReport;
   options.calibrationDir = calibration;
   options.qualityBudget = qualityBudget;
+  options.maxContext = maxContext;
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

@@ -9,6 +9,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -403,6 +404,38 @@ LogicalResult RangeOp::verify() {
   if (type.isDynamicDim(0) != static_cast<bool>(getSize()))
     return emitOpError("takes a size exactly when the result's length is "
                        "dynamic");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// DynamicSliceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult DynamicSliceOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getResult().getType();
+  ArrayRef<int64_t> axes = getAxes();
+  if (axes.empty() || getOffsets().size() != axes.size() ||
+      getSizes().size() != axes.size())
+    return emitOpError("needs one offset and one size per axis, and at "
+                       "least one axis");
+  if (input.getRank() != result.getRank())
+    return emitOpError("result rank ")
+           << result.getRank() << " differs from the input's "
+           << input.getRank();
+  llvm::SmallDenseSet<int64_t> seen;
+  for (int64_t axis : axes)
+    if (axis < 0 || axis >= input.getRank() || !seen.insert(axis).second)
+      return emitOpError("axis ") << axis << " is out of range or repeated";
+  for (int64_t d = 0; d < input.getRank(); ++d) {
+    if (seen.contains(d)) {
+      if (!result.isDynamicDim(d))
+        return emitOpError("sliced dimension ") << d << " must be dynamic";
+      continue;
+    }
+    if (input.getDimSize(d) != result.getDimSize(d))
+      return emitOpError("dimension ")
+             << d << " is not sliced and must keep the input's size";
+  }
   return success();
 }
 

@@ -375,6 +375,33 @@ def Kiln_SliceOp : Kiln_Op<"slice",
   let hasFolder = 1;
 }
 
+def Kiln_DynamicSliceOp : Kiln_Op<"dynamic_slice",
+    [Pure, AllElementTypesMatch<["input", "result"]>,
+     SameVariadicOperandSize]> {
+  let summary = "a box of a tensor at run-time offsets and sizes";
+  let description = [{
+    Along each of `axes`, takes `sizes[i]` consecutive elements starting at
+    `offsets[i]`; every other dimension is taken whole. ONNX Slice imports
+    to this op when its starts or ends are computed from named dimensions
+    (a decoder's causal mask `bias[:, :, past:past + seq, :past + seq]`).
+    The importer proves the box inside the input for every size the named
+    dimensions may take; the lowering still clamps each offset to
+    `[0, dim - size]`, so a read never leaves the input.
+
+    ```mlir
+    %0 = kiln.dynamic_slice %bias axes = [2, 3] offsets(%past, %zero) sizes(%seq, %total) : tensor<1x1x1024x1024xf32> -> tensor<1x1x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$input, DenseI64ArrayAttr:$axes,
+                       Variadic<Index>:$offsets, Variadic<Index>:$sizes);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $input `axes` `=` $axes `offsets` `(` $offsets `)` `sizes` `(` $sizes `)`
+    attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_BroadcastOp : Kiln_Op<"broadcast",
     [Pure, AllElementTypesMatch<["input", "result"]>]> {
   let summary = "repeat size-1 dimensions to a larger shape";

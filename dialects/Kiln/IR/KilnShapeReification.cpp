@@ -162,6 +162,12 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
                               : b.getIndexAttr(size));
         return sizes;
       })
+      .Case([&](DynamicSliceOp slice) {
+        Sizes sizes = getSizes(b, loc, slice.getInput());
+        for (auto [axis, size] : llvm::zip(slice.getAxes(), slice.getSizes()))
+          sizes[axis] = size;
+        return sizes;
+      })
       .Case<ReshapeOp, BroadcastOp>([&](auto reshape) {
         return getSizesWithDynamic(b, resultType, reshape.getDims());
       })
@@ -226,7 +232,7 @@ void kiln::registerShapeReification(MLIRContext &context) {
                     NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp,
                     TanhOp, ErfOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
                     PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
-                    ReduceSumOp, ReduceMeanOp, SliceOp, ReshapeOp, BroadcastOp,
+                    ReduceSumOp, ReduceMeanOp, SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp,
                     RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,
                     MatMulIntegerOp, QuantizedMatMulOp, Int4MatMulOp>(context);
 }

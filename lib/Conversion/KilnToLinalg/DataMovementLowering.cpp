@@ -74,6 +74,40 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   }
 };
 
+/// An extract_slice at run-time offsets; sizes and offsets are clamped so
+/// the box stays inside the input (the importer proved it does).
+struct DynamicSliceLowering : OpConversionPattern<DynamicSliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(DynamicSliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput();
+    auto type = cast<RankedTensorType>(input.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(rewriter, loc, input);
+    SmallVector<OpFoldResult> strides(type.getRank(), rewriter.getIndexAttr(1));
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    for (auto [axis, offset, size] :
+         llvm::zip(op.getAxes(), adaptor.getOffsets(), adaptor.getSizes())) {
+      Value dim = getValueOrCreateConstantIndexOp(rewriter, loc, sizes[axis]);
+      Value clampedSize = arith::MinSIOp::create(
+          rewriter, loc, arith::MaxSIOp::create(rewriter, loc, size, zero), dim);
+      Value last = arith::SubIOp::create(rewriter, loc, dim, clampedSize);
+      Value clampedOffset = arith::MaxSIOp::create(
+          rewriter, loc, arith::MinSIOp::create(rewriter, loc, offset, last),
+          zero);
+      offsets[axis] = clampedOffset;
+      sizes[axis] = clampedSize;
+    }
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, cast<RankedTensorType>(op.getType()), input, offsets, sizes,
+        strides);
+    return success();
+  }
+};
+
 /// Concatenation writes each input into its slice of one result tensor.
 struct ConcatLowering : OpConversionPattern<ConcatOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -276,7 +310,7 @@ struct CheckIndexRangeLowering : OpConversionPattern<CheckIndexRangeOp> {
 void kiln::populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns
       .add<ConstantLowering, ReshapeLowering, TransposeLowering, SliceLowering,
-           ConcatLowering, GatherLowering, RangeLowering,
+           DynamicSliceLowering, ConcatLowering, GatherLowering, RangeLowering,
            CheckIndexRangeLowering>(
           patterns.getContext());
 }

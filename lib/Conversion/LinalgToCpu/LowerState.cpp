@@ -15,6 +15,7 @@
 #include "lib/Conversion/LinalgToCpu/ContextArguments.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_LOWERSTATEPASS
@@ -115,23 +116,38 @@ LogicalResult lowerFunction(func::FuncOp func,
       auto update = cast<StateUpdateOp>(op);
       int64_t axis = update.getAxis();
       RankedTensorType updateType = update.getUpdate().getType();
-      // Clamped so the slice lies inside the state.
+      // Clamped so the slice lies inside the state; the update's size
+      // along the axis may be dynamic (a decoder step of several tokens).
+      SmallVector<OpFoldResult> sizes =
+          tensor::getMixedSizes(b, loc, update.getUpdate());
+      // Folded where the size is static.
+      Value count = b.createOrFold<arith::IndexCastOp>(
+          loc, b.getI64Type(),
+          getValueOrCreateConstantIndexOp(b, loc, sizes[axis]));
       Value offset = tensor::ExtractOp::create(b, loc, update.getOffset(),
                                                ValueRange());
       Value zero = arith::ConstantIntOp::create(b, loc, 0, 64);
-      Value last = arith::ConstantIntOp::create(
-          b, loc,
-          slot.type.getDimSize(axis) - updateType.getDimSize(axis), 64);
+      Value last = b.createOrFold<arith::SubIOp>(
+          loc,
+          arith::ConstantIntOp::create(b, loc, slot.type.getDimSize(axis), 64),
+          count);
       offset = arith::MinSIOp::create(
           b, loc, arith::MaxSIOp::create(b, loc, offset, zero), last);
       offset = arith::IndexCastOp::create(b, loc, b.getIndexType(), offset);
       SmallVector<OpFoldResult> offsets(updateType.getRank(),
                                         b.getIndexAttr(0));
       offsets[axis] = offset;
-      SmallVector<OpFoldResult> sizes, strides(updateType.getRank(),
-                                               b.getIndexAttr(1));
-      for (int64_t size : updateType.getShape())
-        sizes.push_back(b.getIndexAttr(size));
+      SmallVector<OpFoldResult> strides(updateType.getRank(),
+                                        b.getIndexAttr(1));
+      // An update longer than the state is written nowhere (the run-time
+      // check reports it); only a dynamic size can be.
+      OpBuilder::InsertionGuard guard(b);
+      if (updateType.isDynamicDim(axis)) {
+        Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                           last, zero);
+        auto inside = scf::IfOp::create(b, loc, fits, /*withElseRegion=*/false);
+        b.setInsertionPointToStart(inside.thenBlock());
+      }
       Value slice =
           memref::SubViewOp::create(b, loc, view, offsets, sizes, strides);
       bufferization::MaterializeInDestinationOp::create(

@@ -1,0 +1,64 @@
+// RUN: kiln-opt %s -split-input-file -kiln-build-kv-cache=max-context=16 -verify-diagnostics | FileCheck %s
+
+// A one-layer with-past decoder (keys only): the past input becomes the
+// filled prefix of a state, the present output an in-place update, and
+// attention reads the prefix including the new positions.
+// CHECK: module attributes {kiln.dims = [#kiln.dim<"seq", 1, 8>]}
+// CHECK-DAG: kiln.state @kv_cache.0.key : tensor<1x2x16x4xf32>
+// CHECK-DAG: kiln.state @kv_cache.length : tensor<i64>
+// CHECK-LABEL: func.func @decode(
+// CHECK-SAME: %[[X:.*]]: tensor<1x?x4xf32> {kiln.dim_names = ["", "seq", ""], kiln.name = "x"})
+// CHECK-SAME: -> (tensor<1x2x?x?xf32> {kiln.dim_names = ["", "", "seq", "seq + past_seq"], kiln.name = "scores"})
+// CHECK: %[[LENGTH:.*]] = kiln.state_read @kv_cache.length : tensor<i64>
+// CHECK: %[[FILLED:.*]] = affine.min
+// CHECK: kiln.reshape %[[X]]
+// CHECK: %[[K:.*]] = kiln.concat
+// CHECK: %[[NEW:.*]] = tensor.dim %[[K]], %c2
+// CHECK: kiln.state_update %[[K]], @kv_cache.0.key, axis = 2, offset = %[[LENGTH]] {kiln.overflow_error = "the context would exceed the KV cache's 16 positions (--max-context); reset the session to start a new sequence"}
+// CHECK: %[[TOTAL:.*]] = arith.addi %[[FILLED]], %[[NEW]]
+// CHECK: %[[CACHE:.*]] = kiln.state_read @kv_cache.0.key : tensor<1x2x16x4xf32>
+// CHECK: %[[KEYS:.*]] = kiln.dynamic_slice %[[CACHE]] axes = [2] offsets(%c0) sizes(%[[TOTAL]]) : tensor<1x2x16x4xf32> -> tensor<1x2x?x4xf32>
+// CHECK: kiln.matmul %{{.*}}, %{{.*}}
+// CHECK: %[[NEXT:.*]] = arith.addi %[[FILLED]], %[[NEW]]
+// CHECK: %[[STORED:.*]] = tensor.from_elements
+// CHECK: kiln.state_write %[[STORED]], @kv_cache.length
+// CHECK: return %{{.*}} : tensor<1x2x?x?xf32>
+module attributes {kiln.dims = [#kiln.dim<"seq", 1, 8>, #kiln.dim<"past_seq", 0, 16>]} {
+  func.func @main(%x: tensor<1x?x4xf32> {kiln.dim_names = ["", "seq", ""], kiln.name = "x"},
+                  %past: tensor<1x2x?x4xf32> {kiln.dim_names = ["", "", "past_seq", ""], kiln.name = "past_key_values.0.key"})
+      -> (tensor<1x2x?x?xf32> {kiln.dim_names = ["", "", "seq", "seq + past_seq"], kiln.name = "scores"},
+          tensor<1x2x?x4xf32> {kiln.dim_names = ["", "", "seq + past_seq", ""], kiln.name = "present.0.key"}) {
+    %c1 = arith.constant 1 : index
+    %seq = tensor.dim %x, %c1 : tensor<1x?x4xf32>
+    %k = kiln.reshape %x dims(%seq) : tensor<1x?x4xf32> -> tensor<1x2x?x2xf32>
+    %k4 = kiln.concat %k, %k axis = 3 : tensor<1x2x?x2xf32>, tensor<1x2x?x2xf32> -> tensor<1x2x?x4xf32>
+    %keys = kiln.concat %past, %k4 axis = 2 : tensor<1x2x?x4xf32>, tensor<1x2x?x4xf32> -> tensor<1x2x?x4xf32>
+    %t = kiln.transpose %keys, perm = [0, 1, 3, 2] : tensor<1x2x?x4xf32> -> tensor<1x2x4x?xf32>
+    %scores = kiln.matmul %k4, %t : tensor<1x2x?x4xf32>, tensor<1x2x4x?xf32>
+    return %scores, %keys : tensor<1x2x?x?xf32>, tensor<1x2x?x4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{no input named past_key_values.N.key or .value}}
+func.func @main(%x: tensor<4xf32> {kiln.name = "x"}) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{input 'past_key_values.0.key' has type 'tensor<?x2x?x4xf32>'; the KV cache holds one sequence: fix its batch dimension to 1 (--dim NAME=1)}}
+func.func @main(%past: tensor<?x2x?x4xf32> {kiln.name = "past_key_values.0.key"})
+    -> (tensor<?x2x?x4xf32> {kiln.name = "present.0.key"}) {
+  return %past : tensor<?x2x?x4xf32>
+}
+
+// -----
+
+// expected-error @+1 {{output 'present.0.key' is not input 'past_key_values.0.key' with the new positions appended (a Concat along axis 2)}}
+func.func @main(%past: tensor<1x2x?x4xf32> {kiln.name = "past_key_values.0.key"})
+    -> (tensor<1x2x?x4xf32> {kiln.name = "present.0.key"}) {
+  %0 = kiln.neg %past : tensor<1x2x?x4xf32>
+  return %0 : tensor<1x2x?x4xf32>
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""Checks a decoder compiled with --max-context against the full-sequence
+logits of the same model (make_models.py --models gpt2-past).
+
+usage: check_kv_cache.py ARTIFACT MODEL_DIR RUNTIME_LIB --max-context N
+                         [--rtol R]
+
+The artifact's decode entry runs the reference tokens in steps of different
+sizes (a prompt, single tokens, a chunk of several), its KV cache in the
+session; after every call the logits of the positions it took must agree
+with the reference's to R relative to the largest reference logit of that
+position. A reset session must give the same results, and a call that
+would pass the cache's length must fail with an error naming
+--max-context, leaving the session usable after a reset.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kiln_runtime import KilnError, Runtime, Session  # noqa: E402
+
+
+def load(path):
+    return numpy_helper.to_array(onnx.load_tensor(path))
+
+
+def decode_in_steps(session, tokens, steps):
+    """Logits of every position, fed to decode in calls of `steps` tokens."""
+    rows, start = [], 0
+    for count in steps:
+        (logits,) = session.run("decode", [tokens[:, start:start + count]])
+        if logits.shape != (1, count, logits.shape[2]):
+            raise SystemExit(f"decode of {count} tokens returned logits of "
+                             f"shape {logits.shape}")
+        rows.append(logits)
+        start += count
+    return np.concatenate(rows, axis=1)
+
+
+def worst_error(got, expected):
+    scale = np.abs(expected).max(axis=-1)
+    return float((np.abs(got - expected).max(axis=-1) / scale).max())
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("artifact")
+    parser.add_argument("model_dir")
+    parser.add_argument("runtime")
+    parser.add_argument("--max-context", type=int, required=True)
+    parser.add_argument("--rtol", type=float, default=1e-4)
+    args = parser.parse_args()
+    tokens = load(os.path.join(args.model_dir, "tokens.pb"))
+    expected = load(os.path.join(args.model_dir, "logits.pb"))
+    length = tokens.shape[1]
+    if length > args.max_context:
+        raise SystemExit("the reference sequence is longer than the cache")
+
+    session = Session(Runtime(args.runtime), args.artifact, threads=2)
+    prompt = length // 3
+    chunk = 3
+    schedules = {
+        "prompt, then single tokens and a chunk":
+            [prompt] + [1] * (length - prompt - chunk - 1) + [chunk, 1],
+        "one token at a time": [1] * length,
+        "chunks of 5": [5] * (length // 5) + ([length % 5] if length % 5 else []),
+    }
+    failed = False
+    for name, steps in schedules.items():
+        session.reset()
+        got = decode_in_steps(session, tokens, steps)
+        error = worst_error(got, expected)
+        ok = error <= args.rtol
+        failed |= not ok
+        print(f"{name}: {len(steps)} calls, worst relative error {error:.2e} "
+              f"({'ok' if ok else 'FAIL'}, limit {args.rtol:g})")
+
+    # Filling the cache exactly is fine; one more position is an error.
+    session.reset()
+    filler = np.zeros((1, args.max_context), dtype=np.int64)
+    session.run("decode", [filler])
+    try:
+        session.run("decode", [filler[:, :1]])
+        print("overflow: a call past --max-context succeeded (FAIL)")
+        failed = True
+    except KilnError as error:
+        ok = "--max-context" in str(error)
+        failed |= not ok
+        print(f"overflow: {error} ({'ok' if ok else 'FAIL: no --max-context'})")
+    session.reset()
+    got = decode_in_steps(session, tokens, [length])
+    error = worst_error(got, expected)
+    failed |= error > args.rtol
+    print(f"after overflow and reset: worst relative error {error:.2e}")
+    session.close()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
