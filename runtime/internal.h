@@ -49,6 +49,22 @@ void kiln_thread_pool_destroy(kiln_thread_pool *pool);
 kiln_abi_executor *kiln_thread_pool_executor(kiln_thread_pool *pool);
 int32_t kiln_thread_pool_size(const kiln_thread_pool *pool);
 
+struct kiln_session {
+  const kiln_artifact *artifact;
+  /* state_size bytes that persist across calls; NULL when there are none. */
+  void *state;
+  /* The largest scratch_size of the artifact's entries, reused by every
+   * call, so generated code allocates nothing per call. */
+  void *scratch;
+  int32_t num_threads;    /* resolved: at least 1 */
+  kiln_thread_pool *pool; /* started by the first run */
+  /* Per-call bookkeeping, sized for the largest entry once, so a run
+   * allocates nothing but the outputs it is asked to. */
+  kiln_abi_buffer *buffers; /* an entry's inputs, then its outputs */
+  char *created;            /* which outputs this run allocated */
+  int64_t *dim_values;      /* the artifact's dimensions in this run */
+};
+
 /* CPUs this process may run on. */
 int32_t kiln_available_cpus(void);
 

@@ -18,7 +18,9 @@ past_key_values.N.key/value [batch, heads, past_seq, 64], outputs logits
 and present.N.key/value [batch, heads, past_seq + seq, 64]. tokens.pb holds
 --past-tokens random tokens and logits.pb the logits of every position of
 them, computed by the plain full-sequence model (no cache): the reference
-for decoding them step by step.
+for decoding them step by step; greedy.pb holds the 16 tokens greedy
+decoding adds to prompt.pb (the first 8), recomputing the sequence for
+each.
 
 For each model MODEL this writes OUT/MODEL/model.onnx, input_<i>.pb and
 output_0.pb, the last computed by PyTorch itself (an independent
@@ -188,6 +190,17 @@ class PastGPT2(GPT2):
         return self.ln_f(x) @ self.wte.weight.t()
 
 
+def init_like_gpt2(model):
+    """GPT-2's initialization (normal, std 0.02; zero biases): with the
+    tied embedding at PyTorch's default scale, a token's own embedding
+    dominates its logits and greedy decoding repeats it."""
+    for module in model.modules():
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+        if isinstance(module, nn.Linear):
+            nn.init.zeros_(module.bias)
+
+
 class ViTBlock(nn.Module):
     def __init__(self, width, heads):
         super().__init__()
@@ -264,11 +277,14 @@ def write_tensor(path, array, name):
 def export_onnx(model, inputs, output_names, folder, opset, axes=None):
     """Exports `model` on `inputs` to folder/model.onnx and checks it."""
     path = os.path.join(folder, "model.onnx")
+    # torch 2's default exporter traces differently; the TorchScript one
+    # writes what Debian's torch 1.13 writes.
+    extra = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
     with torch.no_grad():
         torch.onnx.export(model, tuple(inputs.values()), path,
                           opset_version=opset, do_constant_folding=True,
                           input_names=list(inputs), output_names=output_names,
-                          dynamic_axes=axes)
+                          dynamic_axes=axes, **extra)
     onnx.checker.check_model(path)
 
 def main():
@@ -320,6 +336,7 @@ def export_with_past(args):
     torch.manual_seed(args.seed)
     generator = torch.Generator().manual_seed(args.seed)
     model = PastGPT2(**({"layers": args.layers} if args.layers else {})).eval()
+    init_like_gpt2(model)
     layers, heads = len(model.blocks), model.blocks[0].heads
     depth = model.wte.weight.shape[1] // heads
     vocab = model.wte.weight.shape[0]
@@ -343,6 +360,17 @@ def export_with_past(args):
     write_tensor(os.path.join(folder, "tokens.pb"), tokens.numpy(), "tokens")
     write_tensor(os.path.join(folder, "logits.pb"),
                  logits.numpy().astype(np.float32), "logits")
+    # Greedy generation from the first 8 tokens, recomputing the whole
+    # sequence for every new token.
+    prompt = tokens[:, :8]
+    sequence = prompt
+    with torch.no_grad():
+        for _ in range(16):
+            following = model.full_sequence(sequence)[:, -1].argmax(-1)
+            sequence = torch.cat([sequence, following[:, None]], dim=1)
+    write_tensor(os.path.join(folder, "prompt.pb"), prompt.numpy(), "input_ids")
+    write_tensor(os.path.join(folder, "greedy.pb"),
+                 sequence[:, 8:].numpy(), "tokens")
     print(f"gpt2-past: {folder}/model.onnx, {args.past_tokens} reference tokens")
 
 

@@ -169,6 +169,54 @@ kiln_status kiln_session_run(kiln_session *session, int32_t entry,
                              int32_t num_inputs, kiln_tensor **outputs,
                              int32_t num_outputs);
 
+/*===----------------------------------------------------------------------===*
+ * Generation: a decoder's token loop over its `decode` entry.
+ *
+ * For artifacts compiled from a with-past decoder with --max-context: the
+ * entry `decode` takes int64 token ids [1, n] and returns float logits
+ * [1, n, vocab], its KV cache kept in the session.
+ *===----------------------------------------------------------------------===*/
+
+/* Receives each new token as soon as it is chosen; `index` counts from 0.
+ * Returning non-zero stops generation after this token. */
+typedef int32_t (*kiln_token_callback)(void *user_data, int64_t token,
+                                       int32_t index);
+
+typedef struct kiln_generate_options {
+  /* sizeof(kiln_generate_options): fields may be appended later. */
+  size_t size;
+  /* Tokens to generate at most. */
+  int32_t max_new_tokens;
+  /* 0 picks the most likely token (greedy; top_k, top_p and seed are then
+   * unused). Above 0, tokens are drawn from softmax(logits / temperature)
+   * restricted to the top_k most likely (0: all) and to the smallest set
+   * whose probability reaches top_p (1: all). */
+  float temperature;
+  int32_t top_k;
+  float top_p;
+  /* Seeds the draws: equal seeds give equal tokens. */
+  uint64_t seed;
+  /* Generation stops after producing one of these (it is returned). */
+  const int64_t *stop_tokens;
+  int32_t num_stop_tokens;
+  /* Called for each token, in order; may be NULL. */
+  kiln_token_callback on_token;
+  void *user_data;
+} kiln_generate_options;
+
+/* Options with max_new_tokens 16, greedy, top_k 0, top_p 1, seed 0. */
+void kiln_generate_options_init(kiln_generate_options *options);
+
+/* Starts a new sequence (resets the session's state), runs `decode` on the
+ * prompt, then chooses and feeds back one token at a time. Writes the new
+ * tokens to `tokens` (room for max_new_tokens) and their count to
+ * *num_tokens. The prompt and the new tokens must fit the artifact's
+ * context; running past it is an error after the tokens that fit. */
+kiln_status kiln_session_generate(kiln_session *session,
+                                  const int64_t *prompt, int32_t prompt_length,
+                                  const kiln_generate_options *options,
+                                  int64_t *tokens, int32_t *num_tokens);
+
 #ifdef __cplusplus
 }
 #endif

@@ -46,6 +46,10 @@ class Runtime:
         lib.kiln_tensor_dims.restype = ctypes.POINTER(ctypes.c_int64)
         lib.kiln_tensor_data.argtypes = [p]
         lib.kiln_tensor_data.restype = p
+        lib.kiln_generate_options_init.argtypes = [p]
+        lib.kiln_session_generate.argtypes = [
+            p, ctypes.POINTER(ctypes.c_int64), ctypes.c_int32, p,
+            ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int32)]
         self.lib = lib
 
     def check(self, status):
@@ -117,3 +121,48 @@ class Session:
             for i in range(num_outputs):
                 if outs[i]:
                     lib.kiln_tensor_destroy(outs[i])
+
+
+TOKEN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
+                                  ctypes.c_int64, ctypes.c_int32)
+
+
+class GenerateOptions(ctypes.Structure):
+    """kiln_generate_options (include/kiln/runtime.h)."""
+    _fields_ = [("size", ctypes.c_size_t),
+                ("max_new_tokens", ctypes.c_int32),
+                ("temperature", ctypes.c_float),
+                ("top_k", ctypes.c_int32),
+                ("top_p", ctypes.c_float),
+                ("seed", ctypes.c_uint64),
+                ("stop_tokens", ctypes.POINTER(ctypes.c_int64)),
+                ("num_stop_tokens", ctypes.c_int32),
+                ("on_token", TOKEN_CALLBACK),
+                ("user_data", ctypes.c_void_p)]
+
+
+def generate(session, prompt, max_new_tokens, temperature=0.0, top_k=0,
+             top_p=1.0, seed=0, stop_tokens=(), on_token=None):
+    """kiln_session_generate on a 1-D token list; returns the new tokens.
+    `on_token(token, index)` returning True stops generation."""
+    lib = session.rt.lib
+    options = GenerateOptions()
+    lib.kiln_generate_options_init(ctypes.byref(options))
+    options.max_new_tokens = max_new_tokens
+    options.temperature = temperature
+    options.top_k = top_k
+    options.top_p = top_p
+    options.seed = seed
+    stops = (ctypes.c_int64 * max(len(stop_tokens), 1))(*stop_tokens)
+    options.stop_tokens = stops
+    options.num_stop_tokens = len(stop_tokens)
+    callback = TOKEN_CALLBACK(
+        lambda _, token, index: 1 if on_token and on_token(token, index) else 0)
+    options.on_token = callback
+    prompt = (ctypes.c_int64 * len(prompt))(*[int(t) for t in prompt])
+    tokens = (ctypes.c_int64 * max(max_new_tokens, 1))()
+    count = ctypes.c_int32()
+    session.rt.check(lib.kiln_session_generate(
+        session.session, prompt, len(prompt), ctypes.byref(options), tokens,
+        ctypes.byref(count)))
+    return [tokens[i] for i in range(count.value)]

@@ -3,10 +3,16 @@
 //   kiln-run model.so --input a.pb [--input b.pb] [--expect y.pb ...]
 //            [--rtol R] [--atol A] [--repeat N] [--threads N] [--entry NAME]
 //            [--save DIR]
+//   kiln-run decoder.so --generate N --input prompt.pb [--temperature T]
+//            [--top-k K] [--top-p P] [--seed S] [--stop ID]... [--expect t.pb]
 //
 // Prints each output (name, dtype, shape, leading values), compares it with
 // the expected tensors if given, reports the median run time, and with
 // --save writes DIR/output_<i>.pb as ONNX's test data names them.
+//
+// With --generate, runs the artifact's token loop (kiln_session_generate)
+// on the int64 prompt: prints each token as it is chosen, then the time to
+// the first token and the rate of the rest; --expect compares the tokens.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/TensorFile/TensorFile.h"
@@ -34,6 +40,11 @@ struct Options {
   double atol = 1e-5;
   int repeat = 10;
   int threads = 0; // 0: one per CPU
+  int generate = -1; // tokens to generate; -1: run the entry once per repeat
+  double temperature = 0, topP = 1;
+  int topK = 0;
+  uint64_t seed = 0;
+  std::vector<int64_t> stopTokens;
 };
 
 int fail(const std::string &message) {
@@ -47,7 +58,12 @@ void usage() {
       "usage: kiln-run model.so [--input x.pb]... [--expect y.pb]...\n"
       "                [--rtol R] [--atol A] [--repeat N] [--threads N]\n"
       "                [--entry NAME] [--save DIR]\n"
-      "  --threads N  threads running the model (default 0: one per CPU)\n");
+      "       kiln-run decoder.so --generate N --input prompt.pb\n"
+      "                [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
+      "                [--stop TOKEN]... [--expect tokens.pb] [--threads N]\n"
+      "  --threads N  threads running the model (default 0: one per CPU)\n"
+      "  --generate N generate up to N tokens after the prompt (greedy unless\n"
+      "               --temperature is above 0)\n");
 }
 
 bool parseNumber(const char *text, double &value) {
@@ -62,7 +78,10 @@ std::string parseArgs(int argc, char **argv, Options &options) {
     std::string arg = argv[i];
     bool takesValue = arg == "--input" || arg == "--expect" ||
                       arg == "--rtol" || arg == "--atol" || arg == "--repeat" ||
-                      arg == "--threads" || arg == "--entry" || arg == "--save";
+                      arg == "--threads" || arg == "--entry" || arg == "--save" ||
+                      arg == "--generate" || arg == "--temperature" ||
+                      arg == "--top-k" || arg == "--top-p" || arg == "--seed" ||
+                      arg == "--stop";
     if (takesValue && i + 1 >= argc)
       return arg + " needs a value";
     const char *value = takesValue ? argv[++i] : nullptr;
@@ -91,6 +110,27 @@ std::string parseArgs(int argc, char **argv, Options &options) {
         return std::string("--threads needs a count from 0, got '") + value +
                "'";
       options.threads = static_cast<int>(number);
+    } else if (arg == "--generate" || arg == "--top-k" || arg == "--seed" ||
+               arg == "--stop") {
+      if (!parseNumber(value, number) || number > 9.2e18 ||
+          number != std::floor(number) ||
+          (arg != "--seed" && arg != "--stop" && number > 2147483647))
+        return arg + " needs a whole number from 0, got '" + value + "'";
+      if (arg == "--generate")
+        options.generate = static_cast<int>(number);
+      else if (arg == "--top-k")
+        options.topK = static_cast<int>(number);
+      else if (arg == "--seed")
+        options.seed = static_cast<uint64_t>(std::strtoull(value, nullptr, 10));
+      else
+        options.stopTokens.push_back(std::strtoll(value, nullptr, 10));
+    } else if (arg == "--temperature" || arg == "--top-p") {
+      if (!parseNumber(value, number) ||
+          (arg == "--top-p" && (number <= 0 || number > 1)))
+        return arg + (arg == "--top-p" ? " needs a number in (0, 1]"
+                                       : " needs a number from 0") +
+               ", got '" + value + "'";
+      (arg == "--top-p" ? options.topP : options.temperature) = number;
     } else if (arg == "--help" || arg == "-h") {
       usage();
       std::exit(0);
@@ -215,6 +255,88 @@ std::string compare(const char *name, const kiln_tensor *actual,
   return buffer;
 }
 
+/// Streams tokens to stdout and records when each was chosen.
+struct GenerateProgress {
+  std::chrono::steady_clock::time_point start;
+  std::vector<double> millis; // since start, per token
+};
+
+int32_t printToken(void *userData, int64_t token, int32_t index) {
+  auto *progress = static_cast<GenerateProgress *>(userData);
+  progress->millis.push_back(std::chrono::duration<double, std::milli>(
+                                 std::chrono::steady_clock::now() -
+                                 progress->start)
+                                 .count());
+  std::printf("%s%lld", index ? " " : "tokens: ", static_cast<long long>(token));
+  std::fflush(stdout);
+  return 0;
+}
+
+int runGenerate(const Options &options, kiln_session *session,
+                const kiln_tensor *prompt) {
+  if (kiln_tensor_dtype(prompt) != KILN_DTYPE_I64 ||
+      kiln_tensor_num_elements(prompt) == 0 ||
+      kiln_tensor_num_elements(prompt) > INT32_MAX)
+    return fail("--generate needs an int64 prompt of at least one token, got " +
+                std::string(kiln_dtype_name(kiln_tensor_dtype(prompt))) + " " +
+                shapeString(prompt));
+  kiln_generate_options generate;
+  kiln_generate_options_init(&generate);
+  generate.max_new_tokens = options.generate;
+  generate.temperature = static_cast<float>(options.temperature);
+  generate.top_k = options.topK;
+  generate.top_p = static_cast<float>(options.topP);
+  generate.seed = options.seed;
+  generate.stop_tokens = options.stopTokens.data();
+  generate.num_stop_tokens = static_cast<int32_t>(options.stopTokens.size());
+  GenerateProgress progress;
+  generate.on_token = printToken;
+  generate.user_data = &progress;
+  std::vector<int64_t> tokens(std::max(options.generate, 1));
+  int32_t count = 0;
+  progress.start = std::chrono::steady_clock::now();
+  kiln_status status = kiln_session_generate(
+      session, static_cast<const int64_t *>(kiln_tensor_const_data(prompt)),
+      static_cast<int32_t>(kiln_tensor_num_elements(prompt)), &generate,
+      tokens.data(), &count);
+  if (count)
+    std::printf("\n");
+  std::fflush(stdout);
+  if (status != KILN_OK)
+    return fail(kiln_last_error());
+  int threads = kiln_session_num_threads(session);
+  if (count) {
+    double first = progress.millis.front(), last = progress.millis.back();
+    std::printf("generated %d token%s on %d thread%s: first after %.2f ms "
+                "(prompt of %zu)",
+                count, count == 1 ? "" : "s", threads, threads == 1 ? "" : "s",
+                first, kiln_tensor_num_elements(prompt));
+    if (count > 1)
+      std::printf(", then %.2f tokens/s", (count - 1) / (last - first) * 1e3);
+    std::printf("\n");
+  }
+  if (options.expected.empty())
+    return 0;
+  std::string name, error;
+  TensorPtr expected = readTensorFile(options.expected[0], name, error);
+  if (!expected)
+    return fail(error);
+  size_t want = kiln_tensor_num_elements(expected.get());
+  bool same = kiln_tensor_dtype(expected.get()) == KILN_DTYPE_I64 &&
+              want == static_cast<size_t>(count) &&
+              std::equal(tokens.begin(), tokens.begin() + count,
+                         static_cast<const int64_t *>(
+                             kiln_tensor_const_data(expected.get())));
+  if (!same) {
+    std::fprintf(stderr, "kiln-run: mismatch: the %d generated tokens differ "
+                         "from the %zu expected in %s\n",
+                 count, want, options.expected[0].c_str());
+    return 1;
+  }
+  std::printf("tokens match the expected tokens\n");
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -231,6 +353,9 @@ int main(int argc, char **argv) {
   std::unique_ptr<kiln_artifact, void (*)(kiln_artifact *)> artifactOwner(
       artifact, kiln_artifact_close);
   int32_t entry = 0;
+  if (options.generate >= 0 &&
+      kiln_artifact_find_entry(artifact, "decode", &entry) != KILN_OK)
+    return fail(std::string("--generate: ") + kiln_last_error());
   if (!options.entry.empty() &&
       kiln_artifact_find_entry(artifact, options.entry.c_str(), &entry) !=
           KILN_OK)
@@ -243,7 +368,7 @@ int main(int argc, char **argv) {
     return fail(std::string("entry '") + entryName + "' takes " +
                 std::to_string(numInputs) + " inputs; " +
                 std::to_string(options.inputs.size()) + " given with --input");
-  if (!options.expected.empty() &&
+  if (options.generate < 0 && !options.expected.empty() &&
       static_cast<int32_t>(options.expected.size()) != numOutputs)
     return fail(std::string("entry '") + entryName + "' has " +
                 std::to_string(numOutputs) + " outputs; " +
@@ -268,6 +393,8 @@ int main(int argc, char **argv) {
       session, kiln_session_destroy);
   if (kiln_session_set_num_threads(session, options.threads) != KILN_OK)
     return fail(kiln_last_error());
+  if (options.generate >= 0)
+    return runGenerate(options, session, inputPtrs[0]);
 
   std::vector<kiln_tensor *> outputs(numOutputs, nullptr);
   std::vector<TensorPtr> outputOwners;
