@@ -26,7 +26,8 @@ struct CachePair {
 };
 
 StringRef getName(func::FuncOp func, BlockArgument argument) {
-  auto name = func.getArgAttrOfType<StringAttr>(argument.getArgNumber(), kNameAttr);
+  auto name =
+      func.getArgAttrOfType<StringAttr>(argument.getArgNumber(), kNameAttr);
   return name ? name.getValue() : StringRef();
 }
 
@@ -36,23 +37,26 @@ FailureOr<int64_t> getCacheAxis(func::FuncOp func, BlockArgument past) {
   auto type = cast<RankedTensorType>(past.getType());
   StringRef name = getName(func, past);
   if (type.getRank() < 2 || type.isDynamicDim(0) || type.getDimSize(0) != 1)
-    return func.emitError() << "input '" << name << "' has type " << type
-                            << "; the KV cache holds one sequence: fix its "
-                               "batch dimension to 1 (--dim NAME=1)";
+    return emitError(func.getLoc())
+           << "input '" << name << "' has type " << type
+           << "; the KV cache holds one sequence: fix its "
+              "batch dimension to 1 (--dim NAME=1)";
   int64_t axis = -1;
   for (int64_t d = 1; d < type.getRank(); ++d) {
     if (!type.isDynamicDim(d))
       continue;
     if (axis >= 0)
-      return func.emitError() << "input '" << name << "' has type " << type
-                              << "; a past input grows along one dynamic "
-                                 "dimension";
+      return emitError(func.getLoc())
+             << "input '" << name << "' has type " << type
+             << "; a past input grows along one dynamic "
+                "dimension";
     axis = d;
   }
   if (axis < 0)
-    return func.emitError() << "input '" << name << "' has type " << type
-                            << "; a past input needs a dynamic sequence "
-                               "dimension";
+    return emitError(func.getLoc())
+           << "input '" << name << "' has type " << type
+           << "; a past input needs a dynamic sequence "
+              "dimension";
   return axis;
 }
 
@@ -74,20 +78,20 @@ FailureOr<SmallVector<CachePair>> findPairs(func::FuncOp func, int64_t &axis) {
     std::string present = ("present." + match[1] + "." + match[2]).str();
     auto result = results.find(present);
     if (result == results.end())
-      return func.emitError() << "input '" << getName(func, argument)
-                              << "' has no output '" << present << "'";
+      return emitError(func.getLoc()) << "input '" << getName(func, argument)
+                                      << "' has no output '" << present << "'";
     FailureOr<int64_t> argumentAxis = getCacheAxis(func, argument);
     if (failed(argumentAxis))
       return failure();
     if (axis >= 0 && *argumentAxis != axis)
-      return func.emitError() << "past inputs grow along different axes";
+      return emitError(func.getLoc())
+             << "past inputs grow along different axes";
     axis = *argumentAxis;
-    auto append =
-        returnOp.getOperand(result->second).getDefiningOp<ConcatOp>();
+    auto append = returnOp.getOperand(result->second).getDefiningOp<ConcatOp>();
     if (!append || append.getInputs().size() != 2 ||
         append.getInputs()[0] != argument ||
         static_cast<int64_t>(append.getAxis()) != axis)
-      return func.emitError()
+      return emitError(func.getLoc())
              << "output '" << present << "' is not input '"
              << getName(func, argument) << "' with the new positions "
              << "appended (a Concat along axis " << axis << ")";
@@ -95,7 +99,7 @@ FailureOr<SmallVector<CachePair>> findPairs(func::FuncOp func, int64_t &axis) {
                      ("kv_cache." + match[1] + "." + match[2]).str()});
   }
   if (pairs.empty())
-    return func.emitError()
+    return emitError(func.getLoc())
            << "no input named past_key_values.N.key or .value: the KV cache "
               "needs a decoder exported with past keys and values";
   return pairs;
@@ -118,9 +122,11 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func,
   // derived from it has a bound.
   OpBuilder b = OpBuilder::atBlockBegin(&func.getBody().front());
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value lengthTensor = StateReadOp::create(b, loc, lengthType, "kv_cache.length");
+  Value lengthTensor =
+      StateReadOp::create(b, loc, lengthType, "kv_cache.length");
   Value raw = arith::IndexCastOp::create(
-      b, loc, b.getIndexType(), tensor::ExtractOp::create(b, loc, lengthTensor));
+      b, loc, b.getIndexType(),
+      tensor::ExtractOp::create(b, loc, lengthTensor));
   AffineExpr d0 = getAffineDimExpr(0, context);
   Value atLeastZero = affine::AffineMaxOp::create(
       b, loc,
@@ -163,11 +169,12 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func,
     auto write = StateUpdateOp::create(b, loc, update, pair.stateName, axis,
                                        lengthTensor);
     if (index == 0)
-      write->setAttr(kOverflowErrorAttr,
-                     b.getStringAttr("the context would exceed the KV cache's " +
-                                     std::to_string(maxContext) +
-                                     " positions (--max-context); reset the "
-                                     "session to start a new sequence"));
+      write->setAttr(
+          kOverflowErrorAttr,
+          b.getStringAttr("the context would exceed the KV cache's " +
+                          std::to_string(maxContext) +
+                          " positions (--max-context); reset the "
+                          "session to start a new sequence"));
     Value total = arith::AddIOp::create(b, loc, length, count);
     Value updated = StateReadOp::create(b, loc, stateType, pair.stateName);
     Value present = DynamicSliceOp::create(
@@ -192,7 +199,8 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func,
                        tensor::FromElementsOp::create(b, loc, lengthType, next),
                        "kv_cache.length");
 
-  llvm::BitVector results(func.getNumResults()), arguments(func.getNumArguments());
+  llvm::BitVector results(func.getNumResults()),
+      arguments(func.getNumArguments());
   for (const CachePair &pair : *pairs) {
     results.set(pair.presentIndex);
     arguments.set(pair.past.getArgNumber());
@@ -202,7 +210,8 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func,
     if (!results.test(i))
       kept.push_back(operand);
   returnOp->setOperands(kept);
-  if (failed(func.eraseResults(results)) || failed(func.eraseArguments(arguments)))
+  if (failed(func.eraseResults(results)) ||
+      failed(func.eraseArguments(arguments)))
     return failure();
   func.setSymName("decode");
 
@@ -232,7 +241,7 @@ struct BuildKvCachePass : kiln::impl::BuildKvCachePassBase<BuildKvCachePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (maxContext <= 0) {
-      module.emitError("the KV cache needs a positive max-context");
+      emitError(module.getLoc(), "the KV cache needs a positive max-context");
       return signalPassFailure();
     }
     SmallVector<func::FuncOp> entries;
@@ -240,13 +249,13 @@ struct BuildKvCachePass : kiln::impl::BuildKvCachePassBase<BuildKvCachePass> {
       if (isEntryPoint(func))
         entries.push_back(func);
     if (entries.size() != 1) {
-      module.emitError("the KV cache is built for a module with one entry "
-                       "point, this one has ")
+      emitError(module.getLoc(), "the KV cache is built for a module with one "
+                                 "entry point, this one has ")
           << entries.size();
       return signalPassFailure();
     }
     if (!llvm::hasSingleElement(entries[0].getBody())) {
-      entries[0].emitError("entry points must have a single block");
+      emitError(entries[0].getLoc(), "entry points must have a single block");
       return signalPassFailure();
     }
     if (failed(buildCache(module, entries[0], maxContext)))

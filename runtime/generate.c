@@ -77,14 +77,14 @@ static int64_t argmax(const float *logits, int32_t vocab) {
  * top_p. The k best are sorted, k growing until their mass reaches top_p,
  * so a whole-vocabulary sort happens only when top_p asks for it. */
 static int64_t sample(const float *logits, int32_t vocab,
-                      const kiln_generate_options *options,
-                      candidate *items, uint64_t *random) {
+                      const kiln_generate_options *options, candidate *items,
+                      uint64_t *random) {
   for (int32_t i = 0; i < vocab; ++i) {
     items[i].logit = logits[i] / options->temperature;
     items[i].token = i;
   }
-  int32_t limit = options->top_k > 0 && options->top_k < vocab ? options->top_k
-                                                               : vocab;
+  int32_t limit =
+      options->top_k > 0 && options->top_k < vocab ? options->top_k : vocab;
   float maximum = items[argmax(logits, vocab)].logit;
   double total = 0;
   for (int32_t i = 0; i < vocab; ++i)

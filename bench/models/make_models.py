@@ -12,10 +12,12 @@ shapes):
   vit     ViT-S/16-style image encoder: 224x224 RGB, 16x16 patches, 12
           layers, width 384, 6 heads, 1000 classes.
 
---models gpt2-past (alone) exports the gpt2 decoder in the Hugging Face
-"with past" form into OUT/gpt2-past: inputs input_ids [batch, seq] and
-past_key_values.N.key/value [batch, heads, past_seq, 64], outputs logits
-and present.N.key/value [batch, heads, past_seq + seq, 64]. tokens.pb holds
+--models gpt2-past (alone) exports the gpt2 decoder (GPT-2's
+initialization) twice into OUT/gpt2-past: full/model.onnx, the plain
+full-sequence graph, and past/model.onnx, the Hugging Face "with past"
+form: inputs input_ids [batch, seq] and past_key_values.N.key/value
+[batch, heads, past_seq, 64], outputs logits and present.N.key/value
+[batch, heads, past_seq + seq, 64]. tokens.pb holds
 --past-tokens random tokens and logits.pb the logits of every position of
 them, computed by the plain full-sequence model (no cache): the reference
 for decoding them step by step; greedy.pb holds the 16 tokens greedy
@@ -190,6 +192,44 @@ class PastGPT2(GPT2):
         return self.ln_f(x) @ self.wte.weight.t()
 
 
+class FullSequence(nn.Module):
+    """A PastGPT2's plain full-sequence graph (input_ids -> logits), for
+    export beside its with-past form."""
+
+    def __init__(self, decoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, input_ids):
+        return self.decoder.full_sequence(input_ids)
+
+
+def export_decoder(model, folder, opset):
+    """Exports `model` (a PastGPT2) twice: folder/full/model.onnx, the plain
+    full-sequence graph, and folder/past/model.onnx, the with-past form;
+    both with symbolic batch and sequence axes."""
+    layers, heads = len(model.blocks), model.blocks[0].heads
+    depth = model.wte.weight.shape[1] // heads
+    full = os.path.join(folder, "full")
+    os.makedirs(full, exist_ok=True)
+    sample = {"input_ids": torch.zeros(1, 8, dtype=torch.int64)}
+    export_onnx(FullSequence(model), sample, ["logits"], full, opset,
+                {"input_ids": {0: "batch", 1: "seq"},
+                 "logits": {0: "batch", 1: "seq"}})
+    past = os.path.join(folder, "past")
+    os.makedirs(past, exist_ok=True)
+    past_names = [f"past_key_values.{i}.{kv}" for i in range(layers)
+                  for kv in ("key", "value")]
+    present_names = [n.replace("past_key_values", "present") for n in past_names]
+    sample = {"input_ids": torch.zeros(1, 3, dtype=torch.int64)}
+    for name in past_names:
+        sample[name] = torch.zeros(1, heads, 5, depth)
+    axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
+    axes.update({n: {0: "batch", 2: "past_seq"} for n in past_names})
+    axes.update({n: {0: "batch", 2: "total_seq"} for n in present_names})
+    export_onnx(model, sample, ["logits"] + present_names, past, opset, axes)
+
+
 def init_like_gpt2(model):
     """GPT-2's initialization (normal, std 0.02; zero biases): with the
     tied embedding at PyTorch's default scale, a token's own embedding
@@ -337,23 +377,9 @@ def export_with_past(args):
     generator = torch.Generator().manual_seed(args.seed)
     model = PastGPT2(**({"layers": args.layers} if args.layers else {})).eval()
     init_like_gpt2(model)
-    layers, heads = len(model.blocks), model.blocks[0].heads
-    depth = model.wte.weight.shape[1] // heads
     vocab = model.wte.weight.shape[0]
     folder = os.path.join(args.out, "gpt2-past")
-    os.makedirs(folder, exist_ok=True)
-    past_names = [f"past_key_values.{i}.{kv}" for i in range(layers)
-                  for kv in ("key", "value")]
-    present_names = [name.replace("past_key_values", "present")
-                     for name in past_names]
-    sample = {"input_ids": torch.randint(0, vocab, (1, 3), generator=generator)}
-    for name in past_names:
-        sample[name] = torch.randn(1, heads, 5, depth, generator=generator)
-    axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
-    axes.update({name: {0: "batch", 2: "past_seq"} for name in past_names})
-    axes.update({name: {0: "batch", 2: "total_seq"} for name in present_names})
-    export_onnx(model, sample, ["logits"] + present_names, folder, args.opset,
-                axes)
+    export_decoder(model, folder, args.opset)
     tokens = torch.randint(0, vocab, (1, args.past_tokens), generator=generator)
     with torch.no_grad():
         logits = model.full_sequence(tokens)
@@ -371,7 +397,8 @@ def export_with_past(args):
     write_tensor(os.path.join(folder, "prompt.pb"), prompt.numpy(), "input_ids")
     write_tensor(os.path.join(folder, "greedy.pb"),
                  sequence[:, 8:].numpy(), "tokens")
-    print(f"gpt2-past: {folder}/model.onnx, {args.past_tokens} reference tokens")
+    print(f"gpt2-past: {folder}/past/model.onnx and full/model.onnx, "
+          f"{args.past_tokens} reference tokens")
 
 
 def export_dynamic(args):

@@ -131,36 +131,7 @@ def train(args, out):
 
 def export(model, out, heldout, opset):
     model.eval()
-    layers, heads = SETTINGS["layers"], SETTINGS["heads"]
-    depth = SETTINGS["width"] // heads
-    full = os.path.join(out, "full")
-    os.makedirs(full, exist_ok=True)
-
-    class Full(torch.nn.Module):
-        def __init__(self, decoder):
-            super().__init__()
-            self.decoder = decoder
-
-        def forward(self, input_ids):
-            return self.decoder.full_sequence(input_ids)
-
-    sample = {"input_ids": torch.zeros(1, 8, dtype=torch.int64)}
-    make_models.export_onnx(Full(model), sample, ["logits"], full, opset,
-                            {"input_ids": {0: "batch", 1: "seq"},
-                             "logits": {0: "batch", 1: "seq"}})
-    past = os.path.join(out, "past")
-    os.makedirs(past, exist_ok=True)
-    past_names = [f"past_key_values.{i}.{kv}" for i in range(layers)
-                  for kv in ("key", "value")]
-    present_names = [n.replace("past_key_values", "present") for n in past_names]
-    sample = {"input_ids": torch.zeros(1, 3, dtype=torch.int64)}
-    for name in past_names:
-        sample[name] = torch.zeros(1, heads, 5, depth)
-    axes = {"input_ids": {0: "batch", 1: "seq"}, "logits": {0: "batch", 1: "seq"}}
-    axes.update({n: {0: "batch", 2: "past_seq"} for n in past_names})
-    axes.update({n: {0: "batch", 2: "total_seq"} for n in present_names})
-    make_models.export_onnx(model, sample, ["logits"] + present_names, past,
-                            opset, axes)
+    make_models.export_decoder(model, out, opset)
     make_models.write_tensor(os.path.join(out, "heldout.pb"),
                              heldout.astype(np.int64)[None, :], "heldout")
     prompts = os.path.join(out, "prompts")

@@ -414,6 +414,34 @@ def main():
                                 ("output_2", np.ones((2, seq), np.int64))):
                 with open(os.path.join(folder, name + ".pb"), "wb") as f:
                     f.write(numpy_helper.from_array(array, name).SerializeToString())
+    elif kind == "with-past":
+        # The Hugging Face with-past form at its smallest: one layer's keys,
+        # the new ones (x reshaped to [batch, 2 heads, seq, 2]) appended
+        # to past_key_values.0.key as present.0.key; y = 2 x.
+        shape = helper.make_node(
+            "Constant", [], ["heads_shape"], name="heads_shape",
+            value=numpy_helper.from_array(np.array([0, 0, 2, 2], np.int64),
+                                          "heads_shape"))
+        two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+        nodes = [
+            shape,
+            helper.make_node("Reshape", ["x", "heads_shape"], ["split"],
+                             name="split"),
+            helper.make_node("Transpose", ["split"], ["keys"], name="keys",
+                             perm=[0, 2, 1, 3]),
+            helper.make_node("Concat", ["past_key_values.0.key", "keys"],
+                             ["present.0.key"], name="append", axis=2),
+            helper.make_node("Mul", ["x", "two"], ["y"], name="double"),
+        ]
+        save(graph_model(
+            nodes,
+            [vinfo("x", TensorProto.FLOAT, ["batch", "seq", 4]),
+             vinfo("past_key_values.0.key", TensorProto.FLOAT,
+                   ["batch", 2, "past_seq", 2])],
+            [vinfo("y", TensorProto.FLOAT, ["batch", "seq", 4]),
+             vinfo("present.0.key", TensorProto.FLOAT,
+                   ["batch", 2, "total_seq", 2])],
+            [two]), out_dir)
     elif kind == "window-slice":
         # A decoder mask's slice: rows past .. past + seq of a constant
         # table, with starts and ends computed from the inputs' shapes, and

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Token generation: Kiln with its KV cache vs recomputing vs ONNX Runtime.
+
+One command (README, "Benchmarks"):
+
+  build/bench-venv/bin/python bench/run_decoder.py --bin-dir build/bin --work build/bench
+
+The model is the GPT-2-small-shaped decoder (12 layers, width 768, 12
+heads, vocabulary 50257; GPT-2's initialization, random weights: speed
+only), exported by bench/models/make_models.py --models gpt2-past (run by
+Debian's /usr/bin/python3) as a plain full-sequence graph and in the Hugging
+Face with-past form. Each system generates --new-tokens tokens greedily
+after a prompt of --prompt-tokens random tokens, at 1 and 2 threads:
+  - Kiln with cache: the with-past graph compiled with --max-context,
+    driven by kiln_session_generate (the runtime's token loop);
+  - Kiln recomputing: the full-sequence graph compiled with a dynamic
+    sequence, run on the whole sequence for every new token (one round:
+    it is slow);
+  - ONNX Runtime: the with-past graph in a loop, the previous step's
+    present tensors bound as the next step's past inputs (IO binding, no
+    copies through numpy).
+Reported per system: the time to the first token (the prompt), the rate of
+the tokens after it, and the rate over all new tokens including the
+prompt's time, medians over --rounds rounds that alternate the systems.
+All must generate the same tokens. Beside them: the fp32 FMA peak
+(bench/fma_peak.c) and a streaming read of memory (bench/stream_read.c),
+measured in the same run; a decode step reads every weight once, so the
+read rate bounds its speed. Writes docs/benchmarks-decoder.md.
+"""
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "models"))
+from kiln_runtime import Runtime, Session, generate  # noqa: E402
+from run_benchmarks import cpu_model, measure_fma_peak  # noqa: E402
+from run_quantized import stream_bandwidth  # noqa: E402
+
+
+def run(cmd):
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def kiln_cached(runtime, artifact, prompt, new_tokens, threads):
+    session = Session(runtime, artifact, threads=threads)
+    stamps = []
+    start = time.perf_counter()
+    tokens = generate(session, prompt, new_tokens,
+                      on_token=lambda t, i: stamps.append(time.perf_counter())
+                      and False)
+    session.close()
+    return tokens, stamps[0] - start, stamps[-1] - start
+
+
+def kiln_recompute(runtime, artifact, prompt, new_tokens, threads):
+    session = Session(runtime, artifact, threads=threads)
+    sequence, tokens, stamps = list(prompt), [], []
+    start = time.perf_counter()
+    for _ in range(new_tokens):
+        (logits,) = session.run("main", [np.array([sequence], np.int64)])
+        tokens.append(int(logits[0, -1].argmax()))
+        sequence.append(tokens[-1])
+        stamps.append(time.perf_counter())
+    session.close()
+    return tokens, stamps[0] - start, stamps[-1] - start
+
+
+def ort_with_past(model, prompt, new_tokens, threads):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model, options,
+                                   providers=["CPUExecutionProvider"])
+    inputs = session.get_inputs()
+    past_names = [i.name for i in inputs[1:]]
+    heads, depth = inputs[1].shape[1], inputs[1].shape[3]
+    outputs = [o.name for o in session.get_outputs()]
+    empty = np.zeros((1, heads, 0, depth), np.float32)
+    tokens, stamps = [], []
+    start = time.perf_counter()
+    past = None
+    ids = np.array([prompt], np.int64)
+    for _ in range(new_tokens):
+        binding = session.io_binding()
+        binding.bind_cpu_input("input_ids", ids)
+        for k, name in enumerate(past_names):
+            if past is None:
+                binding.bind_cpu_input(name, empty)
+            else:
+                binding.bind_ortvalue_input(name, past[k])
+        for name in outputs:
+            binding.bind_output(name, "cpu")
+        session.run_with_iobinding(binding)
+        values = binding.get_outputs()
+        logits = values[0].numpy()
+        past = values[1:]
+        tokens.append(int(logits[0, -1].argmax()))
+        ids = np.array([[tokens[-1]]], np.int64)
+        stamps.append(time.perf_counter())
+    return tokens, stamps[0] - start, stamps[-1] - start
+
+
+def heldout_perplexity(runtime, artifact, heldout, window, threads=2):
+    """Byte-level perplexity of the held-out text through the cached
+    decoder: each window of `window` bytes is fed in halves (the second
+    half attends to the first through the cache)."""
+    session = Session(runtime, artifact, threads=threads)
+    total, count = 0.0, 0
+    for start in range(0, len(heldout) - 1, window):
+        chunk = heldout[start:start + window + 1]
+        if len(chunk) < 2:
+            break
+        inputs, targets = chunk[:-1], chunk[1:]
+        session.reset()
+        half = max(1, len(inputs) // 2)
+        rows = [session.run("decode", [np.array([part], np.int64)])[0][0]
+                for part in (inputs[:half], inputs[half:]) if len(part)]
+        logits = np.concatenate(rows).astype(np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        log_probs = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+        total -= log_probs[np.arange(len(targets)), targets].sum()
+        count += len(targets)
+    session.close()
+    return float(np.exp(total / count))
+
+
+def summarize(samples, new_tokens):
+    """Medians of (first-token ms, later tokens/s, overall tokens/s)."""
+    first = np.median([s[1] for s in samples]) * 1e3
+    later = np.median([(new_tokens - 1) / (s[2] - s[1]) for s in samples])
+    overall = np.median([new_tokens / s[2] for s in samples])
+    return first, later, overall
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--runtime", default=None,
+                        help="libkiln_runtime.so (default: next to bin-dir)")
+    parser.add_argument("--prompt-tokens", type=int, default=128)
+    parser.add_argument("--new-tokens", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--trained", default=None,
+                        help="folder written by bench/models/train_decoder.py: "
+                             "adds its held-out perplexity through Kiln's "
+                             "cache beside PyTorch's")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep exported models and artifacts from an "
+                             "earlier run")
+    parser.add_argument("--out", default=os.path.join(ROOT, "docs",
+                                                      "benchmarks-decoder.md"))
+    args = parser.parse_args()
+    runtime_path = args.runtime or os.path.join(
+        os.path.dirname(os.path.abspath(args.bin_dir)), "lib",
+        "libkiln_runtime.so")
+    folder = os.path.join(args.work, "gpt2-past")
+    if not (args.reuse and os.path.exists(os.path.join(folder, "past",
+                                                       "model.onnx"))):
+        run(["/usr/bin/python3", os.path.join(HERE, "models", "make_models.py"),
+             args.work, "--models", "gpt2-past"])
+    context = args.prompt_tokens + args.new_tokens
+    compile_ = os.path.join(args.bin_dir, "kiln-compile")
+    cached = os.path.join(folder, "kv.so")
+    full = os.path.join(folder, "full.so")
+    dims = ["--dim", "batch=1", "--dim", f"seq=1..{context}"]
+    if not (args.reuse and os.path.exists(cached)):
+        run([compile_, os.path.join(folder, "past", "model.onnx"), *dims,
+             "--dim", f"past_seq=0..{context}", "--max-context", str(context),
+             "-o", cached])
+    if not (args.reuse and os.path.exists(full)):
+        run([compile_, os.path.join(folder, "full", "model.onnx"), *dims,
+             "-o", full])
+
+    peak = measure_fma_peak()
+    bandwidth = {t: stream_bandwidth(t) for t in (1, 2)}
+    runtime = Runtime(runtime_path)
+    prompt = np.random.default_rng(0).integers(
+        0, 50257, args.prompt_tokens).tolist()
+    past_model = os.path.join(folder, "past", "model.onnx")
+    results, reference = {}, None
+    for threads in (1, 2):
+        samples = {"Kiln, KV cache": [], "ONNX Runtime, with-past loop": []}
+        for _ in range(args.rounds):
+            for name, measure in (
+                    ("Kiln, KV cache",
+                     lambda: kiln_cached(runtime, cached, prompt,
+                                         args.new_tokens, threads)),
+                    ("ONNX Runtime, with-past loop",
+                     lambda: ort_with_past(past_model, prompt,
+                                           args.new_tokens, threads))):
+                tokens, first, total = measure()
+                reference = reference or tokens
+                if tokens != reference:
+                    raise SystemExit(f"{name} generated other tokens")
+                samples[name].append((tokens, first, total))
+                print(f"{threads} thr {name}: {total:.2f} s", flush=True)
+        tokens, first, total = kiln_recompute(runtime, full, prompt,
+                                              args.new_tokens, threads)
+        if tokens != reference:
+            raise SystemExit("Kiln recomputing generated other tokens")
+        samples["Kiln, recomputing the sequence"] = [(tokens, first, total)]
+        print(f"{threads} thr recompute: {total:.2f} s", flush=True)
+        results[threads] = {name: summarize(s, args.new_tokens)
+                            for name, s in samples.items()}
+
+    weight_bytes = sum(os.path.getsize(os.path.join(folder, "past", f))
+                       for f in os.listdir(os.path.join(folder, "past")))
+    lines = [
+        "# Decoder generation",
+        "",
+        f"Generated by `bench/run_decoder.py` on {cpu_model()} "
+        f"({platform.machine()}), ONNX Runtime {ort.__version__}. "
+        f"GPT-2-small-shaped decoder (random weights, speed only): "
+        f"{args.new_tokens} tokens generated greedily after a prompt of "
+        f"{args.prompt_tokens}; all systems generated the same tokens. "
+        f"Medians over {args.rounds} rounds (recomputing: one round). "
+        f"fp32 FMA peak: {peak:.1f} GFLOP/s per core (bench/fma_peak.c); "
+        f"streaming read: {bandwidth[1]:.1f} GB/s on 1 thread, "
+        f"{bandwidth[2]:.1f} on 2 (bench/stream_read.c); same run. A decode "
+        f"step reads the {weight_bytes / 1e9:.2f} GB of weights once: "
+        f"at the streaming read rate that bounds it at "
+        f"{bandwidth[1] * 1e9 / weight_bytes:.1f} tokens/s on 1 thread and "
+        f"{bandwidth[2] * 1e9 / weight_bytes:.1f} on 2.",
+        "",
+        "| threads | system | first token (ms) | later tokens/s | "
+        "tokens/s overall | vs recomputing | vs ONNX Runtime |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for threads, rows in results.items():
+        base = rows["Kiln, recomputing the sequence"][2]
+        ort_rate = rows["ONNX Runtime, with-past loop"][2]
+        for name, (first, later, overall) in rows.items():
+            lines.append(f"| {threads} | {name} | {first:.1f} | {later:.2f} | "
+                         f"{overall:.2f} | {overall / base:.2f}x | "
+                         f"{overall / ort_rate:.2f}x |")
+    if args.trained:
+        import json
+        import onnx
+        from onnx import numpy_helper
+        with open(os.path.join(args.trained, "report.json")) as f:
+            report = json.load(f)
+        window = report["settings"]["context"]
+        trained = os.path.join(args.trained, "kv.so")
+        run([compile_, os.path.join(args.trained, "past", "model.onnx"),
+             "--dim", "batch=1", "--dim", f"seq=1..{window}",
+             "--dim", f"past_seq=0..{window}", "--max-context", str(window),
+             "-o", trained])
+        heldout = numpy_helper.to_array(onnx.load_tensor(
+            os.path.join(args.trained, "heldout.pb")))[0].tolist()
+        kiln_ppl = heldout_perplexity(runtime, trained, heldout, window)
+        lines += [
+            "",
+            "## Trained byte-level decoder",
+            "",
+            f"bench/models/train_decoder.py: {report['settings']['layers']} "
+            f"layers, width {report['settings']['width']}, trained "
+            f"{report['steps']} steps ({report['seconds']:.0f} s) on "
+            f"{report['train_bytes']} bytes of Debian's license texts. "
+            f"Held-out perplexity ({report['heldout_bytes']} bytes, windows "
+            f"of {window}): PyTorch {report['heldout_perplexity']:.4f}, Kiln "
+            f"through its KV cache (each window fed in two calls) "
+            f"{kiln_ppl:.4f}.",
+        ]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
