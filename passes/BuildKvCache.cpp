@@ -4,6 +4,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Regex.h"
 
@@ -105,8 +106,145 @@ FailureOr<SmallVector<CachePair>> findPairs(func::FuncOp func, int64_t &axis) {
   return pairs;
 }
 
-LogicalResult buildCache(ModuleOp module, func::FuncOp func,
-                         int64_t maxContext) {
+/// Where one past input lives: its values (f32 or int8) and, for int8,
+/// one f32 scale per head and position.
+struct CacheState {
+  std::string values, scales;
+  RankedTensorType valuesType, scalesType;
+  int64_t axis;
+};
+
+FailureOr<CacheState> declareState(OpBuilder &moduleBuilder, Location loc,
+                                   const CachePair &pair,
+                                   RankedTensorType pastType, int64_t axis,
+                                   int64_t maxContext, bool int8) {
+  SmallVector<int64_t> shape(pastType.getShape());
+  shape[axis] = maxContext;
+  CacheState state;
+  state.axis = axis;
+  state.values = pair.stateName;
+  if (!int8) {
+    state.valuesType = RankedTensorType::get(shape, pastType.getElementType());
+  } else {
+    int64_t depth = pastType.getRank() - 1;
+    if (depth == axis || pastType.isDynamicDim(depth) ||
+        !pastType.getElementType().isF32())
+      return emitError(loc) << "an int8 KV cache needs float32 past inputs "
+                               "with a fixed last dimension, got "
+                            << pastType;
+    state.valuesType =
+        RankedTensorType::get(shape, moduleBuilder.getIntegerType(8));
+    shape[depth] = 1;
+    state.scales = pair.stateName + ".scale";
+    state.scalesType = RankedTensorType::get(shape, moduleBuilder.getF32Type());
+    StateOp::create(moduleBuilder, loc, state.scales, state.scalesType,
+                    ElementsAttr());
+  }
+  StateOp::create(moduleBuilder, loc, state.values, state.valuesType,
+                  ElementsAttr());
+  return state;
+}
+
+/// Zero points for int8 values with `scalesType`'s scales (dynamic
+/// along `axis`, `size` long): the cache is quantized symmetrically.
+Value getZeroPoints(OpBuilder &b, Location loc, RankedTensorType scalesType,
+                    Value size, int64_t axis) {
+  Value zero = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, b.getIntegerType(8)),
+                             b.getI8IntegerAttr(0)));
+  return BroadcastOp::create(b, loc, scalesType.clone(b.getIntegerType(8)),
+                             zero, ValueRange{size});
+}
+
+/// Writes `update`'s positions at `offset` (a tensor<i64>): as they are,
+/// or for int8 each head and position scaled by its largest magnitude.
+/// Returns the values' update.
+Operation *appendPositions(OpBuilder &b, Location loc, const CacheState &state,
+                           Value update, Value offset) {
+  if (state.scales.empty())
+    return StateUpdateOp::create(b, loc, update, state.values, state.axis,
+                                 offset);
+  auto updateType = cast<RankedTensorType>(update.getType());
+  int64_t depth = updateType.getRank() - 1;
+  SmallVector<int64_t> shape(updateType.getShape());
+  shape[depth] = 1;
+  auto scaleType = RankedTensorType::get(shape, b.getF32Type());
+  auto scalar = [&](float value) {
+    return ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(RankedTensorType::get({}, b.getF32Type()),
+                               b.getF32FloatAttr(value)));
+  };
+  Value magnitude = AbsOp::create(b, loc, updateType, update);
+  Value largest =
+      ReduceMaxOp::create(b, loc, scaleType, magnitude,
+                          b.getDenseI64ArrayAttr({depth}), b.getUnitAttr());
+  // The tiny bias keeps an all-zero row's scale above 0.
+  Value scale = DivOp::create(
+      b, loc, scaleType,
+      AddOp::create(b, loc, scaleType, largest, scalar(1e-30f)), scalar(127));
+  Value count = tensor::DimOp::create(b, loc, update, state.axis);
+  Value quantized = QuantizeOp::create(
+      b, loc, updateType.clone(b.getIntegerType(8)), update, scale,
+      getZeroPoints(b, loc, scaleType, count, state.axis),
+      b.getI64IntegerAttr(depth),
+      b.getI64IntegerAttr(updateType.getDimSize(depth)), UnitAttr());
+  Operation *write = StateUpdateOp::create(b, loc, quantized, state.values,
+                                           state.axis, offset);
+  StateUpdateOp::create(b, loc, scale, state.scales, state.axis, offset);
+  return write;
+}
+
+/// Erases `op`, unused, and the reads and views that fed only it.
+void eraseUnusedReads(Operation *op) {
+  // A set: an op with two erased users must not be queued twice.
+  llvm::SetVector<Operation *> worklist;
+  worklist.insert(op);
+  while (!worklist.empty()) {
+    Operation *next = worklist.pop_back_val();
+    if (!next->use_empty() || !isa<StateReadOp, DynamicSliceOp, DequantizeOp,
+                                   BroadcastOp, ConstantOp>(next))
+      continue;
+    for (Value operand : next->getOperands())
+      if (Operation *producer = operand.getDefiningOp())
+        worklist.insert(producer);
+    next->erase();
+  }
+}
+
+/// The first `size` positions of `state` as `type` (float): a view of the
+/// state, or its int8 values dequantized with their scales.
+Value readPrefix(OpBuilder &b, Location loc, const CacheState &state, Type type,
+                 Value zero, Value size) {
+  auto prefixOf = [&](StringRef name, RankedTensorType stateType) {
+    SmallVector<int64_t> shape(stateType.getShape());
+    shape[state.axis] = ShapedType::kDynamic;
+    Value whole = StateReadOp::create(b, loc, stateType, name);
+    return DynamicSliceOp::create(
+        b, loc, RankedTensorType::get(shape, stateType.getElementType()), whole,
+        b.getDenseI64ArrayAttr({state.axis}), ValueRange{zero},
+        ValueRange{size});
+  };
+  if (state.scales.empty())
+    return DynamicSliceOp::create(
+        b, loc, type,
+        StateReadOp::create(b, loc, state.valuesType, state.values),
+        b.getDenseI64ArrayAttr({state.axis}), ValueRange{zero},
+        ValueRange{size});
+  Value values = prefixOf(state.values, state.valuesType);
+  Value scales = prefixOf(state.scales, state.scalesType);
+  int64_t depth = state.valuesType.getRank() - 1;
+  return DequantizeOp::create(
+      b, loc, type, values, scales,
+      getZeroPoints(b, loc, cast<RankedTensorType>(scales.getType()), size,
+                    state.axis),
+      b.getI64IntegerAttr(depth),
+      b.getI64IntegerAttr(state.valuesType.getDimSize(depth)), UnitAttr());
+}
+
+LogicalResult buildCache(ModuleOp module, func::FuncOp func, int64_t maxContext,
+                         bool int8) {
   int64_t axis;
   FailureOr<SmallVector<CachePair>> pairs = findPairs(func, axis);
   if (failed(pairs))
@@ -145,18 +283,14 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func,
   Value added;
   for (auto [index, pair] : llvm::enumerate(*pairs)) {
     auto pastType = cast<RankedTensorType>(pair.past.getType());
-    SmallVector<int64_t> shape(pastType.getShape());
-    shape[axis] = maxContext;
-    auto stateType = RankedTensorType::get(shape, pastType.getElementType());
-    StateOp::create(moduleBuilder, loc, pair.stateName, stateType,
-                    ElementsAttr());
+    FailureOr<CacheState> state = declareState(
+        moduleBuilder, loc, pair, pastType, axis, maxContext, int8);
+    if (failed(state))
+      return failure();
 
     // The past: the filled prefix of the state.
     b.setInsertionPointAfterValue(length);
-    Value cache = StateReadOp::create(b, loc, stateType, pair.stateName);
-    Value past = DynamicSliceOp::create(b, loc, pastType, cache,
-                                        b.getDenseI64ArrayAttr({axis}),
-                                        ValueRange{zero}, ValueRange{length});
+    Value past = readPrefix(b, loc, *state, pastType, zero, length);
     pair.past.replaceAllUsesWith(past);
 
     // The present: the new positions written in place, then the prefix
@@ -166,8 +300,7 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func,
     Value count = tensor::DimOp::create(b, loc, update, axis);
     if (!added)
       added = count;
-    auto write = StateUpdateOp::create(b, loc, update, pair.stateName, axis,
-                                       lengthTensor);
+    Operation *write = appendPositions(b, loc, *state, update, lengthTensor);
     if (index == 0)
       write->setAttr(
           kOverflowErrorAttr,
@@ -176,18 +309,14 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func,
                           " positions (--max-context); reset the "
                           "session to start a new sequence"));
     Value total = arith::AddIOp::create(b, loc, length, count);
-    Value updated = StateReadOp::create(b, loc, stateType, pair.stateName);
-    Value present = DynamicSliceOp::create(
-        b, loc, pair.append.getType(), updated, b.getDenseI64ArrayAttr({axis}),
-        ValueRange{zero}, ValueRange{total});
+    Value present =
+        readPrefix(b, loc, *state, pair.append.getType(), zero, total);
     pair.append.getResult().replaceAllUsesWith(present);
     pair.append.erase();
-    // Usually the append was the past's only use; a read left behind would
-    // be copied, since the state is written after it.
-    if (past.use_empty()) {
-      past.getDefiningOp()->erase();
-      cache.getDefiningOp()->erase();
-    }
+    // Usually the append was the past's only use; reads left behind would
+    // be copied, since the state is written after them.
+    if (past.use_empty())
+      eraseUnusedReads(past.getDefiningOp());
   }
 
   // The positions filled after this call.
@@ -258,7 +387,7 @@ struct BuildKvCachePass : kiln::impl::BuildKvCachePassBase<BuildKvCachePass> {
       emitError(entries[0].getLoc(), "entry points must have a single block");
       return signalPassFailure();
     }
-    if (failed(buildCache(module, entries[0], maxContext)))
+    if (failed(buildCache(module, entries[0], maxContext, int8)))
       return signalPassFailure();
   }
 };

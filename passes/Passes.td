@@ -50,6 +50,12 @@ def BuildKvCachePass : Pass<"kiln-build-kv-cache", "mlir::ModuleOp"> {
     `max-context` is a run-time error (the update carries the message for
     `kiln-insert-runtime-checks`).
 
+    With `int8`, the cache holds int8 values and one f32 scale per head and
+    position (symmetric: the largest magnitude of the position's vector
+    over 127): a quarter of the float cache plus 4 bytes per vector. New
+    positions are quantized as they are written, and attention reads the
+    prefix dequantized.
+
     ```mlir
     func.func @main(%ids: tensor<1x?xi64>, %past: tensor<1x4x?x32xf32> {kiln.name = "past_key_values.0.key"})
         -> (tensor<1x?x100xf32>, tensor<1x4x?x32xf32> {kiln.name = "present.0.key"}) {
@@ -65,7 +71,10 @@ def BuildKvCachePass : Pass<"kiln-build-kv-cache", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"maxContext", "max-context", "int64_t", "0",
-           "Positions the cache holds (prompt and generated tokens together)">
+           "Positions the cache holds (prompt and generated tokens together)">,
+    Option<"int8", "int8", "bool", "false",
+           "Store keys and values as int8, with one scale per head and "
+           "position (their largest magnitude over 127)">
   ];
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::affine::AffineDialect",
                            "::mlir::arith::ArithDialect",

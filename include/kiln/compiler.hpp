@@ -44,6 +44,14 @@ namespace kiln {
 enum class OptLevel { O0, O1, O2, O3 };
 
 /// How a compile quantizes a float model.
+/// How a decoder's KV cache (CompileOptions::maxContext) stores its keys
+/// and values.
+enum class KvCacheType {
+  Float,
+  /// int8 with one float scale per head and position.
+  Int8,
+};
+
 enum class Quantization {
   None,
   /// Matrix products with constant weights: int8 weights (7-bit, one
@@ -121,6 +129,7 @@ struct CompileOptions {
   /// entry `decode(input_ids)` that appends the new tokens. 0: compile the
   /// graph as it is.
   int64_t maxContext = 0;
+  KvCacheType kvCache = KvCacheType::Float;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

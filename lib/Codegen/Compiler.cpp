@@ -77,7 +77,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
   // Changes to the signature come first: the text form shows them too.
   if (options.maxContext > 0) {
     PassManager pm(module.getContext());
-    pm.addPass(createBuildKvCachePass({options.maxContext}));
+    pm.addPass(createBuildKvCachePass(
+        {options.maxContext, options.kvCache == KvCacheType::Int8}));
     if (failed(pm.run(module)))
       return failure();
   }

@@ -274,6 +274,7 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("MatMul", importMatMul)
       .Case("Gemm", importGemm)
       .Case("Softmax", importSoftmax)
+      .Case("ReduceMax", importReduce<ReduceMaxOp>)
       .Case("ReduceMean", importReduce<ReduceMeanOp>)
       .Case("ReduceSum", importReduce<ReduceSumOp>)
       .Case("Reshape", importReshape)

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -split-input-file -kiln-build-kv-cache=max-context=16 -verify-diagnostics | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-build-kv-cache="max-context=16 int8=true" -verify-diagnostics | FileCheck %s --check-prefix=INT8
 
 // A one-layer with-past decoder (keys only): the past input becomes the
 // filled prefix of a state, the present output an in-place update, and
@@ -23,6 +24,23 @@
 // CHECK: %[[STORED:.*]] = tensor.from_elements
 // CHECK: kiln.state_write %[[STORED]], @kv_cache.length
 // CHECK: return %{{.*}} : tensor<1x2x?x?xf32>
+// With int8, each head and position is stored as int8 with its largest
+// magnitude over 127 as scale, and read back dequantized.
+// INT8-DAG: kiln.state @kv_cache.0.key : tensor<1x2x16x4xi8>
+// INT8-DAG: kiln.state @kv_cache.0.key.scale : tensor<1x2x16x1xf32>
+// INT8-LABEL: func.func @decode(
+// INT8: %[[K:.*]] = kiln.concat
+// INT8: %[[ABS:.*]] = kiln.abs %[[K]] : tensor<1x2x?x4xf32>
+// INT8: %[[MAX:.*]] = kiln.reduce_max %[[ABS]] axes = [3] keep_dims : tensor<1x2x?x4xf32> -> tensor<1x2x?x1xf32>
+// INT8: %[[BIASED:.*]] = kiln.add %[[MAX]]
+// INT8: %[[SCALE:.*]] = kiln.div %[[BIASED]]
+// INT8: %[[Q:.*]] = kiln.quantize %[[K]], %[[SCALE]], %{{.*}} axis = 3 block_size = 4 : tensor<1x2x?x4xf32>, tensor<1x2x?x1xf32>, tensor<1x2x?x1xi8> -> tensor<1x2x?x4xi8>
+// INT8: kiln.state_update %[[Q]], @kv_cache.0.key, axis = 2, offset = %{{.*}} {kiln.overflow_error
+// INT8: kiln.state_update %[[SCALE]], @kv_cache.0.key.scale, axis = 2
+// INT8: %[[VALUES:.*]] = kiln.dynamic_slice %{{.*}} axes = [2] offsets(%c0) sizes(%[[TOTAL:.*]]) : tensor<1x2x16x4xi8> -> tensor<1x2x?x4xi8>
+// INT8: %[[SCALES:.*]] = kiln.dynamic_slice %{{.*}} axes = [2] offsets(%c0) sizes(%[[TOTAL]]) : tensor<1x2x16x1xf32> -> tensor<1x2x?x1xf32>
+// INT8: %[[KEYS:.*]] = kiln.dequantize %[[VALUES]], %[[SCALES]], %{{.*}} axis = 3 block_size = 4 : tensor<1x2x?x4xi8>, tensor<1x2x?x1xf32>, tensor<1x2x?x1xi8> -> tensor<1x2x?x4xf32>
+// INT8: kiln.transpose %[[KEYS]]
 module attributes {kiln.dims = [#kiln.dim<"seq", 1, 8>, #kiln.dim<"past_seq", 0, 16>]} {
   func.func @main(%x: tensor<1x?x4xf32> {kiln.dim_names = ["", "seq", ""], kiln.name = "x"},
                   %past: tensor<1x2x?x4xf32> {kiln.dim_names = ["", "", "past_seq", ""], kiln.name = "past_key_values.0.key"})

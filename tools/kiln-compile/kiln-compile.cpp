@@ -95,6 +95,14 @@ llvm::cl::opt<int64_t> maxContext(
                    "cache in the session, this many positions long, behind "
                    "an entry decode(input_ids)"),
     llvm::cl::value_desc("positions"), llvm::cl::init(0));
+llvm::cl::opt<kiln::KvCacheType> kvCache(
+    "kv-cache",
+    llvm::cl::desc("How --max-context's cache stores keys and values"),
+    llvm::cl::values(clEnumValN(kiln::KvCacheType::Float, "f32",
+                                "as the model's floats"),
+                     clEnumValN(kiln::KvCacheType::Int8, "int8",
+                                "int8 with one scale per head and position")),
+    llvm::cl::init(kiln::KvCacheType::Float));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -122,7 +130,7 @@ void hideOtherOptions() {
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
       "quantize-report", "calibration", "quality-budget",
-      "max-context", "target-cpu",
+      "max-context", "kv-cache", "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
       "mlir-disable-threading", "help", "version"};
@@ -214,6 +222,11 @@ int main(int argc, char **argv) {
                     "error and --calibration inputs to measure it on\n";
     return 1;
   }
+  if (kvCache.getNumOccurrences() && maxContext <= 0) {
+    llvm::errs() << "kiln-compile: error: --kv-cache applies to the cache "
+                    "--max-context builds\n";
+    return 1;
+  }
   if (maxContext < 0) {
     llvm::errs() << "kiln-compile: error: --max-context takes a positive "
                     "number of positions\n";
@@ -262,6 +275,7 @@ int main(int argc, char **argv) {
   options.calibrationDir = calibration;
   options.qualityBudget = qualityBudget;
   options.maxContext = maxContext;
+  options.kvCache = kvCache;
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

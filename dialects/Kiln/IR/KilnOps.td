@@ -224,6 +224,8 @@ class Kiln_ReduceOp<string mnemonic, string combiner>
 
 def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "the sum">;
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "the arithmetic mean">;
+def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max",
+    "the maximum (of no elements: -inf, or the lowest integer)">;
 
 //===----------------------------------------------------------------------===//
 // Data movement

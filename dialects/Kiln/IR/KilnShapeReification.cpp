@@ -144,7 +144,7 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
         sizes.append(data.begin() + axis + 1, data.end());
         return sizes;
       })
-      .Case<ReduceSumOp, ReduceMeanOp>([&](auto reduce) {
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto reduce) {
         Sizes input = getSizes(b, loc, reduce.getInput()), sizes;
         for (auto [d, size] : llvm::enumerate(input)) {
           if (!llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(d)))
@@ -232,7 +232,7 @@ void kiln::registerShapeReification(MLIRContext &context) {
                     NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp,
                     TanhOp, ErfOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
                     PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
-                    ReduceSumOp, ReduceMeanOp, SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp,
+                    ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp,
                     RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,
                     MatMulIntegerOp, QuantizedMatMulOp, Int4MatMulOp>(context);
 }

@@ -300,7 +300,9 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
   }
 };
 
-template <typename OpTy, bool isMean>
+enum class Reduction { Sum, Mean, Max };
+
+template <typename OpTy, Reduction kind>
 struct ReduceLowering : OpConversionPattern<OpTy> {
   using OpConversionPattern<OpTy>::OpConversionPattern;
 
@@ -312,15 +314,32 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     Type elementType = inputType.getElementType();
     bool isFloat = isa<FloatType>(elementType);
     ArrayRef<int64_t> axes = op.getAxes();
+    Value init;
+    if (kind != Reduction::Max)
+      init = createScalarConstant(rewriter, loc, elementType, 0);
+    else if (auto floatType = dyn_cast<FloatType>(elementType))
+      init = arith::ConstantOp::create(
+          rewriter, loc,
+          rewriter.getFloatAttr(floatType,
+                                APFloat::getInf(floatType.getFloatSemantics(),
+                                                /*Negative=*/true)));
+    else
+      init = arith::ConstantOp::create(
+          rewriter, loc,
+          rewriter.getIntegerAttr(
+              elementType,
+              APInt::getSignedMinValue(elementType.getIntOrFloatBitWidth())));
     Value sum = createReduction(
-        rewriter, loc, adaptor.getInput(), axes,
-        createScalarConstant(rewriter, loc, elementType, 0),
+        rewriter, loc, adaptor.getInput(), axes, init,
         [&](OpBuilder &b, Location l, Value x, Value acc) -> Value {
+          if (kind == Reduction::Max)
+            return isFloat ? arith::MaximumFOp::create(b, l, x, acc).getResult()
+                           : arith::MaxSIOp::create(b, l, x, acc).getResult();
           if (isFloat)
             return createSumStep(b, l, x, acc);
           return arith::AddIOp::create(b, l, x, acc);
         });
-    if (isMean) {
+    if (kind == Reduction::Mean) {
       // The element count, computed at run time where an axis is dynamic.
       int64_t count = 1;
       Value dynamicCount;
@@ -396,6 +415,8 @@ Value kiln::createMatMul(OpBuilder &b, Location loc, Value lhs, Value rhs,
 
 void kiln::populateStructuredLoweringPatterns(RewritePatternSet &patterns) {
   patterns
-      .add<MatMulLowering, SoftmaxLowering, ReduceLowering<ReduceSumOp, false>,
-           ReduceLowering<ReduceMeanOp, true>>(patterns.getContext());
+      .add<MatMulLowering, SoftmaxLowering,
+           ReduceLowering<ReduceSumOp, Reduction::Sum>,
+           ReduceLowering<ReduceMeanOp, Reduction::Mean>,
+           ReduceLowering<ReduceMaxOp, Reduction::Max>>(patterns.getContext());
 }
