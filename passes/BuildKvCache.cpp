@@ -243,6 +243,30 @@ Value readPrefix(OpBuilder &b, Location loc, const CacheState &state, Type type,
       b.getI64IntegerAttr(state.valuesType.getDimSize(depth)), UnitAttr());
 }
 
+/// The entry `truncate(length) -> length`: keeps the first `length`
+/// positions of the cache (at most those filled) and forgets the rest, so
+/// the next decode continues after them: rejected draft tokens, or a
+/// prompt shared by several continuations. Returns the positions kept.
+void buildTruncate(ModuleOp module, Location loc, RankedTensorType lengthType) {
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto truncate = func::FuncOp::create(
+      b, loc, "truncate", b.getFunctionType({lengthType}, {lengthType}));
+  truncate.setArgAttr(0, kNameAttr, b.getStringAttr("length"));
+  truncate.setResultAttr(0, kNameAttr, b.getStringAttr("length"));
+  b.setInsertionPointToStart(truncate.addEntryBlock());
+  Value requested =
+      tensor::ExtractOp::create(b, loc, truncate.getArgument(0), ValueRange());
+  Value filled = tensor::ExtractOp::create(
+      b, loc, StateReadOp::create(b, loc, lengthType, "kv_cache.length"),
+      ValueRange());
+  Value zero = arith::ConstantIntOp::create(b, loc, 0, 64);
+  Value kept = arith::MaxSIOp::create(
+      b, loc, arith::MinSIOp::create(b, loc, requested, filled), zero);
+  Value result = tensor::FromElementsOp::create(b, loc, lengthType, kept);
+  StateWriteOp::create(b, loc, result, "kv_cache.length");
+  func::ReturnOp::create(b, loc, result);
+}
+
 LogicalResult buildCache(ModuleOp module, func::FuncOp func, int64_t maxContext,
                          bool int8) {
   int64_t axis;
@@ -343,6 +367,7 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func, int64_t maxContext,
       failed(func.eraseArguments(arguments)))
     return failure();
   func.setSymName("decode");
+  buildTruncate(module, loc, lengthType);
 
   // The past length is no input's dimension any more.
   bool stillUsed = false;

@@ -46,7 +46,9 @@ def BuildKvCachePass : Pass<"kiln-build-kv-cache", "mlir::ModuleOp"> {
     writing the new positions in place, after which attention reads the
     prefix including them. Nothing reads or computes the empty positions.
     The past and present values leave the signature; `kiln_session_reset`
-    starts a new sequence. A step that would fill the cache past
+    starts a new sequence, and a second entry, `truncate(length)`, keeps
+    only the first `length` positions (rolling back tokens a caller
+    rejects) and returns how many it kept. A step that would fill the cache past
     `max-context` is a run-time error (the update carries the message for
     `kiln-insert-runtime-checks`).
 

@@ -116,8 +116,23 @@ static int64_t sample(const float *logits, int32_t vocab,
   return items[kept - 1].token;
 }
 
+/* The most tokens one decode call takes: the range of its input's
+ * sequence dimension, or its fixed size. */
+static int64_t max_tokens_per_call(const kiln_artifact *artifact,
+                                   const kiln_tensor_info *input) {
+  int64_t dim = input->dims[1];
+  if (dim >= 0)
+    return dim;
+  kiln_dim_info info;
+  if (kiln_artifact_dim_info(artifact, (int32_t)KILN_ABI_DIM_INDEX(dim),
+                             &info) != KILN_OK)
+    return 1;
+  return info.max;
+}
+
 static kiln_status check_decode_entry(const kiln_artifact *artifact,
-                                      int32_t *entry, int32_t *vocab) {
+                                      int32_t *entry, int32_t *vocab,
+                                      int64_t *chunk) {
   if (kiln_artifact_find_entry(artifact, "decode", entry) != KILN_OK)
     return kiln_fail(KILN_ERROR_NOT_FOUND,
                      "generate: the artifact has no 'decode' entry; compile "
@@ -135,6 +150,10 @@ static kiln_status check_decode_entry(const kiln_artifact *artifact,
                      "generate: 'decode' must take int64 token ids [1, n] "
                      "and return float32 logits [1, n, vocab] first");
   *vocab = (int32_t)output.dims[2];
+  *chunk = max_tokens_per_call(artifact, &input);
+  if (*chunk < 1)
+    return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                     "generate: 'decode' takes no tokens per call");
   return KILN_OK;
 }
 
@@ -199,7 +218,9 @@ KILN_EXPORT kiln_status kiln_session_generate(
                      "max_new_tokens >= 0, temperature >= 0, top_k >= 0 and "
                      "top_p in (0, 1]");
   int32_t entry, vocab;
-  kiln_status status = check_decode_entry(session->artifact, &entry, &vocab);
+  int64_t chunk;
+  kiln_status status =
+      check_decode_entry(session->artifact, &entry, &vocab, &chunk);
   if (status != KILN_OK)
     return status;
   for (int32_t i = 0; i < prompt_length; ++i)
@@ -221,8 +242,15 @@ KILN_EXPORT kiln_status kiln_session_generate(
   uint64_t random = options->seed;
   kiln_tensor *output = NULL;
   const float *logits = NULL;
-  status = run_decode(session, entry, prompt, prompt_length, vocab, &output,
-                      &logits);
+  /* A prompt longer than one call takes goes in pieces: the cache joins
+   * them. */
+  for (int32_t start = 0; start < prompt_length && status == KILN_OK;) {
+    int32_t count = prompt_length - start < chunk ? prompt_length - start
+                                                  : (int32_t)chunk;
+    status = run_decode(session, entry, prompt + start, count, vocab, &output,
+                        &logits);
+    start += count;
+  }
   while (status == KILN_OK) {
     int64_t token = items ? sample(logits, vocab, options, items, &random)
                           : argmax(logits, vocab);

@@ -208,7 +208,8 @@ typedef struct kiln_generate_options {
 void kiln_generate_options_init(kiln_generate_options *options);
 
 /* Starts a new sequence (resets the session's state), runs `decode` on the
- * prompt, then chooses and feeds back one token at a time. Writes the new
+ * prompt (in pieces, if it is longer than one call takes), then chooses
+ * and feeds back one token at a time. Writes the new
  * tokens to `tokens` (room for max_new_tokens) and their count to
  * *num_tokens. The prompt and the new tokens must fit the artifact's
  * context; running past it is an error after the tokens that fit. */

@@ -24,6 +24,16 @@
 // CHECK: %[[STORED:.*]] = tensor.from_elements
 // CHECK: kiln.state_write %[[STORED]], @kv_cache.length
 // CHECK: return %{{.*}} : tensor<1x2x?x?xf32>
+// truncate keeps min(length, filled), at least 0, and returns it.
+// CHECK-LABEL: func.func @truncate(
+// CHECK-SAME: %[[ASKED:.*]]: tensor<i64> {kiln.name = "length"}) -> (tensor<i64> {kiln.name = "length"})
+// CHECK: %[[WANT:.*]] = tensor.extract %[[ASKED]][]
+// CHECK: %[[HAVE:.*]] = tensor.extract %{{.*}}[]
+// CHECK: %[[FEWER:.*]] = arith.minsi %[[WANT]], %[[HAVE]]
+// CHECK: %[[KEPT:.*]] = arith.maxsi %[[FEWER]], %c0_i64
+// CHECK: %[[STORED:.*]] = tensor.from_elements %[[KEPT]]
+// CHECK: kiln.state_write %[[STORED]], @kv_cache.length
+// CHECK: return %[[STORED]]
 // With int8, each head and position is stored as int8 with its largest
 // magnitude over 127 as scale, and read back dequantized.
 // INT8-DAG: kiln.state @kv_cache.0.key : tensor<1x2x16x4xi8>

@@ -9,8 +9,9 @@ The artifact's decode entry runs the reference tokens in steps of different
 sizes (a prompt, single tokens, a chunk of several), its KV cache in the
 session; after every call the logits of the positions it took must agree
 with the reference's to R relative to the largest reference logit of that
-position. A reset session must give the same results, and a call that
-would pass the cache's length must fail with an error naming
+position. A reset session must give the same results; after truncate
+(rolling back positions) decoding continues as if they never ran; a call
+that would pass the cache's length must fail with an error naming
 --max-context, leaving the session usable after a reset.
 """
 import argparse
@@ -79,6 +80,24 @@ def main():
         failed |= not ok
         print(f"{name}: {len(steps)} calls, worst relative error {error:.2e} "
               f"({'ok' if ok else 'FAIL'}, limit {args.rtol:g})")
+
+    # Rolling back: after 10 positions, truncate to 6 and continue; the
+    # logits must be those of the sequence that never had positions 6-9
+    # decoded. truncate never grows the cache, nor goes below 0.
+    session.reset()
+    session.run("decode", [tokens[:, :10]])
+    (kept,) = session.run("truncate", [np.array(6, np.int64)])
+    (beyond,) = session.run("truncate", [np.array(100, np.int64)])
+    rest = decode_in_steps(session, tokens[:, 6:], [2] + [1] * (length - 8))
+    error = worst_error(rest, expected[:, 6:])
+    ok = int(kept) == 6 and int(beyond) == 6 and error <= args.rtol
+    failed |= not ok
+    print(f"truncate to 6 after 10 (kept {int(kept)}, then {int(beyond)} for "
+          f"100), then decode: worst relative error {error:.2e} "
+          f"({'ok' if ok else 'FAIL'})")
+    (kept,) = session.run("truncate", [np.array(-3, np.int64)])
+    failed |= int(kept) != 0
+    print(f"truncate to -3 keeps {int(kept)} ({'ok' if int(kept) == 0 else 'FAIL'})")
 
     # Filling the cache exactly is fine; one more position is an error.
     session.reset()

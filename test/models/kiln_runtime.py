@@ -80,7 +80,7 @@ class Session:
         self.rt.check(self.rt.lib.kiln_session_reset(self.session))
 
     def _tensor(self, array):
-        array = np.ascontiguousarray(array)
+        array = np.require(array, requirements="C")  # keeps 0-d arrays 0-d
         dims = (ctypes.c_int64 * max(array.ndim, 1))(*array.shape)
         tensor = ctypes.c_void_p()
         self.rt.check(self.rt.lib.kiln_tensor_create(
