@@ -83,6 +83,31 @@ def BuildKvCachePass : Pass<"kiln-build-kv-cache", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def SkipLayersPass : Pass<"kiln-skip-layers", "mlir::ModuleOp"> {
+  let summary = "Drop whole blocks of a pre-LN transformer";
+  let description = [{
+    Finds the residual stream of each entry point's pre-LN blocks (block k:
+    `h = x_k + attention(norm(x_k))`, `x_{k+1} = h + mlp(norm(h))`, then a
+    final norm; layer norms in program order) and, for each block in
+    `layers` (numbered from 0), sends `x_k` on where `x_{k+1}` went: the
+    block is skipped, and everything only it used is erased. State only the
+    skipped blocks read (their KV cache, after kiln-build-kv-cache) goes
+    with its writes, so a skipped layer neither computes nor stores its
+    keys and values.
+
+    ```mlir
+    %h = kiln.add %x1, %attn1 : ...
+    %x2 = kiln.add %h, %mlp1 : ...
+    %n = kiln.layer_norm %x2, ...
+    // with layers = [1]: %n = kiln.layer_norm %x1, ... and block 1 is gone
+    ```
+  }];
+  let options = [
+    ListOption<"layers", "layers", "int64_t", "Blocks to skip, from 0">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def InsertRuntimeChecksPass : Pass<"kiln-insert-runtime-checks", "mlir::ModuleOp"> {
   let summary = "Give every entry point an error status computed from run-time checks";
   let description = [{

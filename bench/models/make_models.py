@@ -20,7 +20,8 @@ form: inputs input_ids [batch, seq] and past_key_values.N.key/value
 [batch, heads, past_seq + seq, 64]. tokens.pb holds
 --past-tokens random tokens and logits.pb the logits of every position of
 them, computed by the plain full-sequence model (no cache): the reference
-for decoding them step by step; greedy.pb holds the 16 tokens greedy
+for decoding them step by step (logits-skip-1.pb: the same without block
+1, for --skip-layers); greedy.pb holds the 16 tokens greedy
 decoding adds to prompt.pb (the first 8), recomputing the sequence for
 each.
 
@@ -182,13 +183,15 @@ class PastGPT2(GPT2):
             presents += [k, v]
         return (self.ln_f(x) @ self.wte.weight.t(), *presents)
 
-    def full_sequence(self, input_ids):
+    def full_sequence(self, input_ids, skip=()):
         """The logits of every position, computed without any cache (the
-        plain GPT2 forward on the same weights): the reference."""
+        plain GPT2 forward on the same weights): the reference. Blocks in
+        `skip` are left out."""
         positions = torch.arange(input_ids.shape[1]).unsqueeze(0)
         x = self.wte(input_ids) + self.wpe(positions)
-        for block in self.blocks:
-            x = GPT2Block.forward(block, x)
+        for k, block in enumerate(self.blocks):
+            if k not in skip:
+                x = GPT2Block.forward(block, x)
         return self.ln_f(x) @ self.wte.weight.t()
 
 
@@ -386,6 +389,11 @@ def export_with_past(args):
     write_tensor(os.path.join(folder, "tokens.pb"), tokens.numpy(), "tokens")
     write_tensor(os.path.join(folder, "logits.pb"),
                  logits.numpy().astype(np.float32), "logits")
+    if len(model.blocks) > 1:
+        with torch.no_grad():
+            skipped = model.full_sequence(tokens, skip=(1,))
+        write_tensor(os.path.join(folder, "logits-skip-1.pb"),
+                     skipped.numpy().astype(np.float32), "logits")
     # Greedy generation from the first 8 tokens, recomputing the whole
     # sequence for every new token.
     prompt = tokens[:, :8]

@@ -130,6 +130,9 @@ struct CompileOptions {
   /// graph as it is.
   int64_t maxContext = 0;
   KvCacheType kvCache = KvCacheType::Float;
+  /// Transformer blocks to drop (numbered from 0; pre-LN blocks, see
+  /// kiln-skip-layers): faster, and less accurate.
+  std::vector<int64_t> skipLayers;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

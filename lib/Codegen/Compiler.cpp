@@ -75,10 +75,16 @@ LogicalResult kiln::compileModule(ModuleOp module,
   if (failed(output.create(options.outputPath, loc)))
     return failure();
   // Changes to the signature come first: the text form shows them too.
-  if (options.maxContext > 0) {
+  if (options.maxContext > 0 || !options.skipLayers.empty()) {
     PassManager pm(module.getContext());
-    pm.addPass(createBuildKvCachePass(
-        {options.maxContext, options.kvCache == KvCacheType::Int8}));
+    if (options.maxContext > 0)
+      pm.addPass(createBuildKvCachePass(
+          {options.maxContext, options.kvCache == KvCacheType::Int8}));
+    if (!options.skipLayers.empty()) {
+      SkipLayersPassOptions skip;
+      skip.layers.assign(options.skipLayers.begin(), options.skipLayers.end());
+      pm.addPass(createSkipLayersPass(skip));
+    }
     if (failed(pm.run(module)))
       return failure();
   }

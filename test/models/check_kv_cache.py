@@ -3,7 +3,7 @@
 logits of the same model (make_models.py --models gpt2-past).
 
 usage: check_kv_cache.py ARTIFACT MODEL_DIR RUNTIME_LIB --max-context N
-                         [--rtol R]
+                         [--rtol R] [--logits FILE]
 
 The artifact's decode entry runs the reference tokens in steps of different
 sizes (a prompt, single tokens, a chunk of several), its KV cache in the
@@ -55,9 +55,11 @@ def main():
     parser.add_argument("runtime")
     parser.add_argument("--max-context", type=int, required=True)
     parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--logits", default="logits.pb",
+                        help="the reference logits in MODEL_DIR")
     args = parser.parse_args()
     tokens = load(os.path.join(args.model_dir, "tokens.pb"))
-    expected = load(os.path.join(args.model_dir, "logits.pb"))
+    expected = load(os.path.join(args.model_dir, args.logits))
     length = tokens.shape[1]
     if length > args.max_context:
         raise SystemExit("the reference sequence is longer than the cache")

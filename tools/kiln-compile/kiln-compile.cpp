@@ -103,6 +103,10 @@ llvm::cl::opt<kiln::KvCacheType> kvCache(
                      clEnumValN(kiln::KvCacheType::Int8, "int8",
                                 "int8 with one scale per head and position")),
     llvm::cl::init(kiln::KvCacheType::Float));
+llvm::cl::list<int64_t> skipLayers(
+    "skip-layers",
+    llvm::cl::desc("Drop these transformer blocks (from 0; pre-LN blocks)"),
+    llvm::cl::value_desc("k,..."), llvm::cl::CommaSeparated);
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -130,7 +134,7 @@ void hideOtherOptions() {
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
       "quantize-report", "calibration", "quality-budget",
-      "max-context", "kv-cache", "target-cpu",
+      "max-context", "kv-cache", "skip-layers", "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
       "mlir-disable-threading", "help", "version"};
@@ -276,6 +280,7 @@ int main(int argc, char **argv) {
   options.qualityBudget = qualityBudget;
   options.maxContext = maxContext;
   options.kvCache = kvCache;
+  options.skipLayers.assign(skipLayers.begin(), skipLayers.end());
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

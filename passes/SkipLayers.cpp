@@ -1,0 +1,136 @@
+//===- SkipLayers.cpp - drop whole blocks of a pre-LN transformer ---------===//
+#include "passes/Passes.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace kiln {
+#define GEN_PASS_DEF_SKIPLAYERSPASS
+#include "passes/Passes.h.inc"
+} // namespace kiln
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The residual stream of `func`'s pre-LN blocks: stream[k] enters block k
+/// (and is normalized by its first layer norm); stream[k + 1] leaves it.
+/// Block k is `h = stream[k] + attention(ln1(stream[k]))`, then
+/// `stream[k + 1] = h + mlp(ln2(h))`; the last stream value feeds the final
+/// layer norm.
+FailureOr<SmallVector<Value>> findResidualStream(func::FuncOp func) {
+  SmallVector<LayerNormOp> norms;
+  func.walk([&](LayerNormOp op) { norms.push_back(op); });
+  auto fail = [&](const Twine &why) {
+    return emitError(func.getLoc())
+           << "cannot skip layers: " << why
+           << "; kiln-skip-layers takes pre-LN transformer blocks (x + "
+              "attention(norm(x)), then + mlp(norm(.)), then a final norm)";
+  };
+  if (norms.size() < 3 || norms.size() % 2 == 0)
+    return fail("found " + Twine(norms.size()) + " layer norms");
+  auto addsTo = [](Value sum, Value residual) {
+    auto add = sum.getDefiningOp<AddOp>();
+    return add && (add.getLhs() == residual || add.getRhs() == residual);
+  };
+  SmallVector<Value> stream{norms[0].getInput()};
+  for (size_t k = 0; 2 * k + 2 < norms.size(); ++k) {
+    Value h = norms[2 * k + 1].getInput(), next = norms[2 * k + 2].getInput();
+    if (!addsTo(h, stream.back()) || !addsTo(next, h))
+      return fail("block " + Twine(k) + " is not two residual additions");
+    stream.push_back(next);
+  }
+  return stream;
+}
+
+/// Erases the ops of `func` that nothing uses and that have no effects.
+void eraseDeadOps(func::FuncOp func) {
+  IRRewriter rewriter(func.getContext());
+  (void)runRegionDCE(rewriter, func.getBody());
+}
+
+/// Removes state that no function reads any more (a skipped layer's keys
+/// and values) with every write to it, moving a write's overflow check to
+/// a write that stays.
+void removeUnreadState(ModuleOp module) {
+  for (StateOp state : llvm::make_early_inc_range(module.getOps<StateOp>())) {
+    std::optional<SymbolTable::UseRange> uses = state.getSymbolUses(module);
+    if (!uses || llvm::any_of(*uses, [](const SymbolTable::SymbolUse &use) {
+          return isa<StateReadOp>(use.getUser());
+        }))
+      continue;
+    for (const SymbolTable::SymbolUse &use : *uses) {
+      Operation *write = use.getUser();
+      if (auto check = write->getAttr(kOverflowErrorAttr)) {
+        StateUpdateOp kept;
+        module.walk([&](StateUpdateOp other) {
+          if (!kept && other != write &&
+              other.getState() != state.getSymName())
+            kept = other;
+        });
+        if (kept)
+          kept->setAttr(kOverflowErrorAttr, check);
+      }
+      write->erase();
+    }
+    state.erase();
+  }
+}
+
+struct SkipLayersPass : kiln::impl::SkipLayersPassBase<SkipLayersPass> {
+  using SkipLayersPassBase::SkipLayersPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<int64_t> skipped(layers.begin(), layers.end());
+    if (skipped.empty())
+      return;
+    // The entries that run the model (a decoder's truncate has no layers).
+    SmallVector<func::FuncOp> models;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (isEntryPoint(func) && !func.getBody().getOps<LayerNormOp>().empty())
+        models.push_back(func);
+    if (models.empty()) {
+      emitError(module.getLoc(), "cannot skip layers: no entry point has "
+                                 "layer norms");
+      return signalPassFailure();
+    }
+    for (func::FuncOp func : models) {
+      FailureOr<SmallVector<Value>> stream = findResidualStream(func);
+      if (failed(stream))
+        return signalPassFailure();
+      int64_t blocks = static_cast<int64_t>(stream->size()) - 1;
+      // Later blocks first: skipping block k sends its input on to block
+      // k + 1's users, which must not have been redirected to a block
+      // that is gone.
+      llvm::sort(skipped, std::greater<int64_t>());
+      skipped.erase(llvm::unique(skipped), skipped.end());
+      if (static_cast<int64_t>(skipped.size()) >= blocks) {
+        emitError(func.getLoc())
+            << "cannot skip " << skipped.size() << " layers of " << blocks
+            << ": at least one must stay";
+        return signalPassFailure();
+      }
+      for (int64_t k : skipped) {
+        if (k < 0 || k >= blocks) {
+          emitError(func.getLoc())
+              << "cannot skip layer " << k << ": the model has " << blocks
+              << " (numbered from 0)";
+          return signalPassFailure();
+        }
+        (*stream)[k + 1].replaceAllUsesWith((*stream)[k]);
+      }
+      eraseDeadOps(func);
+    }
+    removeUnreadState(module);
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        eraseDeadOps(func);
+  }
+};
+
+} // namespace
