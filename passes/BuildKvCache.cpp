@@ -226,13 +226,9 @@ Value readPrefix(OpBuilder &b, Location loc, const CacheState &state, Type type,
         b.getDenseI64ArrayAttr({state.axis}), ValueRange{zero},
         ValueRange{size});
   };
-  if (state.scales.empty())
-    return DynamicSliceOp::create(
-        b, loc, type,
-        StateReadOp::create(b, loc, state.valuesType, state.values),
-        b.getDenseI64ArrayAttr({state.axis}), ValueRange{zero},
-        ValueRange{size});
   Value values = prefixOf(state.values, state.valuesType);
+  if (state.scales.empty())
+    return values;
   Value scales = prefixOf(state.scales, state.scalesType);
   int64_t depth = state.valuesType.getRank() - 1;
   return DequantizeOp::create(
