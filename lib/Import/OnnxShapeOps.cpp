@@ -263,6 +263,14 @@ LogicalResult kiln::importExpand(NodeImporter &node) {
 
 /// Slice with positive steps; starts and ends clamp into range as ONNX
 /// specifies, so every slice the importer builds is in bounds.
+/// A Slice start or end as ONNX reads it: from the end when negative, then
+/// clamped to [0, dim].
+static int64_t clampSliceIndex(int64_t index, int64_t dim) {
+  if (index < 0)
+    index = index < -dim ? 0 : index + dim;
+  return std::min(index, dim);
+}
+
 /// Slice whose starts or ends are computed from named dimensions: a static
 /// kiln.slice for the constant axes, then a kiln.dynamic_slice for the
 /// others. Each run-time start and end must lie within its dimension for
@@ -293,12 +301,8 @@ static LogicalResult importDynamicSlice(NodeImporter &node, Value input,
     auto start = dyn_cast<AffineConstantExpr>(starts[i]);
     auto end = dyn_cast<AffineConstantExpr>(ends[i]);
     if (start && end) {
-      auto clamp = [&](int64_t index) {
-        if (index < 0)
-          index = index < -dim ? 0 : index + dim;
-        return std::min(index, dim);
-      };
-      int64_t first = clamp(start.getValue()), last = clamp(end.getValue());
+      int64_t first = clampSliceIndex(start.getValue(), dim),
+              last = clampSliceIndex(end.getValue(), dim);
       sizes[axis] = std::max<int64_t>(last - first, 0);
       offsets[axis] = sizes[axis] > 0 ? first : 0;
       continue;
@@ -440,12 +444,8 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
       return node.emitError() << "step " << step
                               << " is not supported; Kiln slices with "
                                  "positive steps";
-    auto clamp = [&](int64_t index) {
-      if (index < 0)
-        index = index < -dim ? 0 : index + dim;
-      return std::min(index, dim);
-    };
-    int64_t start = clamp((*starts)[i]), end = clamp((*ends)[i]);
+    int64_t start = clampSliceIndex((*starts)[i], dim),
+            end = clampSliceIndex((*ends)[i], dim);
     int64_t size = end > start ? (end - start + step - 1) / step : 0;
     offsets[axis] = size > 0 ? start : 0;
     sizes[axis] = size;
