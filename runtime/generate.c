@@ -73,27 +73,32 @@ static int64_t argmax(const float *logits, int32_t vocab) {
   return best;
 }
 
-/* Draws a token from softmax(logits / temperature) within top_k and
- * top_p. The k best are sorted, k growing until their mass reaches top_p,
- * so a whole-vocabulary sort happens only when top_p asks for it. */
+/* Draws a token from softmax(logits / temperature) restricted to the
+ * top_k most likely, then to the smallest set of those whose renormalized
+ * probability reaches top_p (the order of Hugging Face's samplers). The
+ * best are sorted k at a time, k growing until they hold top_p, so a
+ * whole-vocabulary sort happens only when top_p asks for it. */
 static int64_t sample(const float *logits, int32_t vocab,
-                      const kiln_generate_options *options, candidate *items,
-                      uint64_t *random) {
+                      const kiln_generate_options *options,
+                      candidate *items, uint64_t *random) {
   for (int32_t i = 0; i < vocab; ++i) {
     items[i].logit = logits[i] / options->temperature;
     items[i].token = i;
   }
-  int32_t limit =
-      options->top_k > 0 && options->top_k < vocab ? options->top_k : vocab;
   float maximum = items[argmax(logits, vocab)].logit;
+  int32_t n = vocab;
+  if (options->top_k > 0 && options->top_k < vocab) {
+    select_best(items, vocab, options->top_k);
+    n = options->top_k;
+  }
   double total = 0;
-  for (int32_t i = 0; i < vocab; ++i)
+  for (int32_t i = 0; i < n; ++i)
     total += exp((double)(items[i].logit - maximum));
-  int32_t k = limit < 256 ? limit : 256;
+  int32_t k = n < 256 ? n : 256;
   int32_t kept = 0;
   double mass = 0;
   for (;;) {
-    select_best(items, vocab, k);
+    select_best(items, n, k);
     qsort(items, (size_t)k, sizeof(candidate), compare_candidates);
     mass = 0;
     kept = 0;
@@ -103,9 +108,9 @@ static int64_t sample(const float *logits, int32_t vocab,
       if (mass / total >= options->top_p)
         break;
     }
-    if (mass / total >= options->top_p || k == limit)
+    if (mass / total >= options->top_p || k == n)
       break;
-    k = k > limit / 4 ? limit : k * 4;
+    k = k > n / 4 ? n : k * 4;
   }
   double target = next_uniform(random) * mass, sum = 0;
   for (int32_t i = 0; i < kept; ++i) {

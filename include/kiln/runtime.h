@@ -189,8 +189,8 @@ typedef struct kiln_generate_options {
   int32_t max_new_tokens;
   /* 0 picks the most likely token (greedy; top_k, top_p and seed are then
    * unused). Above 0, tokens are drawn from softmax(logits / temperature)
-   * restricted to the top_k most likely (0: all) and to the smallest set
-   * whose probability reaches top_p (1: all). */
+   * restricted to the top_k most likely (0: all), then to the smallest set
+   * of those whose renormalized probability reaches top_p (1: all). */
   float temperature;
   int32_t top_k;
   float top_p;

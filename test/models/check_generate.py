@@ -12,7 +12,8 @@ usage: check_generate.py ARTIFACT MODEL_DIR RUNTIME_LIB
   top_k = 5 every token drawn is among the five most likely at its step
   (checked by decoding the drawn sequence again and ranking its logits);
 - top_p = 0.5 at temperature 1 only draws from the smallest set of tokens
-  holding half the probability.
+  holding half the probability; with top_k = 5 as well, half of the top
+  five's renormalized probability.
 """
 import os
 import sys
@@ -70,16 +71,25 @@ def main():
     ranks = [int((row > row[t]).sum()) for row, t in
              zip(logits_along(drawn), drawn)]
     expect(max(ranks) < 5, f"top_k = 5 draws rank below 5: {ranks}")
+    def nucleus_holds(tokens, top_k):
+        """Whether each token lies in the smallest set of the top_k most
+        likely (all: 0) whose renormalized probability reaches 0.5."""
+        inside = []
+        for row, token in zip(logits_along(tokens), tokens):
+            order = np.argsort(-row)[:top_k or len(row)]
+            p = np.exp(row[order] - row[order].max())
+            p /= p.sum()
+            needed = int(np.searchsorted(np.cumsum(p), 0.5)) + 1
+            inside.append(token in order[:needed].tolist())
+        return all(inside)
+
     nucleus = generate(session, prompt, 12, temperature=1.0, top_p=0.5, seed=9)
-    inside = []
-    for row, token in zip(logits_along(nucleus), nucleus):
-        p = np.exp(row - row.max())
-        p /= p.sum()
-        order = np.argsort(-p)
-        needed = int(np.searchsorted(np.cumsum(p[order]), 0.5)) + 1
-        inside.append(token in order[:needed].tolist())
-    expect(all(inside), "top_p = 0.5 draws from the smallest set holding half "
-                        "the probability")
+    expect(nucleus_holds(nucleus, 0), "top_p = 0.5 draws from the smallest "
+                                      "set holding half the probability")
+    both = generate(session, prompt, 12, temperature=1.0, top_k=5, top_p=0.5,
+                    seed=11)
+    expect(nucleus_holds(both, 5), "top_k = 5 then top_p = 0.5 draws from the "
+                                   "smallest set holding half of the top 5's")
     session.close()
     return 1 if problems else 0
 
