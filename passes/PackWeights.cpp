@@ -48,9 +48,13 @@ ElementsAttr packPanels(ArrayRef<char> weight, RankedTensorType type,
   });
 }
 
+/// Each weight's panels, so that entries sharing a weight (a decoder's
+/// decode and draft) share its packed copy too.
+using PackedWeights = llvm::DenseMap<Attribute, ElementsAttr>;
+
 struct PackConstantRhs : OpRewritePattern<MatMulOp> {
-  PackConstantRhs(MLIRContext *ctx, int64_t width)
-      : OpRewritePattern(ctx), width(width) {}
+  PackConstantRhs(MLIRContext *ctx, int64_t width, PackedWeights &packed)
+      : OpRewritePattern(ctx), width(width), packed(packed) {}
 
   LogicalResult matchAndRewrite(MatMulOp op,
                                 PatternRewriter &rewriter) const override {
@@ -63,9 +67,11 @@ struct PackConstantRhs : OpRewritePattern<MatMulOp> {
     if (!bytes || !type.getElementType().isF32() || type.getRank() != 2 ||
         type.getDimSize(1) == 0 || type.getDimSize(0) == 0)
       return failure();
+    ElementsAttr &panelsValue = packed[weight.getValue()];
+    if (!panelsValue)
+      panelsValue = packPanels(*bytes, type, width);
     rewriter.setInsertionPoint(weight);
-    auto panels = ConstantOp::create(rewriter, weight.getLoc(),
-                                     packPanels(*bytes, type, width));
+    auto panels = ConstantOp::create(rewriter, weight.getLoc(), panelsValue);
     rewriter.setInsertionPoint(op);
     rewriter.replaceOpWithNewOp<PackedMatMulOp>(
         op, op.getType(), op.getLhs(), panels, Value(), Value(), ActivationAttr());
@@ -76,6 +82,7 @@ struct PackConstantRhs : OpRewritePattern<MatMulOp> {
   }
 
   int64_t width;
+  PackedWeights &packed;
 };
 
 struct PackWeightsPass : kiln::impl::PackWeightsPassBase<PackWeightsPass> {
@@ -87,8 +94,9 @@ struct PackWeightsPass : kiln::impl::PackWeightsPassBase<PackWeightsPass> {
                                 "positive");
       return signalPassFailure();
     }
+    PackedWeights packed;
     RewritePatternSet patterns(&getContext());
-    patterns.add<PackConstantRhs>(&getContext(), panelWidth);
+    patterns.add<PackConstantRhs>(&getContext(), panelWidth, packed);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -95,6 +95,14 @@ def SkipLayersPass : Pass<"kiln-skip-layers", "mlir::ModuleOp"> {
     with its writes, so a skipped layer neither computes nor stores its
     keys and values.
 
+    With `draft-entry`, the entries stay whole and a copy of the one that
+    runs the model (a decoder's `decode`) is added under that name, with
+    the blocks skipped: a draft for self-speculative decoding. The draft
+    shares the state, but drops its writes to state it no longer reads (the
+    skipped blocks' cache): those positions are past the cache's length
+    once the full entry verifies the draft's tokens after a truncate, and
+    the full entry writes them again.
+
     ```mlir
     %h = kiln.add %x1, %attn1 : ...
     %x2 = kiln.add %h, %mlp1 : ...
@@ -103,7 +111,11 @@ def SkipLayersPass : Pass<"kiln-skip-layers", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    ListOption<"layers", "layers", "int64_t", "Blocks to skip, from 0">
+    ListOption<"layers", "layers", "int64_t", "Blocks to skip, from 0">,
+    Option<"draftEntry", "draft-entry", "std::string", "\"\"",
+           "Leave the entries whole and add this one: a copy of the model's "
+           "entry with the blocks skipped, sharing its state (a "
+           "self-speculative draft)">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

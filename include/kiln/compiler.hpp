@@ -133,6 +133,10 @@ struct CompileOptions {
   /// Transformer blocks to drop (numbered from 0; pre-LN blocks, see
   /// kiln-skip-layers): faster, and less accurate.
   std::vector<int64_t> skipLayers;
+  /// With maxContext: also make the entry `draft(input_ids)`, `decode`
+  /// with these blocks dropped, sharing its cache, for self-speculative
+  /// decoding (kiln_generate_options.draft_tokens). Empty: no draft.
+  std::vector<int64_t> draftSkipLayers;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

@@ -182,6 +182,14 @@ kiln_status kiln_session_run(kiln_session *session, int32_t entry,
 typedef int32_t (*kiln_token_callback)(void *user_data, int64_t token,
                                        int32_t index);
 
+/* What one generation did, for kiln_generate_options.stats. */
+typedef struct kiln_generate_stats {
+  int32_t decode_calls; /* calls of `decode`, the prompt's included */
+  int32_t draft_calls;  /* calls of `draft` */
+  int32_t drafted;      /* tokens `draft` proposed for verification */
+  int32_t accepted;     /* of those, the tokens `decode` confirmed */
+} kiln_generate_stats;
+
 typedef struct kiln_generate_options {
   /* sizeof(kiln_generate_options): fields may be appended later. */
   size_t size;
@@ -202,9 +210,18 @@ typedef struct kiln_generate_options {
   /* Called for each token, in order; may be NULL. */
   kiln_token_callback on_token;
   void *user_data;
+  /* Self-speculative decoding (greedy only): above 0, the artifact's
+   * `draft` entry (kiln-compile --draft-skip-layers) proposes up to this
+   * many tokens, one call each, and `decode` checks them all in one call;
+   * the tokens are those plain greedy decoding gives. 0: one `decode` call
+   * per token. */
+  int32_t draft_tokens;
+  /* If not NULL, receives the counts of this generation. */
+  kiln_generate_stats *stats;
 } kiln_generate_options;
 
-/* Options with max_new_tokens 16, greedy, top_k 0, top_p 1, seed 0. */
+/* Options with max_new_tokens 16, greedy, top_k 0, top_p 1, seed 0, no
+ * draft. */
 void kiln_generate_options_init(kiln_generate_options *options);
 
 /* Starts a new sequence (resets the session's state), runs `decode` on the

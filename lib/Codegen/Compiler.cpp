@@ -75,6 +75,11 @@ LogicalResult kiln::compileModule(ModuleOp module,
   if (failed(output.create(options.outputPath, loc)))
     return failure();
   // Changes to the signature come first: the text form shows them too.
+  if (!options.draftSkipLayers.empty() &&
+      (options.maxContext <= 0 || !options.skipLayers.empty()))
+    return emitError(loc) << "a draft entry needs --max-context, and "
+                             "--skip-layers together with it is not "
+                             "supported";
   if (options.maxContext > 0 || !options.skipLayers.empty()) {
     PassManager pm(module.getContext());
     if (options.maxContext > 0)
@@ -84,6 +89,13 @@ LogicalResult kiln::compileModule(ModuleOp module,
       SkipLayersPassOptions skip;
       skip.layers.assign(options.skipLayers.begin(), options.skipLayers.end());
       pm.addPass(createSkipLayersPass(skip));
+    }
+    if (!options.draftSkipLayers.empty()) {
+      SkipLayersPassOptions draft;
+      draft.layers.assign(options.draftSkipLayers.begin(),
+                          options.draftSkipLayers.end());
+      draft.draftEntry = "draft";
+      pm.addPass(createSkipLayersPass(draft));
     }
     if (failed(pm.run(module)))
       return failure();

@@ -1,7 +1,8 @@
 // RUN: kiln-opt %s -kiln-tile-dynamic-dims | FileCheck %s
 
 // A product over a dynamic number of rows: full tiles of 8 rows, then the
-// rows left one at a time, each tile static.
+// rows left as at most one tile of 4, of 2 and of 1 rows (a loop of one
+// iteration or none each), each tile static.
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: (%[[A:.*]]: tensor<?x384xf32>, %[[B:.*]]: tensor<384x32xf32>, %[[C:.*]]: tensor<?x32xf32>)
 // CHECK: %[[ROWS:.*]] = tensor.dim %[[A]], %c0
@@ -10,7 +11,16 @@
 // CHECK: %[[FIRST:.*]] = scf.forall (%[[I:.*]]) = (0) to (%[[FULL]]) step (8) shared_outs(%[[OUT:.*]] = %[[C]])
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<8x32xf32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[I]], 0] [8, 32] [1, 1]
-// CHECK: scf.forall (%[[J:.*]]) = (%[[FULL]]) to (%[[ROWS]]) step (1) shared_outs(%[[REST:.*]] = %[[FIRST]])
+// CHECK: %[[LEFT4:.*]] = arith.subi %[[ROWS]], %[[FULL]]
+// CHECK: %[[HAS4:.*]] = arith.divui %[[LEFT4]], %c4
+// CHECK: %[[TAKE4:.*]] = arith.muli %[[HAS4]], %c4
+// CHECK: %[[END4:.*]] = arith.addi %[[FULL]], %[[TAKE4]]
+// CHECK: %[[FOURS:.*]] = scf.forall (%{{.*}}) = (%[[FULL]]) to (%[[END4]]) step (4) shared_outs(%{{.*}} = %[[FIRST]])
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<4x32xf32>)
+// CHECK: %[[LEFT2:.*]] = arith.subi %[[ROWS]], %[[END4]]
+// CHECK: %[[TWOS:.*]] = scf.forall (%{{.*}}) = (%[[END4]]) to (%[[END2:.*]]) step (2) shared_outs(%{{.*}} = %[[FOURS]])
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<2x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<2x32xf32>)
+// CHECK: scf.forall (%[[J:.*]]) = (%[[END2]]) to (%{{.*}}) step (1) shared_outs(%[[REST:.*]] = %[[TWOS]])
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<1x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<1x32xf32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[REST]][%[[J]], 0] [1, 32] [1, 1]
 func.func @matmul(%a: tensor<?x384xf32>, %b: tensor<384x32xf32>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
@@ -19,10 +29,12 @@ func.func @matmul(%a: tensor<?x384xf32>, %b: tensor<384x32xf32>, %c: tensor<?x32
 }
 
 // Other ops take tiles of 16 rows: a transpose whose dynamic dimension
-// moves innermost still gets static 16-wide tiles.
+// moves innermost still gets static 16-wide tiles, then 8, 4, 2 and 1.
 // CHECK-LABEL: func.func @transpose
 // CHECK: scf.forall (%{{.*}}) = (0) to (%{{.*}}) step (16)
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<16x32xf32>) outs(%{{.*}} : tensor<32x16xf32>)
+// CHECK: scf.forall (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (8)
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<8x32xf32>) outs(%{{.*}} : tensor<32x8xf32>)
 // CHECK: scf.forall (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (1)
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<1x32xf32>) outs(%{{.*}} : tensor<32x1xf32>)
 func.func @transpose(%x: tensor<?x32xf32>, %init: tensor<32x?xf32>) -> tensor<32x?xf32> {

@@ -2,8 +2,11 @@
 // RUN: kiln-opt %s -kiln-skip-layers=layers=0,1 | FileCheck %s --check-prefix=BOTH
 // RUN: not kiln-opt %s -kiln-skip-layers=layers=7 2>&1 | FileCheck %s --check-prefix=RANGE
 // RUN: not kiln-opt %s -kiln-skip-layers=layers=0,1,2 2>&1 | FileCheck %s --check-prefix=ALL
+// RUN: kiln-opt %s '-kiln-skip-layers=layers=1 draft-entry=draft' | FileCheck %s --check-prefix=DRAFT
+// RUN: not kiln-opt %s '-kiln-skip-layers=layers=1 draft-entry=decode' 2>&1 | FileCheck %s --check-prefix=TAKEN
 // RANGE: error: cannot skip layer 7: the model has 3 (numbered from 0)
 // ALL: error: cannot skip 3 layers of 3: at least one must stay
+// TAKEN: error: cannot add the draft entry 'decode': the module already has a symbol of that name
 
 // Three pre-LN blocks whose "attention" is a product with W and whose
 // block 1 keeps its keys in session state. Skipping block 1 sends x1
@@ -31,6 +34,20 @@
 // BOTH-LABEL: func.func @decode
 // BOTH: %[[N:.*]] = kiln.layer_norm %arg0
 // BOTH: kiln.add %arg0
+// A draft entry leaves @decode and the state whole and adds @draft, a copy
+// with block 1 skipped that neither reads nor writes @keys1 (decode writes
+// those positions again when it verifies the draft's tokens); its write to
+// @keys0 takes the overflow check.
+// DRAFT: kiln.state @keys0
+// DRAFT: kiln.state @keys1
+// DRAFT-LABEL: func.func @decode
+// DRAFT: kiln.state_update %{{.*}}, @keys0, axis = 0, offset = %arg1 :
+// DRAFT: kiln.state_update %{{.*}}, @keys1, axis = 0, offset = %arg1 {kiln.overflow_error = "full"}
+// DRAFT: return
+// DRAFT-LABEL: func.func @draft
+// DRAFT: kiln.state_update %{{.*}}, @keys0, axis = 0, offset = %arg1 {kiln.overflow_error = "full"}
+// DRAFT-NOT: @keys1
+// DRAFT: return
 kiln.state @keys0 : tensor<8x4xf32>
 kiln.state @keys1 : tensor<8x4xf32>
 func.func @decode(%x0: tensor<1x4xf32>, %at: tensor<i64>) -> tensor<1x4xf32> {

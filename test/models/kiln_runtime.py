@@ -127,6 +127,14 @@ TOKEN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
                                   ctypes.c_int64, ctypes.c_int32)
 
 
+class GenerateStats(ctypes.Structure):
+    """kiln_generate_stats (include/kiln/runtime.h)."""
+    _fields_ = [("decode_calls", ctypes.c_int32),
+                ("draft_calls", ctypes.c_int32),
+                ("drafted", ctypes.c_int32),
+                ("accepted", ctypes.c_int32)]
+
+
 class GenerateOptions(ctypes.Structure):
     """kiln_generate_options (include/kiln/runtime.h)."""
     _fields_ = [("size", ctypes.c_size_t),
@@ -138,13 +146,18 @@ class GenerateOptions(ctypes.Structure):
                 ("stop_tokens", ctypes.POINTER(ctypes.c_int64)),
                 ("num_stop_tokens", ctypes.c_int32),
                 ("on_token", TOKEN_CALLBACK),
-                ("user_data", ctypes.c_void_p)]
+                ("user_data", ctypes.c_void_p),
+                ("draft_tokens", ctypes.c_int32),
+                ("stats", ctypes.POINTER(GenerateStats))]
 
 
 def generate(session, prompt, max_new_tokens, temperature=0.0, top_k=0,
-             top_p=1.0, seed=0, stop_tokens=(), on_token=None):
+             top_p=1.0, seed=0, stop_tokens=(), on_token=None, draft_tokens=0,
+             stats=None):
     """kiln_session_generate on a 1-D token list; returns the new tokens.
-    `on_token(token, index)` returning True stops generation."""
+    `on_token(token, index)` returning True stops generation; `stats`, a
+    GenerateStats, receives the counts. A KilnError carries the tokens made
+    before it as `tokens`."""
     lib = session.rt.lib
     options = GenerateOptions()
     lib.kiln_generate_options_init(ctypes.byref(options))
@@ -159,10 +172,19 @@ def generate(session, prompt, max_new_tokens, temperature=0.0, top_k=0,
     callback = TOKEN_CALLBACK(
         lambda _, token, index: 1 if on_token and on_token(token, index) else 0)
     options.on_token = callback
+    options.draft_tokens = draft_tokens
+    if stats is not None:
+        options.stats = ctypes.pointer(stats)
     prompt = (ctypes.c_int64 * len(prompt))(*[int(t) for t in prompt])
     tokens = (ctypes.c_int64 * max(max_new_tokens, 1))()
     count = ctypes.c_int32()
-    session.rt.check(lib.kiln_session_generate(
+    status = lib.kiln_session_generate(
         session.session, prompt, len(prompt), ctypes.byref(options), tokens,
-        ctypes.byref(count)))
-    return [tokens[i] for i in range(count.value)]
+        ctypes.byref(count))
+    made = [tokens[i] for i in range(count.value)]
+    try:
+        session.rt.check(status)
+    except KilnError as error:
+        error.tokens = made  # those generated before the error
+        raise
+    return made

@@ -107,6 +107,12 @@ llvm::cl::list<int64_t> skipLayers(
     "skip-layers",
     llvm::cl::desc("Drop these transformer blocks (from 0; pre-LN blocks)"),
     llvm::cl::value_desc("k,..."), llvm::cl::CommaSeparated);
+llvm::cl::list<int64_t> draftSkipLayers(
+    "draft-skip-layers",
+    llvm::cl::desc("With --max-context, also make the entry draft: decode "
+                   "without these blocks, sharing its cache, for "
+                   "self-speculative decoding"),
+    llvm::cl::value_desc("k,..."), llvm::cl::CommaSeparated);
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -134,7 +140,8 @@ void hideOtherOptions() {
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
       "quantize-report", "calibration", "quality-budget",
-      "max-context", "kv-cache", "skip-layers", "target-cpu",
+      "max-context", "kv-cache", "skip-layers", "draft-skip-layers",
+      "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
       "mlir-disable-threading", "help", "version"};
@@ -281,6 +288,8 @@ int main(int argc, char **argv) {
   options.maxContext = maxContext;
   options.kvCache = kvCache;
   options.skipLayers.assign(skipLayers.begin(), skipLayers.end());
+  options.draftSkipLayers.assign(draftSkipLayers.begin(),
+                                 draftSkipLayers.end());
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

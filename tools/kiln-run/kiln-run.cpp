@@ -4,7 +4,8 @@
 //            [--rtol R] [--atol A] [--repeat N] [--threads N] [--entry NAME]
 //            [--save DIR]
 //   kiln-run decoder.so --generate N --input prompt.pb [--temperature T]
-//            [--top-k K] [--top-p P] [--seed S] [--stop ID]... [--expect t.pb]
+//            [--top-k K] [--top-p P] [--seed S] [--stop ID]... [--draft K]
+//            [--expect t.pb]
 //
 // Prints each output (name, dtype, shape, leading values), compares it with
 // the expected tensors if given, reports the median run time, and with
@@ -43,6 +44,7 @@ struct Options {
   int generate = -1; // tokens to generate; -1: run the entry once per repeat
   double temperature = 0, topP = 1;
   int topK = 0;
+  int draftTokens = 0;
   uint64_t seed = 0;
   std::vector<int64_t> stopTokens;
 };
@@ -60,10 +62,14 @@ void usage() {
       "                [--entry NAME] [--save DIR]\n"
       "       kiln-run decoder.so --generate N --input prompt.pb\n"
       "                [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
-      "                [--stop TOKEN]... [--expect tokens.pb] [--threads N]\n"
+      "                [--stop TOKEN]... [--draft K] [--expect tokens.pb]\n"
+      "                [--threads N]\n"
       "  --threads N  threads running the model (default 0: one per CPU)\n"
       "  --generate N generate up to N tokens after the prompt (greedy unless\n"
-      "               --temperature is above 0)\n");
+      "               --temperature is above 0)\n"
+      "  --draft K    greedy self-speculative decoding: the artifact's draft\n"
+      "               entry (kiln-compile --draft-skip-layers) proposes up to\n"
+      "               K tokens and decode checks them in one call\n");
 }
 
 bool parseNumber(const char *text, double &value) {
@@ -81,7 +87,7 @@ std::string parseArgs(int argc, char **argv, Options &options) {
                       arg == "--threads" || arg == "--entry" || arg == "--save" ||
                       arg == "--generate" || arg == "--temperature" ||
                       arg == "--top-k" || arg == "--top-p" || arg == "--seed" ||
-                      arg == "--stop";
+                      arg == "--stop" || arg == "--draft";
     if (takesValue && i + 1 >= argc)
       return arg + " needs a value";
     const char *value = takesValue ? argv[++i] : nullptr;
@@ -111,7 +117,7 @@ std::string parseArgs(int argc, char **argv, Options &options) {
                "'";
       options.threads = static_cast<int>(number);
     } else if (arg == "--generate" || arg == "--top-k" || arg == "--seed" ||
-               arg == "--stop") {
+               arg == "--stop" || arg == "--draft") {
       if (!parseNumber(value, number) || number > 9.2e18 ||
           number != std::floor(number) ||
           (arg != "--seed" && arg != "--stop" && number > 2147483647))
@@ -120,6 +126,8 @@ std::string parseArgs(int argc, char **argv, Options &options) {
         options.generate = static_cast<int>(number);
       else if (arg == "--top-k")
         options.topK = static_cast<int>(number);
+      else if (arg == "--draft")
+        options.draftTokens = static_cast<int>(number);
       else if (arg == "--seed")
         options.seed = static_cast<uint64_t>(std::strtoull(value, nullptr, 10));
       else
@@ -289,6 +297,9 @@ int runGenerate(const Options &options, kiln_session *session,
   generate.seed = options.seed;
   generate.stop_tokens = options.stopTokens.data();
   generate.num_stop_tokens = static_cast<int32_t>(options.stopTokens.size());
+  generate.draft_tokens = options.draftTokens;
+  kiln_generate_stats stats;
+  generate.stats = &stats;
   GenerateProgress progress;
   generate.on_token = printToken;
   generate.user_data = &progress;
@@ -315,6 +326,12 @@ int runGenerate(const Options &options, kiln_session *session,
       std::printf(", then %.2f tokens/s", (count - 1) / (last - first) * 1e3);
     std::printf("\n");
   }
+  if (stats.drafted)
+    std::printf("draft: %d of %d proposed tokens accepted (%.1f%%); %d decode "
+                "and %d draft calls\n",
+                stats.accepted, stats.drafted,
+                100.0 * stats.accepted / stats.drafted, stats.decode_calls,
+                stats.draft_calls);
   if (options.expected.empty())
     return 0;
   std::string name, error;

@@ -15,6 +15,7 @@
 #include "dialects/Kiln/IR/EntryPoints.h"
 #include "lib/Conversion/LinalgToCpu/ContextArguments.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
@@ -59,6 +60,26 @@ int64_t getLastUse(Value value, Block &block,
   return last;
 }
 
+/// The largest value `size` takes, if known. Clamped sizes (a slice of
+/// state whose offset is read at run time) are `min(x, c)`, which
+/// ValueBounds does not model for arith: the smaller of the operands'
+/// bounds is one.
+std::optional<int64_t> getUpperBound(Value size) {
+  if (auto min = size.getDefiningOp<arith::MinSIOp>()) {
+    std::optional<int64_t> lhs = getUpperBound(min.getLhs());
+    std::optional<int64_t> rhs = getUpperBound(min.getRhs());
+    if (lhs && rhs)
+      return std::min(*lhs, *rhs);
+    return lhs ? lhs : rhs;
+  }
+  FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
+      presburger::BoundType::UB, ValueBoundsConstraintSet::Variable(size),
+      /*stopCondition=*/nullptr, /*closedUB=*/true);
+  if (failed(bound))
+    return std::nullopt;
+  return *bound;
+}
+
 /// The most elements `alloc` can hold: its static sizes times the upper
 /// bound of each dynamic one (a named dimension's maximum, through
 /// kiln-bind-dimensions); nullopt if a size has no bound.
@@ -67,11 +88,9 @@ std::optional<int64_t> getMaxElements(memref::AllocOp alloc) {
   unsigned next = 0;
   for (int64_t size : alloc.getType().getShape()) {
     if (ShapedType::isDynamic(size)) {
-      FailureOr<int64_t> bound = ValueBoundsConstraintSet::computeConstantBound(
-          presburger::BoundType::UB,
-          ValueBoundsConstraintSet::Variable(alloc.getDynamicSizes()[next++]),
-          /*stopCondition=*/nullptr, /*closedUB=*/true);
-      if (failed(bound) || *bound < 0)
+      std::optional<int64_t> bound =
+          getUpperBound(alloc.getDynamicSizes()[next++]);
+      if (!bound || *bound < 0)
         return std::nullopt;
       size = *bound;
     }

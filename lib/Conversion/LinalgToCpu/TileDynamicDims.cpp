@@ -2,11 +2,14 @@
 //
 // The vectorizing schedules (kiln-tile-and-vectorize-contractions,
 // kiln-vectorize-generics) work on static shapes. A linalg op with one
-// dynamic parallel dimension, a sequence of `n` tokens say, becomes two
+// dynamic parallel dimension, a sequence of `n` tokens say, becomes
 // parallel loops writing disjoint parts of its result: one over the
-// `n / T` full tiles of T rows, each a static op, and one over the `n % T`
-// rows left, one row each, also static. Sizes that are multiples of T run
-// full tiles only, as fast as if they were static.
+// `n / T` full tiles of T rows, each a static op, then the `n % T` rows
+// left as static tiles of the powers of two below T (those their count
+// needs: 5 rows are a tile of 4 and one of 1).
+// Sizes that are multiples of T run full tiles only, as fast as if they
+// were static; a few rows (a decoder verifying draft tokens) read the
+// weights once per power of two instead of once per row.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/Passes.h"
@@ -15,6 +18,7 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/TilingInterface.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_TILEDYNAMICDIMSPASS
@@ -119,8 +123,24 @@ struct TileDynamicDimsPass
       SmallVector<Value> results =
           createTileLoop(rewriter, loc, tiling, dim, rewriter.getIndexAttr(0),
                          full, tile, op.getDpsInits());
-      results = createTileLoop(rewriter, loc, tiling, dim, full, size, 1,
-                               results);
+      // The rest, fewer than `tile` rows, as at most one tile of each power
+      // of two below it, largest first: each of them reads the op's other
+      // operands (a product's weights) once, where one row at a time would
+      // read them once per row. A loop over [start, start + t) or over
+      // nothing runs that tile or not.
+      Value start = full;
+      for (int64_t rows = llvm::PowerOf2Ceil(tile) / 2; rows >= 1;
+           rows /= 2) {
+        Value rowsValue = arith::ConstantIndexOp::create(rewriter, loc, rows);
+        Value left = arith::SubIOp::create(rewriter, loc, size, start);
+        Value taken = arith::MulIOp::create(
+            rewriter, loc,
+            arith::DivUIOp::create(rewriter, loc, left, rowsValue), rowsValue);
+        Value end = arith::AddIOp::create(rewriter, loc, start, taken);
+        results = createTileLoop(rewriter, loc, tiling, dim, start, end, rows,
+                                 results);
+        start = end;
+      }
       rewriter.replaceOp(op, results);
     }
   }
