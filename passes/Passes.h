@@ -42,6 +42,10 @@ inline constexpr llvm::StringLiteral kCalibrationSkippedAttr =
 /// the updates that carry it).
 inline constexpr llvm::StringLiteral kOverflowErrorAttr = "kiln.overflow_error";
 
+/// How many pre-LN transformer blocks kiln-skip-layers finds in `func`; an
+/// error at `func` if its layer norms are not such blocks.
+mlir::FailureOr<int64_t> countSkippableBlocks(mlir::FunctionOpInterface func);
+
 #define GEN_PASS_DECL
 #include "passes/Passes.h.inc"
 

@@ -23,7 +23,7 @@ namespace {
 /// Block k is `h = stream[k] + attention(ln1(stream[k]))`, then
 /// `stream[k + 1] = h + mlp(ln2(h))`; the last stream value feeds the final
 /// layer norm.
-FailureOr<SmallVector<Value>> findResidualStream(func::FuncOp func) {
+FailureOr<SmallVector<Value>> findResidualStream(FunctionOpInterface func) {
   SmallVector<LayerNormOp> norms;
   func.walk([&](LayerNormOp op) { norms.push_back(op); });
   auto fail = [&](const Twine &why) {
@@ -133,6 +133,17 @@ LogicalResult skipBlocks(func::FuncOp func, SmallVector<int64_t> skipped) {
   eraseDeadOps(func);
   return success();
 }
+
+} // namespace
+
+FailureOr<int64_t> kiln::countSkippableBlocks(FunctionOpInterface func) {
+  FailureOr<SmallVector<Value>> stream = findResidualStream(func);
+  if (failed(stream))
+    return failure();
+  return static_cast<int64_t>(stream->size()) - 1;
+}
+
+namespace {
 
 struct SkipLayersPass : kiln::impl::SkipLayersPassBase<SkipLayersPass> {
   using SkipLayersPassBase::SkipLayersPassBase;

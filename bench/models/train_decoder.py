@@ -17,6 +17,9 @@ same settings is reused, not retrained):
                         in, present.N.* out; symbolic batch, seq, past_seq)
   heldout.pb            the held-out bytes (int64 [1, N])
   prompts/prompt_<k>.pb calibration and test prompts from the held-out text
+  calibration/set_<k>/input_0.pb
+                        16 sequences of 256 training bytes (compile-time
+                        calibration: kiln-compile --choose-skip-layers)
   report.json           steps, time, train loss, held-out perplexity
 
 usage: python3 train_decoder.py OUT [--steps N] [--minutes M] [--seed S]
@@ -129,7 +132,7 @@ def train(args, out):
     return model, report
 
 
-def export(model, out, heldout, opset):
+def export(model, out, train_data, heldout, opset):
     model.eval()
     make_models.export_decoder(model, out, opset)
     make_models.write_tensor(os.path.join(out, "heldout.pb"),
@@ -143,6 +146,17 @@ def export(model, out, heldout, opset):
         at = int(generator.integers(0, len(heldout) - length))
         make_models.write_tensor(os.path.join(prompts, f"prompt_{k}.pb"),
                                  heldout[at:at + length].astype(np.int64)[None, :],
+                                 "input_ids")
+    # 16 sequences of 256 bytes from the training text, at fixed places:
+    # calibration for choices made at compile time (--choose-skip-layers).
+    generator = np.random.default_rng(2)
+    length = SETTINGS["context"]
+    for k in range(16):
+        at = int(generator.integers(0, len(train_data) - length))
+        folder = os.path.join(out, "calibration", f"set_{k:02d}")
+        os.makedirs(folder, exist_ok=True)
+        make_models.write_tensor(os.path.join(folder, "input_0.pb"),
+                                 train_data[at:at + length].astype(np.int64)[None, :],
                                  "input_ids")
 
 
@@ -166,8 +180,8 @@ def main():
         print(f"reusing {cached}")
     else:
         model, report = train(args, args.out)
-    _, heldout = read_corpus()
-    export(model, args.out, heldout, args.opset)
+    train_data, heldout = read_corpus()
+    export(model, args.out, train_data, heldout, args.opset)
     with open(os.path.join(args.out, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
     print(json.dumps(report))

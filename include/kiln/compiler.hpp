@@ -137,6 +137,13 @@ struct CompileOptions {
   /// with these blocks dropped, sharing its cache, for self-speculative
   /// decoding (kiln_generate_options.draft_tokens). Empty: no draft.
   std::vector<int64_t> draftSkipLayers;
+  /// With maxContext, calibrationDir (token sequences) and qualityBudget:
+  /// choose skipLayers by measuring perplexity on the sequences, dropping
+  /// the cheapest blocks while it stays within (1 + qualityBudget) of the
+  /// full model's (LayerSkipSearch.h).
+  bool chooseSkipLayers = false;
+  /// Where to write what that search measured (JSON); empty: nowhere.
+  std::string skipLayersReportPath;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

@@ -56,16 +56,27 @@ ArtifactRunner::run(ArrayRef<std::string> files) {
       return emitError(loc) << "calibration input '" << file << "': " << error;
     inputPointers.push_back(inputs.back().get());
   }
+  return run(inputPointers,
+             llvm::sys::path::parent_path(files.empty() ? "" : files[0]));
+}
+
+FailureOr<std::vector<TensorPtr>>
+ArtifactRunner::run(ArrayRef<const kiln_tensor *> inputs, StringRef source) {
   std::vector<kiln_tensor *> outputs(numOutputs(), nullptr);
-  kiln_status status = kiln_session_run(session.get(), entry, inputPointers.data(),
-                                int32_t(inputPointers.size()), outputs.data(),
-                                int32_t(outputs.size()));
+  kiln_status status =
+      kiln_session_run(session.get(), entry, inputs.data(),
+                       int32_t(inputs.size()), outputs.data(),
+                       int32_t(outputs.size()));
   std::vector<TensorPtr> owned;
   for (kiln_tensor *output : outputs)
     owned.emplace_back(output);
   if (status != KILN_OK)
-    return fail(Twine(what) + " failed on '" +
-                llvm::sys::path::parent_path(files.empty() ? "" : files[0]) +
-                "'");
+    return fail(Twine(what) + " failed on '" + source + "'");
   return owned;
+}
+
+LogicalResult ArtifactRunner::reset() {
+  if (kiln_session_reset(session.get()) != KILN_OK)
+    return fail("cannot reset " + what);
+  return success();
 }

@@ -38,6 +38,11 @@ public:
   /// order).
   mlir::FailureOr<std::vector<TensorPtr>>
   run(llvm::ArrayRef<std::string> files);
+  /// The entry's outputs on `inputs`; `source` names them in errors.
+  mlir::FailureOr<std::vector<TensorPtr>>
+  run(llvm::ArrayRef<const kiln_tensor *> inputs, llvm::StringRef source);
+  /// Empties the session's state (a decoder's cache).
+  mlir::LogicalResult reset();
 
 private:
   struct ArtifactCloser {

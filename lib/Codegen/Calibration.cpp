@@ -38,49 +38,6 @@ constexpr int64_t kRowsPerSet = 32;
 /// depend on the call (a buffer of its largest row count).
 constexpr int64_t kMaxCaptureBytes = int64_t(256) << 20;
 
-/// The input files of each calibration set in `dir`: its subfolders that
-/// hold input_0.pb (in name order), or `dir` itself.
-FailureOr<std::vector<std::vector<std::string>>>
-findInputSets(StringRef dir, int32_t numInputs, Location loc) {
-  auto inputsOf = [&](StringRef folder) {
-    std::vector<std::string> files;
-    for (int32_t i = 0; i < numInputs; ++i) {
-      SmallString<256> path(folder);
-      llvm::sys::path::append(path, "input_" + std::to_string(i) + ".pb");
-      files.push_back(path.str().str());
-    }
-    return files;
-  };
-  auto hasInputs = [&](StringRef folder) {
-    SmallString<256> path(folder);
-    llvm::sys::path::append(path, "input_0.pb");
-    return llvm::sys::fs::exists(path);
-  };
-  if (!llvm::sys::fs::is_directory(dir))
-    return emitError(loc) << "calibration folder '" << dir
-                          << "' is not a folder";
-  std::vector<std::string> folders;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
-       it.increment(ec))
-    if (llvm::sys::fs::is_directory(it->path()) && hasInputs(it->path()))
-      folders.push_back(it->path());
-  if (ec)
-    return emitError(loc) << "cannot read calibration folder '" << dir
-                          << "': " << ec.message();
-  std::sort(folders.begin(), folders.end());
-  if (folders.empty() && hasInputs(dir))
-    folders.push_back(dir.str());
-  if (folders.empty())
-    return emitError(loc) << "calibration folder '" << dir
-                          << "' holds no input sets (input_0.pb, ... or "
-                             "folders of them)";
-  std::vector<std::vector<std::string>> sets;
-  for (const std::string &folder : folders)
-    sets.push_back(inputsOf(folder));
-  return sets;
-}
-
 /// A product's weights, and its error summed over the calibration rows.
 struct Product {
   ConstantWeights weights{};
@@ -185,7 +142,7 @@ LogicalResult runCalibration(StringRef path, StringRef entryName,
          "every product's input is a result");
 
   FailureOr<std::vector<std::vector<std::string>>> sets =
-      findInputSets(dir, runner->numInputs(), loc);
+      findCalibrationSets(dir, runner->numInputs(), loc);
   if (failed(sets))
     return failure();
   reference.entryName = entryName.str();
@@ -211,6 +168,47 @@ LogicalResult runCalibration(StringRef path, StringRef entryName,
 }
 
 } // namespace
+
+FailureOr<std::vector<std::vector<std::string>>>
+kiln::findCalibrationSets(StringRef dir, int32_t numInputs, Location loc) {
+  auto inputsOf = [&](StringRef folder) {
+    std::vector<std::string> files;
+    for (int32_t i = 0; i < numInputs; ++i) {
+      SmallString<256> path(folder);
+      llvm::sys::path::append(path, "input_" + std::to_string(i) + ".pb");
+      files.push_back(path.str().str());
+    }
+    return files;
+  };
+  auto hasInputs = [&](StringRef folder) {
+    SmallString<256> path(folder);
+    llvm::sys::path::append(path, "input_0.pb");
+    return llvm::sys::fs::exists(path);
+  };
+  if (!llvm::sys::fs::is_directory(dir))
+    return emitError(loc) << "calibration folder '" << dir
+                          << "' is not a folder";
+  std::vector<std::string> folders;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec))
+    if (llvm::sys::fs::is_directory(it->path()) && hasInputs(it->path()))
+      folders.push_back(it->path());
+  if (ec)
+    return emitError(loc) << "cannot read calibration folder '" << dir
+                          << "': " << ec.message();
+  std::sort(folders.begin(), folders.end());
+  if (folders.empty() && hasInputs(dir))
+    folders.push_back(dir.str());
+  if (folders.empty())
+    return emitError(loc) << "calibration folder '" << dir
+                          << "' holds no input sets (input_0.pb, ... or "
+                             "folders of them)";
+  std::vector<std::vector<std::string>> sets;
+  for (const std::string &folder : folders)
+    sets.push_back(inputsOf(folder));
+  return sets;
+}
 
 LogicalResult kiln::calibrateProducts(ModuleOp module,
                                       const CompileOptions &options,

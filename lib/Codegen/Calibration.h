@@ -31,6 +31,12 @@ struct CalibrationReference {
   std::vector<std::vector<TensorPtr>> outputs;
 };
 
+/// The input files of each calibration set in `dir`: its subfolders that
+/// hold input_0.pb (in name order), or `dir` itself; `numInputs` files each.
+mlir::FailureOr<std::vector<std::vector<std::string>>>
+findCalibrationSets(llvm::StringRef dir, int32_t numInputs,
+                    mlir::Location loc);
+
 /// Marks each product of `module` (after the graph passes that precede
 /// quantization) that `options.quantization` would quantize with its error
 /// measured on the inputs in `options.calibrationDir`: `kiln.calibration_error`

@@ -5,6 +5,7 @@
 #include "lib/Codegen/Backend.h"
 #include "lib/Codegen/Calibration.h"
 #include "lib/Codegen/CpuTarget.h"
+#include "lib/Codegen/LayerSkipSearch.h"
 #include "lib/Codegen/ModelError.h"
 #include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
@@ -18,6 +19,7 @@
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <optional>
 
@@ -75,19 +77,43 @@ LogicalResult kiln::compileModule(ModuleOp module,
   if (failed(output.create(options.outputPath, loc)))
     return failure();
   // Changes to the signature come first: the text form shows them too.
+  // The blocks to skip: given, or chosen by measuring them.
+  std::vector<int64_t> skipLayers = options.skipLayers;
+  OutputFile skipReport;
+  if (options.chooseSkipLayers) {
+    if (options.maxContext <= 0 || options.calibrationDir.empty() ||
+        !(options.qualityBudget > 0) || !options.skipLayers.empty() ||
+        !options.draftSkipLayers.empty() ||
+        options.quantization != Quantization::None)
+      return emitError(loc)
+             << "choosing the layers to skip needs --max-context, "
+                "--calibration token sequences and a --quality-budget, and "
+                "takes no --skip-layers, --draft-skip-layers or --quantize";
+    if (!options.skipLayersReportPath.empty() &&
+        failed(skipReport.create(options.skipLayersReportPath, loc)))
+      return failure();
+    FailureOr<LayerSkipChoice> choice = chooseSkippedLayers(module, options);
+    if (failed(choice))
+      return failure();
+    skipLayers = choice->skipped;
+    if (!options.skipLayersReportPath.empty())
+      skipReport.os() << llvm::formatv(
+                             "{0:2}", llvm::json::Value(std::move(choice->report)))
+                      << "\n";
+  }
   if (!options.draftSkipLayers.empty() &&
       (options.maxContext <= 0 || !options.skipLayers.empty()))
     return emitError(loc) << "a draft entry needs --max-context, and "
                              "--skip-layers together with it is not "
                              "supported";
-  if (options.maxContext > 0 || !options.skipLayers.empty()) {
+  if (options.maxContext > 0 || !skipLayers.empty()) {
     PassManager pm(module.getContext());
     if (options.maxContext > 0)
       pm.addPass(createBuildKvCachePass(
           {options.maxContext, options.kvCache == KvCacheType::Int8}));
-    if (!options.skipLayers.empty()) {
+    if (!skipLayers.empty()) {
       SkipLayersPassOptions skip;
-      skip.layers.assign(options.skipLayers.begin(), options.skipLayers.end());
+      skip.layers.assign(skipLayers.begin(), skipLayers.end());
       pm.addPass(createSkipLayersPass(skip));
     }
     if (!options.draftSkipLayers.empty()) {
@@ -104,6 +130,9 @@ LogicalResult kiln::compileModule(ModuleOp module,
     return failure();
   if (options.emit == EmitKind::Mlir) {
     module.print(output.os());
+    if (!options.skipLayersReportPath.empty() &&
+        failed(skipReport.commit(loc)))
+      return failure();
     return output.commit(loc);
   }
 
@@ -147,7 +176,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
                          })))
     return failure();
   CalibrationReference reference;
-  if (!options.calibrationDir.empty()) {
+  if (!options.calibrationDir.empty() && !options.chooseSkipLayers) {
     TimingScope scope = timing.nest("Calibration");
     if (failed(calibrateProducts(module, options, reference)))
       return failure();
@@ -179,5 +208,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (failed(report.commit(loc)))
       return failure();
   }
+  if (!options.skipLayersReportPath.empty() && failed(skipReport.commit(loc)))
+    return failure();
   return output.commit(loc);
 }

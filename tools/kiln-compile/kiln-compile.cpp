@@ -82,12 +82,14 @@ llvm::cl::opt<std::string> calibration(
     "calibration",
     llvm::cl::desc("Measure each product's quantization error on these "
                    "inputs (folders of input_0.pb, ...), running the float "
-                   "model"),
+                   "model; for --choose-skip-layers, token sequences"),
     llvm::cl::value_desc("dir"));
 llvm::cl::opt<double> qualityBudget(
     "quality-budget",
     llvm::cl::desc("With --calibration: the largest relative RMS error a "
-                   "product's output may take; products above stay float"),
+                   "product's output may take (products above stay float), "
+                   "or the relative perplexity increase skipped layers may "
+                   "cost"),
     llvm::cl::value_desc("error"), llvm::cl::init(0.0));
 llvm::cl::opt<int64_t> maxContext(
     "max-context",
@@ -107,6 +109,15 @@ llvm::cl::list<int64_t> skipLayers(
     "skip-layers",
     llvm::cl::desc("Drop these transformer blocks (from 0; pre-LN blocks)"),
     llvm::cl::value_desc("k,..."), llvm::cl::CommaSeparated);
+llvm::cl::opt<bool> chooseSkipLayers(
+    "choose-skip-layers",
+    llvm::cl::desc("With --max-context: choose the blocks to drop, those "
+                   "whose removal keeps the perplexity of the --calibration "
+                   "token sequences within --quality-budget"));
+llvm::cl::opt<std::string> skipLayersReport(
+    "skip-layers-report",
+    llvm::cl::desc("Write what --choose-skip-layers measured (JSON)"),
+    llvm::cl::value_desc("path"));
 llvm::cl::list<int64_t> draftSkipLayers(
     "draft-skip-layers",
     llvm::cl::desc("With --max-context, also make the entry draft: decode "
@@ -140,7 +151,8 @@ void hideOtherOptions() {
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
       "quantize-report", "calibration", "quality-budget",
-      "max-context", "kv-cache", "skip-layers", "draft-skip-layers",
+      "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
+      "skip-layers-report", "draft-skip-layers",
       "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -233,6 +245,11 @@ int main(int argc, char **argv) {
                     "error and --calibration inputs to measure it on\n";
     return 1;
   }
+  if (!skipLayersReport.empty() && !chooseSkipLayers) {
+    llvm::errs() << "kiln-compile: error: --skip-layers-report reports what "
+                    "--choose-skip-layers measures\n";
+    return 1;
+  }
   if (kvCache.getNumOccurrences() && maxContext <= 0) {
     llvm::errs() << "kiln-compile: error: --kv-cache applies to the cache "
                     "--max-context builds\n";
@@ -290,6 +307,8 @@ int main(int argc, char **argv) {
   options.skipLayers.assign(skipLayers.begin(), skipLayers.end());
   options.draftSkipLayers.assign(draftSkipLayers.begin(),
                                  draftSkipLayers.end());
+  options.chooseSkipLayers = chooseSkipLayers;
+  options.skipLayersReportPath = skipLayersReport;
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

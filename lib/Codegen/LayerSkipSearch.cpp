@@ -1,0 +1,175 @@
+//===- LayerSkipSearch.cpp - blocks to skip within a quality budget -------===//
+#include "lib/Codegen/LayerSkipSearch.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
+#include "kiln/runtime.h"
+#include "lib/Codegen/ArtifactRunner.h"
+#include "lib/Codegen/Calibration.h"
+#include "lib/TensorFile/TensorFile.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The perplexity of the cached decoder at `path` on the token sequences
+/// `sets`: each from an empty cache in one decode call.
+FailureOr<double> measurePerplexity(StringRef path,
+                                    ArrayRef<std::vector<std::string>> sets,
+                                    Location loc) {
+  auto fail = [&](const Twine &what) {
+    return emitError(loc) << "layer-skip search: " << what;
+  };
+  FailureOr<ArtifactRunner> runner =
+      ArtifactRunner::open(path, "decode", "the decoder without the skipped "
+                                           "blocks", loc);
+  if (failed(runner))
+    return failure();
+  double negativeLogLikelihood = 0;
+  int64_t predicted = 0;
+  for (const std::vector<std::string> &files : sets) {
+    std::string name, error;
+    TensorPtr tokens = readTensorFile(files.front(), name, error);
+    if (!tokens)
+      return fail(error);
+    const int64_t *dims = kiln_tensor_dims(tokens.get());
+    if (kiln_tensor_dtype(tokens.get()) != KILN_DTYPE_I64 ||
+        kiln_tensor_rank(tokens.get()) != 2 || dims[0] != 1 || dims[1] < 2)
+      return fail("calibration set '" + files.front() +
+                  "' is not token ids, int64 [1, n] with n >= 2");
+    if (failed(runner->reset()))
+      return failure();
+    FailureOr<std::vector<TensorPtr>> outputs =
+        runner->run({tokens.get()}, files.front());
+    if (failed(outputs))
+      return failure();
+    const kiln_tensor *logits = outputs->front().get();
+    int64_t vocab = kiln_tensor_dims(logits)[2];
+    const float *rows = static_cast<const float *>(kiln_tensor_const_data(logits));
+    const int64_t *ids =
+        static_cast<const int64_t *>(kiln_tensor_const_data(tokens.get()));
+    for (int64_t i = 0; i + 1 < dims[1]; ++i) {
+      const float *row = rows + i * vocab;
+      int64_t next = ids[i + 1];
+      if (next < 0 || next >= vocab)
+        return fail("calibration set '" + files.front() + "' holds token " +
+                    Twine(next) + ", outside the vocabulary of " +
+                    Twine(vocab));
+      double largest = *std::max_element(row, row + vocab), sum = 0;
+      for (int64_t v = 0; v < vocab; ++v)
+        sum += std::exp(double(row[v]) - largest);
+      negativeLogLikelihood += std::log(sum) + largest - row[next];
+      ++predicted;
+    }
+  }
+  return std::exp(negativeLogLikelihood / double(predicted));
+}
+
+} // namespace
+
+FailureOr<LayerSkipChoice>
+kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
+  Location loc = module.getLoc();
+  func::FuncOp model;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (isEntryPoint(func) && !func.getBody().getOps<LayerNormOp>().empty())
+      model = func;
+  if (!model)
+    return emitError(loc) << "layer-skip search: no entry point has layer "
+                             "norms";
+  FailureOr<int64_t> blocks = countSkippableBlocks(model);
+  if (failed(blocks))
+    return failure();
+  FailureOr<std::vector<std::vector<std::string>>> sets =
+      findCalibrationSets(options.calibrationDir, 1, loc);
+  if (failed(sets))
+    return failure();
+
+  SmallString<256> path;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+          "kiln-layer-search", "so", path))
+    return emitError(loc) << "layer-skip search: cannot create a temporary "
+                             "file: "
+                          << ec.message();
+  llvm::FileRemover remover(path);
+  llvm::json::Array tried;
+  auto measure = [&](const std::vector<int64_t> &skipped) -> FailureOr<double> {
+    CompileOptions trial = options;
+    trial.chooseSkipLayers = false;
+    trial.skipLayersReportPath.clear();
+    trial.skipLayers = skipped;
+    trial.emit = EmitKind::Library;
+    trial.outputPath = path.str().str();
+    trial.libraryName = "kiln-layer-search.so";
+    trial.calibrationDir.clear();
+    trial.qualityBudget = 0;
+    trial.configurePassManager = nullptr;
+    trial.timing = nullptr;
+    OwningOpRef<ModuleOp> clone = module.clone();
+    // The clone's weights are the module's: compiling it must not release
+    // them.
+    (*clone)->setAttr(kSharedWeightsAttr, UnitAttr::get(module.getContext()));
+    if (failed(compileModule(*clone, trial)))
+      return failure();
+    FailureOr<double> perplexity = measurePerplexity(path, *sets, loc);
+    if (succeeded(perplexity))
+      tried.push_back(llvm::json::Object{
+          {"skipped", llvm::json::Array(skipped)},
+          {"perplexity", *perplexity}});
+    return perplexity;
+  };
+
+  FailureOr<double> baseline = measure({});
+  if (failed(baseline))
+    return failure();
+  double limit = *baseline * (1 + options.qualityBudget);
+  std::vector<std::pair<double, int64_t>> singles;
+  for (int64_t k = 0; k < *blocks; ++k) {
+    FailureOr<double> perplexity = measure({k});
+    if (failed(perplexity))
+      return failure();
+    singles.push_back({*perplexity, k});
+  }
+  llvm::sort(singles);
+  LayerSkipChoice choice;
+  // The cheapest blocks first; a set that passes the budget stops the
+  // search (adding a block rarely costs less than it did alone).
+  for (auto [alone, k] : singles) {
+    if (alone > limit ||
+        static_cast<int64_t>(choice.skipped.size()) + 1 >= *blocks)
+      break;
+    std::vector<int64_t> grown = choice.skipped;
+    grown.push_back(k);
+    double perplexity = alone;
+    if (grown.size() > 1) {
+      FailureOr<double> measured = measure(grown);
+      if (failed(measured))
+        return failure();
+      perplexity = *measured;
+    }
+    if (perplexity > limit)
+      break;
+    choice.skipped = std::move(grown);
+  }
+  llvm::sort(choice.skipped);
+  choice.report = llvm::json::Object{
+      {"metric", "perplexity"},
+      {"calibration_sets", static_cast<int64_t>(sets->size())},
+      {"quality_budget", options.qualityBudget},
+      {"blocks", *blocks},
+      {"baseline_perplexity", *baseline},
+      {"tried", std::move(tried)},
+      {"skipped", llvm::json::Array(choice.skipped)}};
+  return choice;
+}
