@@ -24,7 +24,9 @@ after a prompt of --prompt-tokens random tokens, at 1 and 2 threads:
     it is slow);
   - ONNX Runtime: the with-past graph in a loop, the previous step's
     present tensors bound as the next step's past inputs (IO binding, no
-    copies through numpy).
+    copies through numpy);
+  - onnxruntime-genai (if installed in the venv): its generator on the
+    same with-past graph, described by a genai_config.json written here.
 Reported per system: the time to the first token (the prompt), the rate of
 the tokens after it, and the rate over all new tokens including the
 prompt's time, medians over --rounds rounds that alternate the systems.
@@ -120,6 +122,79 @@ def ort_with_past(model, prompt, new_tokens, threads):
     return tokens, stamps[0] - start, stamps[-1] - start
 
 
+def genai_loop(folder, model, prompt, new_tokens, threads):
+    """onnxruntime-genai's generator on the with-past graph: a folder with
+    the model and a genai_config.json describing it. The graph has no
+    attention mask or position inputs; genai's generic decoder-only model
+    ("llama" in its config) runs such a graph as it is."""
+    import onnxruntime_genai as og
+    config_folder = os.path.join(folder, f"genai-{threads}")
+    os.makedirs(config_folder, exist_ok=True)
+    link = os.path.join(config_folder, "model.onnx")
+    if not os.path.exists(link):
+        os.symlink(os.path.abspath(model), link)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    inputs = session.get_inputs()
+    heads, depth = inputs[1].shape[1], inputs[1].shape[3]
+    layers = (len(inputs) - 1) // 2
+    vocab = session.get_outputs()[0].shape[2]
+    del session
+    context = len(prompt) + new_tokens
+    config = {
+        "model": {
+            "type": "llama", "context_length": context, "vocab_size": vocab,
+            # GPT-2's end of text; the token check below sees an early stop.
+            "bos_token_id": vocab - 1, "eos_token_id": vocab - 1,
+            "pad_token_id": vocab - 1,
+            "decoder": {
+                "filename": "model.onnx", "head_size": depth,
+                "hidden_size": heads * depth, "num_attention_heads": heads,
+                "num_key_value_heads": heads, "num_hidden_layers": layers,
+                "session_options": {"intra_op_num_threads": threads,
+                                    "inter_op_num_threads": 1,
+                                    "provider_options": []},
+                "inputs": {"input_ids": "input_ids",
+                           "past_key_names": "past_key_values.%d.key",
+                           "past_value_names": "past_key_values.%d.value"},
+                "outputs": {"logits": "logits",
+                            "present_key_names": "present.%d.key",
+                            "present_value_names": "present.%d.value"}}},
+        "search": {"do_sample": False, "max_length": context,
+                   "min_length": 0, "num_beams": 1,
+                   "num_return_sequences": 1,
+                   "past_present_share_buffer": False}}
+    with open(os.path.join(config_folder, "genai_config.json"), "w") as f:
+        json.dump(config, f)
+    generator_model = og.Model(config_folder)
+    params = og.GeneratorParams(generator_model)
+    params.set_search_options(max_length=context, do_sample=False)
+    generator = og.Generator(generator_model, params)
+    tokens, stamps = [], []
+    start = time.perf_counter()
+    generator.append_tokens(np.array(prompt, np.int32))
+    while len(tokens) < new_tokens and not generator.is_done():
+        generator.generate_next_token()
+        tokens.append(int(generator.get_next_tokens()[0]))
+        stamps.append(time.perf_counter())
+    return tokens, stamps[0] - start, stamps[-1] - start
+
+
+def genai_version():
+    try:
+        import onnxruntime_genai
+        return f"onnxruntime-genai {onnxruntime_genai.__version__}"
+    except ImportError:
+        return "onnxruntime-genai not installed (no row)"
+
+
+def have_genai():
+    try:
+        import onnxruntime_genai  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def heldout_perplexity(runtime, artifact, heldout, window, threads=2):
     """Byte-level perplexity of the held-out text through the cached
     decoder: each window of `window` bytes is fed in halves (the second
@@ -151,15 +226,23 @@ def skip_layer_table(args, compile_, runtime, heldout, window, layers,
     import itertools
     prompt = heldout[:64]
 
-    def speed(artifact):
-        rates = []
-        for _ in range(3):
-            _, first, total = kiln_cached(runtime, artifact, prompt, 128, 1)
-            rates.append(127 / (total - first))
-        return float(np.median(rates))
-
     full = os.path.join(args.trained, "kv-f32.so")
-    base_rate = speed(full)
+
+    def rate(artifact):
+        _, first, total = kiln_cached(runtime, artifact, prompt, 128, 1)
+        return 127 / (total - first)
+
+    def speed(artifact):
+        """Tokens/s of `artifact` and its speed-up over all layers, the two
+        measured alternately (medians of 5 each) so that drifts in the
+        machine's speed fall on both."""
+        mine, base = [], []
+        for _ in range(5):
+            mine.append(rate(artifact))
+            base.append(rate(full))
+        return float(np.median(mine)), float(np.median(mine) / np.median(base))
+
+    base_rate = float(np.median([rate(full) for _ in range(5)]))
     rows, best, perplexities = [], None, {}
     for count in (1, 2):
         for skipped in itertools.combinations(range(layers), count):
@@ -170,15 +253,15 @@ def skip_layer_table(args, compile_, runtime, heldout, window, layers,
                  "--dim", f"past_seq=0..{window}", "--max-context",
                  str(window), "--skip-layers", listed, "-o", artifact])
             ppl = heldout_perplexity(runtime, artifact, heldout, window)
-            rate = speed(artifact)
+            tokens, gain = speed(artifact)
             change = (ppl / baseline_ppl - 1) * 100
             rows.append(f"| {listed} | {ppl:.4f} | {change:+.1f}% | "
-                        f"{rate:.0f} | {rate / base_rate:.2f}x |")
+                        f"{tokens:.0f} | {gain:.2f}x |")
             perplexities[listed] = ppl
-            if change <= 2 and (best is None or rate > best[1]):
-                best = (listed, rate, change)
+            if change <= 2 and (best is None or gain > best[1]):
+                best = (listed, gain, change)
     verdict = (f"Within +2% perplexity the fastest is skipping layer(s) "
-               f"{best[0]}: {best[1] / base_rate:.2f}x at {best[2]:+.1f}%."
+               f"{best[0]}: {best[1]:.2f}x at {best[2]:+.1f}%."
                if best else "No skipped layer keeps perplexity within +2%.")
     # The compiler's own choice: --choose-skip-layers measures perplexity
     # on the calibration sequences (training text), not the held-out split.
@@ -199,18 +282,19 @@ def skip_layer_table(args, compile_, runtime, heldout, window, layers,
         calibrated = next(t["perplexity"] for t in report["tried"]
                           if t["skipped"] == skipped)
         ppl = heldout_perplexity(runtime, artifact, heldout, window)
-        rate = speed(artifact)
+        tokens, gain = speed(artifact)
         chosen.append(
             f"| +{budget * 100:.0f}% | {','.join(map(str, skipped)) or 'none'} "
             f"| {(calibrated / report['baseline_perplexity'] - 1) * 100:+.1f}% "
-            f"| {(ppl / baseline_ppl - 1) * 100:+.1f}% | {rate:.0f} | "
-            f"{rate / base_rate:.2f}x | {len(report['tried'])} |")
+            f"| {(ppl / baseline_ppl - 1) * 100:+.1f}% | {tokens:.0f} | "
+            f"{gain:.2f}x | {len(report['tried'])} |")
     return [
         "",
         "Static layer skipping (`--skip-layers`), each single layer and pair "
         "tried on the held-out text; tokens/s of the cached decoder "
         f"generating 128 tokens after 64 held-out bytes, 1 thread (all "
-        f"layers: {base_rate:.0f} tokens/s). {verdict}",
+        f"layers: {base_rate:.0f} tokens/s; each speed-up against all "
+        f"layers measured alternately with it, medians of 5). {verdict}",
         "",
         "| skipped | held-out perplexity | change | tokens/s | speed-up |",
         "|---|---|---|---|---|",
@@ -414,10 +498,13 @@ def main():
         0, 50257, args.prompt_tokens).tolist()
     past_model = os.path.join(folder, "past", "model.onnx")
     results, reference, matching, acceptance = {}, None, {}, {}
+    genai = have_genai()
     for threads in (1, 2):
         speculative = "Kiln, self-speculative (K = 1)"
         samples = {"Kiln, KV cache": [], "Kiln, int8 KV cache": [],
                    speculative: [], "ONNX Runtime, with-past loop": []}
+        if genai:
+            samples["onnxruntime-genai, generator"] = []
         stats = GenerateStats()
         for _ in range(args.rounds):
             for name, measure in (
@@ -433,7 +520,11 @@ def main():
                                          stats=stats)),
                     ("ONNX Runtime, with-past loop",
                      lambda: ort_with_past(past_model, prompt,
-                                           args.new_tokens, threads))):
+                                           args.new_tokens, threads)),
+                    *((("onnxruntime-genai, generator",
+                        lambda: genai_loop(folder, past_model, prompt,
+                                           args.new_tokens, threads)),)
+                      if genai else ())):
                 tokens, first, total = measure()
                 reference = reference or tokens
                 if tokens != reference and "int8" not in name:
@@ -459,7 +550,8 @@ def main():
         "# Decoder generation",
         "",
         f"Generated by `bench/run_decoder.py` on {cpu_model()} "
-        f"({platform.machine()}), ONNX Runtime {ort.__version__}. "
+        f"({platform.machine()}), ONNX Runtime {ort.__version__}, "
+        f"{genai_version()}. "
         f"GPT-2-small-shaped decoder (random weights, speed only): "
         f"{args.new_tokens} tokens generated greedily after a prompt of "
         f"{args.prompt_tokens}; all systems generated the same tokens. "
