@@ -187,3 +187,113 @@ LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
   node.results.append({*shifted, *mean, invStdDev});
   return success();
 }
+
+namespace {
+
+/// `input` [N, C, spatial...] normalized over each of `groups` groups of
+/// channels (with their spatial dims), then scaled and shifted per channel
+/// by `scale` and `bias` [C]: the groups become the rows of one
+/// kiln.layer_norm over [N * groups, C / groups * spatial].
+FailureOr<Value> createGroupNorm(NodeImporter &node, Value input, Value scale,
+                                 Value bias, int64_t groups, float epsilon) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (type.getRank() < 3 || !type.hasStaticShape())
+    return node.emitError() << "the input must be statically shaped [N, C, "
+                               "spatial...]; it is "
+                            << type;
+  int64_t channels = type.getDimSize(1);
+  if (groups <= 0 || channels % groups != 0)
+    return node.emitError() << channels << " channels do not split into "
+                            << groups << " groups";
+  int64_t rows = type.getDimSize(0) * groups;
+  int64_t width = type.getNumElements() / rows;
+  Value flat = createReshape(node, input, {rows, width});
+  Type elementType = type.getElementType();
+  auto rowType = RankedTensorType::get({width}, elementType);
+  Value ones = BroadcastOp::create(node.b, node.loc, rowType,
+                                   createScalar(node, elementType, 1));
+  Value zeros = BroadcastOp::create(node.b, node.loc, rowType,
+                                    createScalar(node, elementType, 0));
+  LayerNormOp normalized = LayerNormOp::create(
+      node.b, node.loc, flat.getType(), flat, ones, zeros,
+      node.b.getI64IntegerAttr(1), node.b.getF32FloatAttr(epsilon));
+  Value result = createReshape(node, normalized, type.getShape());
+  SmallVector<int64_t> perChannel(type.getRank() - 1, 1);
+  perChannel[0] = channels;
+  for (Value affine : {scale, bias}) {
+    auto affineType = cast<RankedTensorType>(affine.getType());
+    if (affineType.getRank() != 1 || affineType.getDimSize(0) != channels)
+      return node.emitError() << "scale and bias must be [" << channels
+                              << "]; one is " << affineType;
+  }
+  FailureOr<Value> scaled = createInferred<MulOp>(
+      node, {result, createReshape(node, scale, perChannel)});
+  if (failed(scaled))
+    return failure();
+  return createInferred<AddOp>(node,
+                               {*scaled, createReshape(node, bias, perChannel)});
+}
+
+/// Per-group scale or bias [G] (GroupNormalization before opset 21) as the
+/// per-channel one [C] it stands for.
+Value expandPerGroup(NodeImporter &node, Value perGroup, int64_t channels) {
+  auto type = cast<RankedTensorType>(perGroup.getType());
+  int64_t groups = type.getDimSize(0);
+  if (type.getRank() != 1 || groups == channels || groups <= 0 ||
+      channels % groups != 0)
+    return perGroup;
+  Value column = createReshape(node, perGroup, {groups, 1});
+  Value repeated = BroadcastOp::create(
+      node.b, node.loc,
+      RankedTensorType::get({groups, channels / groups}, type.getElementType()),
+      column);
+  return createReshape(node, repeated, {channels});
+}
+
+} // namespace
+
+/// InstanceNormalization: each channel of each item normalized over its
+/// spatial dims (a group norm with one channel per group).
+LogicalResult kiln::importInstanceNormalization(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1),
+                   bias = node.getOperand(2);
+  if (failed(input) || failed(scale) || failed(bias) ||
+      failed(requireFloat(node, *input)))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  FailureOr<Value> result =
+      createGroupNorm(node, *input, *scale, *bias,
+                      type.getRank() > 1 ? type.getDimSize(1) : 0,
+                      node.getFloatAttr("epsilon", 1e-5f));
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
+  return success();
+}
+
+/// GroupNormalization (opset 18: scale and bias per group; opset 21: per
+/// channel).
+LogicalResult kiln::importGroupNormalization(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1),
+                   bias = node.getOperand(2);
+  if (failed(input) || failed(scale) || failed(bias) ||
+      failed(requireFloat(node, *input)))
+    return failure();
+  const onnx::AttributeProto *groups = node.getAttr("num_groups");
+  if (!groups)
+    return node.emitError() << "GroupNormalization needs num_groups";
+  RankedTensorType type = node.getOperandType(0);
+  int64_t channels = type.getRank() > 1 ? type.getDimSize(1) : 0;
+  Value perChannelScale = *scale, perChannelBias = *bias;
+  if (node.getOpset() < 21) {
+    perChannelScale = expandPerGroup(node, *scale, channels);
+    perChannelBias = expandPerGroup(node, *bias, channels);
+  }
+  FailureOr<Value> result =
+      createGroupNorm(node, *input, perChannelScale, perChannelBias,
+                      groups->i(), node.getFloatAttr("epsilon", 1e-5f));
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
+  return success();
+}

@@ -75,6 +75,8 @@ mlir::FailureOr<mlir::Value> createConvolution(NodeImporter &node,
                                                mlir::Value filter);
 llvm::LogicalResult importConv(NodeImporter &node);
 llvm::LogicalResult importLayerNormalization(NodeImporter &node);
+llvm::LogicalResult importInstanceNormalization(NodeImporter &node);
+llvm::LogicalResult importGroupNormalization(NodeImporter &node);
 
 // Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
 llvm::LogicalResult importTranspose(NodeImporter &node);

@@ -176,7 +176,7 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
         return broadcastShapes(shape(0), *values);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
-            ErfOp, CastOp, SoftmaxOp, LayerNormOp>(
+            ErfOp, SinOp, CosOp, CastOp, SoftmaxOp, LayerNormOp>(
           [&](auto) -> FailureOr<SymbolicInts> { return shape(0); })
       .Case([&](MatMulOp) -> FailureOr<SymbolicInts> {
         SymbolicInts lhs = shape(0), rhs = shape(1);

@@ -193,12 +193,16 @@ func.func @softmax_axis0(%a: tensor<2x5xf32>) -> tensor<2x5xf32> {
 // CHECK: math.erf
 // CHECK: math.exp
 // CHECK: arith.divf
+// CHECK: math.sin
+// CHECK: math.cos
 // CHECK: arith.fptosi %{{.*}} : f32 to i64
 func.func @unary_and_cast(%a: tensor<4xf32>) -> tensor<4xi64> {
   %0 = kiln.relu %a : tensor<4xf32>
   %1 = kiln.erf %0 : tensor<4xf32>
   %2 = kiln.sigmoid %1 : tensor<4xf32>
-  %3 = kiln.cast %2 : tensor<4xf32> -> tensor<4xi64>
+  %s = kiln.sin %2 : tensor<4xf32>
+  %c = kiln.cos %s : tensor<4xf32>
+  %3 = kiln.cast %c : tensor<4xf32> -> tensor<4xi64>
   return %3 : tensor<4xi64>
 }
 

@@ -35,7 +35,11 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xi64>
   %13 = kiln.erf %12 : tensor<2x3xf32>
   // CHECK: kiln.mul %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<4xi64>
   %14 = kiln.mul %i, %i : tensor<4xi64>, tensor<4xi64>
-  return %13, %14 : tensor<2x3xf32>, tensor<4xi64>
+  // CHECK: kiln.sin
+  %15 = kiln.sin %13 : tensor<2x3xf32>
+  // CHECK: kiln.cos
+  %16 = kiln.cos %15 : tensor<2x3xf32>
+  return %16, %14 : tensor<2x3xf32>, tensor<4xi64>
 }
 
 // CHECK-LABEL: func.func @structured

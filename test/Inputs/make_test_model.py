@@ -199,6 +199,92 @@ def sixteen_bit_quant_model(unsigned, out_dir):
                               ("output_0", q), ("output_1", y)))
 
 
+def timestep_embedding_model(out_dir):
+    """A diffusion model's sinusoidal timestep embedding: for timesteps t
+    [4], [cos(t f), sin(t f)] with f_i = 10000^(-i/128), i < 128; t up to
+    999, so sin and cos take arguments far outside [-pi, pi]. The expected
+    output is computed in float64."""
+    frequencies = np.exp(-np.log(10000.0) * np.arange(128) / 128)
+    nodes = [
+        helper.make_node("Unsqueeze", ["t", "axis1"], ["column"]),
+        helper.make_node("Mul", ["column", "frequencies"], ["arguments"]),
+        helper.make_node("Cos", ["arguments"], ["cosines"]),
+        helper.make_node("Sin", ["arguments"], ["sines"]),
+        helper.make_node("Concat", ["cosines", "sines"], ["embedding"],
+                         axis=1),
+    ]
+    initializers = [
+        numpy_helper.from_array(np.array([1], np.int64), "axis1"),
+        numpy_helper.from_array(frequencies.astype(np.float32)[None, :],
+                                "frequencies"),
+    ]
+    save(graph_model(nodes, [vinfo("t", TensorProto.FLOAT, [4])],
+                     [vinfo("embedding", TensorProto.FLOAT, [4, 256])],
+                     initializers), out_dir)
+    t = np.array([0, 1, 500, 999], np.float32)
+    arguments = (t.astype(np.float64)[:, None] *
+                 frequencies.astype(np.float32).astype(np.float64)[None, :])
+    expected = np.concatenate([np.cos(arguments), np.sin(arguments)], axis=1)
+    write_test_data(out_dir, [("t", t),
+                              ("embedding", expected.astype(np.float32))])
+
+
+def group_norm_model(spelling, out_dir):
+    """y = GroupNormalization(x) with 4 groups of 2 channels, x [2, 8, 5, 5],
+    spelled as opset 18's op (scale and bias per group), opset 21's (per
+    channel), or as PyTorch's TorchScript exporter writes it (Reshape to
+    [N, G, -1], InstanceNormalization with unit scale, Reshape back, Mul and
+    Add per channel). The expected output is computed in float64."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 8, 5, 5)).astype(np.float32) * 3 + 1
+    groups, epsilon = 4, 1e-5
+    per_group = spelling == "18"
+    scale = rng.standard_normal(groups if per_group else 8).astype(np.float32)
+    bias = rng.standard_normal(groups if per_group else 8).astype(np.float32)
+    grouped = x.astype(np.float64).reshape(2, groups, -1)
+    normalized = ((grouped - grouped.mean(-1, keepdims=True)) /
+                  np.sqrt(grouped.var(-1, keepdims=True) + epsilon))
+    channel_scale = np.repeat(scale, 2) if per_group else scale
+    channel_bias = np.repeat(bias, 2) if per_group else bias
+    expected = (normalized.reshape(x.shape) *
+                channel_scale.astype(np.float64)[:, None, None] +
+                channel_bias.astype(np.float64)[:, None, None])
+    initializers = [numpy_helper.from_array(scale, "scale"),
+                    numpy_helper.from_array(bias, "bias")]
+    if spelling == "decomposed":
+        nodes = [
+            helper.make_node("Reshape", ["x", "grouped_shape"], ["grouped"]),
+            helper.make_node("InstanceNormalization",
+                             ["grouped", "unit", "zero"], ["normalized"],
+                             epsilon=epsilon),
+            helper.make_node("Reshape", ["normalized", "x_shape"], ["back"]),
+            helper.make_node("Unsqueeze", ["scale", "spatial_axes"],
+                             ["scale_column"]),
+            helper.make_node("Unsqueeze", ["bias", "spatial_axes"],
+                             ["bias_column"]),
+            helper.make_node("Mul", ["back", "scale_column"], ["scaled"]),
+            helper.make_node("Add", ["scaled", "bias_column"], ["y"]),
+        ]
+        initializers += [
+            numpy_helper.from_array(np.array([2, groups, -1], np.int64),
+                                    "grouped_shape"),
+            numpy_helper.from_array(np.array(x.shape, np.int64), "x_shape"),
+            numpy_helper.from_array(np.ones(groups, np.float32), "unit"),
+            numpy_helper.from_array(np.zeros(groups, np.float32), "zero"),
+            numpy_helper.from_array(np.array([1, 2], np.int64),
+                                    "spatial_axes"),
+        ]
+        opset = 17
+    else:
+        nodes = [helper.make_node("GroupNormalization", ["x", "scale", "bias"],
+                                  ["y"], num_groups=groups, epsilon=epsilon)]
+        opset = int(spelling)
+    save(graph_model(nodes, [vinfo("x", TensorProto.FLOAT, list(x.shape))],
+                     [vinfo("y", TensorProto.FLOAT, list(x.shape))],
+                     initializers, opset=opset), out_dir)
+    write_test_data(out_dir, [("x", x), ("y", expected.astype(np.float32))])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -225,6 +311,10 @@ def main():
                               length=16)
     elif kind == "external-missing":
         external_weight_model(out_dir, "absent.bin")
+    elif kind.startswith("group-norm-"):
+        group_norm_model(kind[len("group-norm-"):], out_dir)
+    elif kind == "timestep-embedding":
+        timestep_embedding_model(out_dir)
     elif kind == "dynamic-input":
         save(graph_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                          [vinfo("x", TensorProto.FLOAT, ["batch", 4])],

@@ -24,10 +24,10 @@ import onnx
 
 SUPPORTED_OPS = {
     "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Exp", "Log", "Sqrt", "Pow",
-    "Relu", "Sigmoid", "Tanh", "Erf", "MatMul", "Gemm", "Softmax",
+    "Relu", "Sigmoid", "Tanh", "Erf", "Sin", "Cos", "MatMul", "Gemm", "Softmax",
     "ReduceMean", "ReduceSum", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
     "Concat", "Gather", "Constant", "Identity", "Cast", "Flatten",
-    "Equal", "Where", "LayerNormalization", "Conv", "Expand", "Slice", "Split",
+    "Equal", "Where", "LayerNormalization", "InstanceNormalization", "GroupNormalization", "Conv", "Expand", "Slice", "Split",
     "Shape", "ConstantOfShape", "QuantizeLinear", "DequantizeLinear",
     "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul", "ConvInteger",
     "QLinearConv",

@@ -137,6 +137,8 @@ def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_FloatTensor, "sqrt(x)">;
 def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", Kiln_FloatTensor, "1 / (1 + e^-x)">;
 def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_FloatTensor, "tanh(x)">;
 def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_FloatTensor, "erf(x)">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_FloatTensor, "sin(x)">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_FloatTensor, "cos(x)">;
 
 def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let summary = "element type conversion";

@@ -82,7 +82,7 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
         return getBroadcastSizes(b, loc, op->getOperands(), resultType);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
-            ErfOp, CastOp, SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp>(
+            ErfOp, SinOp, CosOp, CastOp, SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp>(
           [&](auto) { return getSizes(b, loc, op->getOperand(0)); })
       .Case<MatMulOp, MatMulIntegerOp>([&](auto matmul) -> FailureOr<Sizes> {
         auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
@@ -230,7 +230,7 @@ template <typename... OpTys> void attachShapeModels(MLIRContext &context) {
 void kiln::registerShapeReification(MLIRContext &context) {
   attachShapeModels<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, SelectOp,
                     NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp,
-                    TanhOp, ErfOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
+                    TanhOp, ErfOp, SinOp, CosOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
                     PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
                     ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp,
                     RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,

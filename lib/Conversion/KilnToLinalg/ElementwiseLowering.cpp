@@ -94,6 +94,8 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](SqrtOp) { return math::SqrtOp::create(b, loc, args[0]); })
       .Case([&](TanhOp) { return math::TanhOp::create(b, loc, args[0]); })
       .Case([&](ErfOp) { return math::ErfOp::create(b, loc, args[0]); })
+      .Case([&](SinOp) { return math::SinOp::create(b, loc, args[0]); })
+      .Case([&](CosOp) { return math::CosOp::create(b, loc, args[0]); })
       .Case([&](SigmoidOp) -> Value {
         Value one = createScalarConstant(b, loc, type, 1);
         Value negated = arith::NegFOp::create(b, loc, args[0]);
@@ -209,6 +211,7 @@ void kiln::populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
                ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
                ElementwiseLowering<SqrtOp>, ElementwiseLowering<TanhOp>,
                ElementwiseLowering<ErfOp>, ElementwiseLowering<SigmoidOp>,
+               ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
                ElementwiseLowering<CastOp>, ElementwiseLowering<EqualOp>,
                ElementwiseLowering<SelectOp>, ElementwiseLowering<BroadcastOp>>(
       patterns.getContext());
