@@ -77,6 +77,8 @@ llvm::LogicalResult importConv(NodeImporter &node);
 llvm::LogicalResult importLayerNormalization(NodeImporter &node);
 llvm::LogicalResult importInstanceNormalization(NodeImporter &node);
 llvm::LogicalResult importGroupNormalization(NodeImporter &node);
+llvm::LogicalResult importResize(NodeImporter &node);
+llvm::LogicalResult importUpsample(NodeImporter &node);
 
 // Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
 llvm::LogicalResult importTranspose(NodeImporter &node);

@@ -294,6 +294,8 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("LayerNormalization", importLayerNormalization)
       .Case("InstanceNormalization", importInstanceNormalization)
       .Case("GroupNormalization", importGroupNormalization)
+      .Case("Resize", importResize)
+      .Case("Upsample", importUpsample)
       .Case("Conv", importConv)
       .Case("Expand", importExpand)
       .Case("Slice", importSlice)

@@ -28,3 +28,21 @@ func.func @kept(%arg: memref<2x3xf32>) -> (memref<4x6xf32>, memref<2x3xf32>, mem
   %s = memref.subview %a[0, 0] [2, 6] [1, 1] : memref<4x6xf32> to memref<2x6xf32, strided<[6, 1]>>
   return %a, %arg, %s : memref<4x6xf32>, memref<2x3xf32>, memref<2x6xf32, strided<[6, 1]>>
 }
+
+// -----
+
+// A buffer returned twice, directly and as a view: each later result is
+// copied into its own allocation, since the caller owns each result.
+// CHECK-LABEL: func.func @repeated
+// CHECK: %[[A:.*]] = memref.alloc() : memref<4xf32>
+// CHECK: %[[V:.*]] = memref.expand_shape %[[A]]
+// CHECK: %[[C1:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+// CHECK: memref.copy %[[A]], %[[C1]]
+// CHECK: %[[C2:.*]] = memref.alloc() {alignment = 64 : i64} : memref<2x2xf32>
+// CHECK: memref.copy %[[V]], %[[C2]]
+// CHECK: return %[[A]], %[[C1]], %[[C2]]
+func.func @repeated() -> (memref<4xf32>, memref<4xf32>, memref<2x2xf32>) {
+  %a = memref.alloc() : memref<4xf32>
+  %v = memref.expand_shape %a [[0, 1]] output_shape [2, 2] : memref<4xf32> into memref<2x2xf32>
+  return %a, %a, %v : memref<4xf32>, memref<4xf32>, memref<2x2xf32>
+}

@@ -59,6 +59,14 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
   LogicalResult
   matchAndRewrite(SliceOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getType());
+    // An empty slice reads nothing; extract_slice rejects its offsets when
+    // the input is empty too.
+    if (type.hasStaticShape() && type.getNumElements() == 0) {
+      rewriter.replaceOpWithNewOp<tensor::EmptyOp>(op, type.getShape(),
+                                                   type.getElementType());
+      return success();
+    }
     // A dynamic size keeps its dimension whole.
     SmallVector<OpFoldResult> sizes;
     for (auto [d, size] : llvm::enumerate(op.getSizes()))
@@ -67,7 +75,7 @@ struct SliceLowering : OpConversionPattern<SliceOp> {
                                 rewriter, op.getLoc(), adaptor.getInput(), d))
                           : rewriter.getIndexAttr(size));
     rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
-        op, cast<RankedTensorType>(op.getType()), adaptor.getInput(),
+        op, type, adaptor.getInput(),
         getAsIndexOpFoldResult(op.getContext(), op.getOffsets()), sizes,
         getAsIndexOpFoldResult(op.getContext(), op.getStrides()));
     return success();

@@ -58,10 +58,38 @@ Value reshapeBuffer(OpBuilder &b, Location loc, Value buffer, MemRefType type) {
                           : SmallVector<ReassociationIndices>{all});
 }
 
+/// Gives each result of `ret` a buffer of its own: a buffer returned again
+/// (an output that is also another output, or a view of one) is copied
+/// into a new allocation, since the caller receives every result
+/// separately.
+void copyRepeatedResults(func::ReturnOp ret) {
+  llvm::SmallPtrSet<Value, 8> returned;
+  for (OpOperand &operand : ret->getOpOperands()) {
+    Value result = operand.get();
+    auto type = dyn_cast<MemRefType>(result.getType());
+    if (!type || !type.getLayout().isIdentity())
+      continue;
+    memref::AllocOp alloc = getReshapedAllocation(result);
+    if (returned.insert(alloc ? alloc.getResult() : result).second)
+      continue;
+    OpBuilder b(ret);
+    Location loc = ret.getLoc();
+    SmallVector<Value> dynamicSizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d))
+        dynamicSizes.push_back(memref::DimOp::create(b, loc, result, d));
+    auto copy = memref::AllocOp::create(
+        b, loc, type, dynamicSizes, b.getI64IntegerAttr(64));
+    memref::CopyOp::create(b, loc, result, copy);
+    operand.set(copy);
+  }
+}
+
 struct AllocateResultBuffersPass
     : kiln::impl::AllocateResultBuffersPassBase<AllocateResultBuffersPass> {
   void runOnOperation() override {
     getOperation()->walk([](func::ReturnOp ret) {
+      copyRepeatedResults(ret);
       for (OpOperand &operand : ret->getOpOperands()) {
         Value result = operand.get();
         auto resultType = dyn_cast<MemRefType>(result.getType());
