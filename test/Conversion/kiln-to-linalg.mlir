@@ -272,8 +272,11 @@ func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 2, 2, 8, 8]
 // CHECK: linalg.conv_2d_ngchw_gfchw
 // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x2x3x6x6xf32> into tensor<1x6x6x6xf32>
-// Batches of images use linalg's convolution.
-// CHECK: linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+// A batch of images: one product over the patches of both, [F, N, Ho, Wo]
+// transposed to NCHW.
+// CHECK: %[[BATCH_PATCHES:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<36x72xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %[[BATCH_PATCHES]] : tensor<6x36xf32>, tensor<36x72xf32>)
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<6x2x6x6xf32>) outs(%{{.*}} : tensor<2x6x6x6xf32>) permutation = [1, 0, 2, 3]
 func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<6x2x3x3xf32>, %batch: tensor<2x4x8x8xf32>) -> (tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>, tensor<2x6x6x6xf32>) {
   %0 = kiln.conv2d %x, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x4x4xf32>
   %1 = kiln.conv2d %x, %g strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x6x6xf32>

@@ -90,10 +90,12 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   }
 };
 
-/// A single-image, single-group convolution as one matrix product, so it
-/// runs on the tiled and vectorized matmul path: the filter [F, C*kh*kw]
-/// times the patches [C*kh*kw, Ho*Wo] gathered from the (padded) input is
-/// the result in NCHW order.
+/// A single-group convolution as one matrix product, so it runs on the
+/// tiled and vectorized matmul path: the filter [F, C*kh*kw] times the
+/// patches [C*kh*kw, N*Ho*Wo] gathered from the (padded) images is the
+/// result as [F, N, Ho, Wo]: NCHW for one image, transposed to it for
+/// several (one product over all images keeps the filter's panels in
+/// cache across them).
 Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
                        Conv2DOp op, RankedTensorType resultType) {
   MLIRContext *ctx = b.getContext();
@@ -102,7 +104,9 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
   int64_t channels = filterType.getDimSize(1), kh = filterType.getDimSize(2),
           kw = filterType.getDimSize(3), outW = resultType.getDimSize(3);
   int64_t depth = channels * kh * kw;
-  int64_t pixels = resultType.getDimSize(2) * outW;
+  int64_t images = resultType.getDimSize(0), filters = resultType.getDimSize(1);
+  int64_t imagePixels = resultType.getDimSize(2) * outW;
+  int64_t pixels = images * imagePixels;
   ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
 
   auto patchesType = RankedTensorType::get({depth, pixels}, f32);
@@ -118,7 +122,9 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
               return arith::ConstantIndexOp::create(nb, l, v).getResult();
             };
             Value q = linalg::IndexOp::create(nb, l, 0);
-            Value p = linalg::IndexOp::create(nb, l, 1);
+            Value column = linalg::IndexOp::create(nb, l, 1);
+            Value n = arith::DivUIOp::create(nb, l, column, index(imagePixels));
+            Value p = arith::RemUIOp::create(nb, l, column, index(imagePixels));
             Value c = arith::DivUIOp::create(nb, l, q, index(kh * kw));
             Value i = arith::RemUIOp::create(
                 nb, l, arith::DivUIOp::create(nb, l, q, index(kw)), index(kh));
@@ -134,14 +140,12 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
             Value y = coord(oy, i, strides[0], dilations[0]);
             Value x = coord(ox, j, strides[1], dilations[1]);
             Value element = tensor::ExtractOp::create(
-                nb, l, input, ValueRange{index(0), c, y, x});
+                nb, l, input, ValueRange{n, c, y, x});
             linalg::YieldOp::create(nb, l, element);
           })
           .getResult(0);
-  auto flatFilterType =
-      RankedTensorType::get({filterType.getDimSize(0), depth}, f32);
-  auto productType =
-      RankedTensorType::get({filterType.getDimSize(0), pixels}, f32);
+  auto flatFilterType = RankedTensorType::get({filters, depth}, f32);
+  auto productType = RankedTensorType::get({filters, pixels}, f32);
   Value zero = createScalarConstant(b, loc, f32, 0);
   Value product =
       linalg::MatmulOp::create(
@@ -149,12 +153,19 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
           ValueRange{reshapeTensor(b, loc, filter, flatFilterType), patches},
           createFilledTensor(b, loc, productType, zero))
           .getResult(0);
-  return reshapeTensor(b, loc, product, resultType);
+  if (images == 1)
+    return reshapeTensor(b, loc, product, resultType);
+  auto byFilterType = RankedTensorType::get(
+      {filters, images, resultType.getDimSize(2), outW}, f32);
+  return linalg::TransposeOp::create(
+             b, loc, reshapeTensor(b, loc, product, byFilterType),
+             createEmptyTensor(b, loc, resultType),
+             SmallVector<int64_t>{1, 0, 2, 3})
+      .getResult()[0];
 }
 
-/// Zero padding as tensor.pad, then im2col and a matrix product for one
-/// image, linalg's NCHW/FCHW convolution for batches, and with groups the
-/// grouped NGCHW/GFCHW form on expanded views.
+/// Zero padding as tensor.pad, then im2col and a matrix product without
+/// groups, and with groups the grouped NGCHW/GFCHW form on expanded views.
 struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -187,20 +198,10 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     int64_t groups = static_cast<int64_t>(op.getGroups());
-    auto inputType = cast<RankedTensorType>(input.getType());
-    if (groups == 1 && inputType.getDimSize(0) == 1) {
+    if (groups == 1) {
       rewriter.replaceOp(op,
                          createIm2ColConv(rewriter, loc, input,
                                           adaptor.getFilter(), op, resultType));
-      return success();
-    }
-    if (groups == 1) {
-      Value init = createFilledTensor(rewriter, loc, resultType, zero);
-      rewriter.replaceOp(op, linalg::Conv2DNchwFchwOp::create(
-                                 rewriter, loc, resultType,
-                                 ValueRange{input, adaptor.getFilter()}, init,
-                                 strides, dilations)
-                                 .getResults());
       return success();
     }
     // Split the channel dimensions into (group, channel-in-group).

@@ -1,0 +1,276 @@
+#!/usr/bin/python3
+"""Exports Kiln's diffusion denoiser benchmark models with PyTorch.
+
+Written as their reference implementations spell them (random weights:
+speed only), static shapes, opset 17:
+
+  dit   DiT-S/2: latent 4x32x32, 2x2 patches (256 tokens), 12 blocks,
+        width 384, 6 heads, MLP 1536 with tanh GELU, adaLN-Zero modulation
+        from the sum of a sinusoidal timestep embedding (256 frequencies,
+        MLP) and a class embedding (1000 classes + the null class for
+        classifier-free guidance); predicts the noise (4 channels).
+  unet  a small latent UNet: 4x32x32, channels 64 / 128 / 128 at 32, 16
+        and 8 pixels, one ResBlock per level on the way down and two on
+        the way up (GroupNorm(32) + SiLU + 3x3 convolutions, the timestep
+        embedding added per channel), strided 3x3 convolutions down,
+        nearest 2x upsampling + 3x3 convolution up, skip concatenations,
+        self-attention at 8x8; predicts the noise.
+
+For each model MODEL this writes OUT/MODEL/model.onnx, input_<i>.pb (a
+batch of 2: the latent, timesteps, and for dit the class labels) and
+output_0.pb computed by PyTorch itself (an independent reference).
+
+--depth overrides DiT's number of blocks, for quick tests.
+
+usage: /usr/bin/python3 make_denoisers.py OUT [--models dit,unet] [--seed S]
+                                              [--depth N]
+(needs Debian's python3-torch, python3-onnx and python3-numpy)
+"""
+import argparse
+import math
+import os
+
+import numpy as np
+import onnx
+import torch
+from onnx import numpy_helper
+from torch import nn
+
+
+def timestep_embedding(t, dim):
+    """[cos(t f), sin(t f)] with f_i = 10000^(-i / (dim / 2))."""
+    half = dim // 2
+    frequencies = torch.exp(-math.log(10000) *
+                            torch.arange(half, dtype=torch.float32) / half)
+    arguments = t[:, None].float() * frequencies[None]
+    return torch.cat([torch.cos(arguments), torch.sin(arguments)], dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x):
+        batch, tokens, width = x.shape
+        qkv = self.qkv(x).reshape(batch, tokens, 3, self.heads,
+                                  width // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(q.shape[-1]))
+        out = scores.softmax(dim=-1) @ v
+        return self.proj(out.transpose(1, 2).reshape(batch, tokens, width))
+
+
+def modulate(x, shift, scale):
+    return x * (1 + scale.unsqueeze(1)) + shift.unsqueeze(1)
+
+
+def plain_norm(width):
+    """DiT's LayerNorm without a learned affine map. Written as one whose
+    scale and shift stay 1 and 0: torch 1.13 exports the affine-free one at
+    opset 17 with an empty scale input, which ONNX's checker rejects."""
+    norm = nn.LayerNorm(width, eps=1e-6)
+    norm.requires_grad_(False)
+    return norm
+
+
+class DiTBlock(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.norm1 = plain_norm(width)
+        self.attn = Attention(width, heads)
+        self.norm2 = plain_norm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width),
+                                 nn.GELU(approximate="tanh"),
+                                 nn.Linear(4 * width, width))
+        self.adaLN_modulation = nn.Sequential(nn.SiLU(),
+                                              nn.Linear(width, 6 * width))
+
+    def forward(self, x, c):
+        (shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp,
+         gate_mlp) = self.adaLN_modulation(c).chunk(6, dim=1)
+        x = x + gate_msa.unsqueeze(1) * self.attn(
+            modulate(self.norm1(x), shift_msa, scale_msa))
+        return x + gate_mlp.unsqueeze(1) * self.mlp(
+            modulate(self.norm2(x), shift_mlp, scale_mlp))
+
+
+def sincos_positions(width, grid):
+    """DiT's fixed 2-D sine-cosine position embedding [grid * grid, width]."""
+    def one_axis(positions, dim):
+        omega = 1.0 / 10000 ** (np.arange(dim // 2, dtype=np.float64) /
+                                (dim / 2.0))
+        out = np.einsum("m,d->md", positions.reshape(-1), omega)
+        return np.concatenate([np.sin(out), np.cos(out)], axis=1)
+    h, w = np.meshgrid(np.arange(grid, dtype=np.float32),
+                       np.arange(grid, dtype=np.float32), indexing="ij")
+    return np.concatenate([one_axis(h, width // 2), one_axis(w, width // 2)],
+                          axis=1).astype(np.float32)
+
+
+class DiT(nn.Module):
+    def __init__(self, size=32, patch=2, channels=4, width=384, depth=12,
+                 heads=6, classes=1000):
+        super().__init__()
+        self.patch, self.channels, self.grid = patch, channels, size // patch
+        self.x_embedder = nn.Conv2d(channels, width, patch, stride=patch)
+        self.t_embedder = nn.Sequential(nn.Linear(256, width), nn.SiLU(),
+                                        nn.Linear(width, width))
+        self.y_embedder = nn.Embedding(classes + 1, width)
+        self.register_buffer("pos_embed", torch.from_numpy(
+            sincos_positions(width, self.grid))[None])
+        self.blocks = nn.ModuleList(DiTBlock(width, heads)
+                                    for _ in range(depth))
+        self.norm_final = plain_norm(width)
+        self.adaLN_final = nn.Sequential(nn.SiLU(),
+                                         nn.Linear(width, 2 * width))
+        self.linear_final = nn.Linear(width, patch * patch * channels)
+
+    def forward(self, x, t, y):
+        batch = x.shape[0]
+        h = self.x_embedder(x).flatten(2).transpose(1, 2) + self.pos_embed
+        c = self.t_embedder(timestep_embedding(t, 256)) + self.y_embedder(y)
+        for block in self.blocks:
+            h = block(h, c)
+        shift, scale = self.adaLN_final(c).chunk(2, dim=1)
+        h = self.linear_final(modulate(self.norm_final(h), shift, scale))
+        h = h.reshape(batch, self.grid, self.grid, self.patch, self.patch,
+                      self.channels).permute(0, 5, 1, 3, 2, 4)
+        return h.reshape(batch, self.channels, self.grid * self.patch,
+                         self.grid * self.patch)
+
+
+class ResBlock(nn.Module):
+    def __init__(self, inputs, outputs, embedding):
+        super().__init__()
+        self.norm1 = nn.GroupNorm(32, inputs)
+        self.conv1 = nn.Conv2d(inputs, outputs, 3, padding=1)
+        self.emb = nn.Linear(embedding, outputs)
+        self.norm2 = nn.GroupNorm(32, outputs)
+        self.conv2 = nn.Conv2d(outputs, outputs, 3, padding=1)
+        self.skip = (nn.Conv2d(inputs, outputs, 1) if inputs != outputs
+                     else nn.Identity())
+
+    def forward(self, x, emb):
+        h = self.conv1(nn.functional.silu(self.norm1(x)))
+        h = h + self.emb(nn.functional.silu(emb))[:, :, None, None]
+        h = self.conv2(nn.functional.silu(self.norm2(h)))
+        return self.skip(x) + h
+
+
+class SpatialAttention(nn.Module):
+    def __init__(self, channels, heads=4):
+        super().__init__()
+        self.norm = nn.GroupNorm(32, channels)
+        self.attn = Attention(channels, heads)
+
+    def forward(self, x):
+        batch, channels, height, width = x.shape
+        tokens = self.norm(x).flatten(2).transpose(1, 2)
+        out = self.attn(tokens).transpose(1, 2)
+        return x + out.reshape(batch, channels, height, width)
+
+
+class UNet(nn.Module):
+    def __init__(self, channels=4, widths=(64, 128, 128), embedding=256):
+        super().__init__()
+        self.time = nn.Sequential(nn.Linear(widths[0], embedding), nn.SiLU(),
+                                  nn.Linear(embedding, embedding))
+        self.stem = nn.Conv2d(channels, widths[0], 3, padding=1)
+        self.down = nn.ModuleList()
+        self.downsample = nn.ModuleList()
+        previous = widths[0]
+        for level, width in enumerate(widths):
+            self.down.append(ResBlock(previous, width, embedding))
+            previous = width
+            if level + 1 < len(widths):
+                self.downsample.append(nn.Conv2d(width, width, 3, stride=2,
+                                                 padding=1))
+        self.middle = ResBlock(previous, previous, embedding)
+        self.attention = SpatialAttention(previous)
+        self.up = nn.ModuleList()
+        self.upsample = nn.ModuleList()
+        for level, width in reversed(list(enumerate(widths))):
+            self.up.append(ResBlock(previous + width, width, embedding))
+            self.up.append(ResBlock(width, width, embedding))
+            previous = width
+            if level > 0:
+                self.upsample.append(nn.Sequential(
+                    nn.Upsample(scale_factor=2, mode="nearest"),
+                    nn.Conv2d(width, width, 3, padding=1)))
+        self.out_norm = nn.GroupNorm(32, widths[0])
+        self.out = nn.Conv2d(widths[0], channels, 3, padding=1)
+        self.first_width = widths[0]
+
+    def forward(self, x, t):
+        emb = self.time(timestep_embedding(t, self.first_width))
+        h = self.stem(x)
+        skips = []
+        for level, block in enumerate(self.down):
+            h = block(h, emb)
+            skips.append(h)
+            if level < len(self.downsample):
+                h = self.downsample[level](h)
+        h = self.attention(self.middle(h, emb))
+        for level in range(len(skips)):
+            h = torch.cat([h, skips.pop()], dim=1)
+            h = self.up[2 * level](h, emb)
+            h = self.up[2 * level + 1](h, emb)
+            if level < len(self.upsample):
+                h = self.upsample[level](h)
+        return self.out(nn.functional.silu(self.out_norm(h)))
+
+
+def write_tensor(path, array, name):
+    with open(path, "wb") as f:
+        f.write(numpy_helper.from_array(array, name).SerializeToString())
+
+
+def export(model, inputs, folder):
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "model.onnx")
+    # torch 2's default exporter traces differently; the TorchScript one
+    # writes what Debian's torch 1.13 writes.
+    extra = {"dynamo": False} if int(torch.__version__.split(".")[0]) >= 2 else {}
+    model.eval()
+    with torch.no_grad():
+        torch.onnx.export(model, tuple(inputs.values()), path,
+                          opset_version=17, do_constant_folding=True,
+                          input_names=list(inputs), output_names=["noise"],
+                          **extra)
+        output = model(*inputs.values()).numpy()
+    onnx.checker.check_model(path)
+    for index, (name, value) in enumerate(inputs.items()):
+        write_tensor(os.path.join(folder, f"input_{index}.pb"), value.numpy(),
+                     name)
+    write_tensor(os.path.join(folder, "output_0.pb"), output, "noise")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--models", default="dit,unet")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--depth", type=int, default=12)
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+    for name in args.models.split(","):
+        latent = torch.randn(2, 4, 32, 32)
+        timesteps = torch.tensor([999.0, 500.0])
+        if name == "dit":
+            inputs = {"latent": latent, "timestep": timesteps,
+                      "label": torch.tensor([207, 1000])}
+            model = DiT(depth=args.depth)
+        elif name == "unet":
+            inputs = {"latent": latent, "timestep": timesteps}
+            model = UNet()
+        else:
+            raise SystemExit(f"unknown model {name}")
+        export(model, inputs, os.path.join(args.out, name))
+        print(f"wrote {os.path.join(args.out, name)}")
+
+
+if __name__ == "__main__":
+    main()
