@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Diffusion denoisers: Kiln vs ONNX Runtime, one denoiser call side by side.
+
+One command (README, "Benchmarks"):
+
+  build/bench-venv/bin/python bench/run_denoisers.py --bin-dir build/bin --work build/bench
+
+The models are bench/models/make_denoisers.py's DiT-S/2 and small UNet
+(random weights: speed only), exported by Debian's /usr/bin/python3, on a
+batch of 2 (a classifier-free-guidance step: conditional and unconditional).
+Kiln runs in this process through its C runtime (test/models/kiln_runtime.py),
+ONNX Runtime with graph optimization level ALL, both at 1 and 2 threads;
+each call is timed alone, the two systems alternate in blocks of 5 calls
+(each block opened by an untimed call), and the table gives medians over
+--runs calls, with the largest
+difference between their outputs. A sampling loop of 50 steps costs 50 such
+calls (the captured sampler is not built yet). Writes
+docs/benchmarks-denoisers.md.
+"""
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "models"))
+from kiln_runtime import Runtime, Session  # noqa: E402
+from run_benchmarks import cpu_model, load_tensor, measure_fma_peak  # noqa: E402
+
+BLOCK = 5
+
+MODELS = {
+    "dit": "DiT-S/2 (latent 4x32x32, 12 blocks, width 384, class labels)",
+    "unet": "small UNet (latent 4x32x32, 64/128/128 channels, attention "
+            "at 8x8)",
+}
+
+
+def run(cmd):
+    print("+", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--runtime", default=None,
+                        help="libkiln_runtime.so (default: next to bin-dir)")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep exported models and artifacts from an "
+                             "earlier run")
+    parser.add_argument("--out", default=os.path.join(
+        ROOT, "docs", "benchmarks-denoisers.md"))
+    args = parser.parse_args()
+    runtime_path = args.runtime or os.path.join(
+        os.path.dirname(os.path.abspath(args.bin_dir)), "lib",
+        "libkiln_runtime.so")
+    folder = os.path.join(args.work, "denoisers")
+    if not (args.reuse and all(os.path.exists(os.path.join(
+            folder, name, "model.onnx")) for name in MODELS)):
+        run(["/usr/bin/python3", os.path.join(HERE, "models",
+                                              "make_denoisers.py"), folder])
+    runtime = Runtime(runtime_path)
+    peak = measure_fma_peak()
+    rows = []
+    for name in MODELS:
+        model = os.path.join(folder, name, "model.onnx")
+        artifact = os.path.join(folder, f"{name}.so")
+        if not (args.reuse and os.path.exists(artifact)):
+            started = time.perf_counter()
+            run([os.path.join(args.bin_dir, "kiln-compile"), model, "-o",
+                 artifact])
+            print(f"compiled {name} in {time.perf_counter() - started:.1f} s")
+        inputs = []
+        index = 0
+        while os.path.exists(os.path.join(folder, name,
+                                          f"input_{index}.pb")):
+            inputs.append(load_tensor(os.path.join(folder, name,
+                                                   f"input_{index}.pb")))
+            index += 1
+        for threads in (1, 2):
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            options.graph_optimization_level = \
+                ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            reference = ort.InferenceSession(
+                model, options, providers=["CPUExecutionProvider"])
+            feeds = {i.name: value for i, value in
+                     zip(reference.get_inputs(), inputs)}
+            session = Session(runtime, artifact, threads=threads)
+            kiln_out = session.run("main", inputs)[0]
+            ort_out = reference.run(None, feeds)[0]
+            difference = float(np.max(np.abs(kiln_out - ort_out)) /
+                               max(np.max(np.abs(ort_out)), 1e-30))
+            # Blocks of calls alternate between the systems, each opened by
+            # an untimed call: a thread pool's workers spin for a while
+            # after a call, and would take a core from the other system.
+            times = {"kiln": [], "ort": []}
+            calls = {"kiln": lambda: session.run("main", inputs),
+                     "ort": lambda: reference.run(None, feeds)}
+            for _ in range(max(args.runs // BLOCK, 1)):
+                for system, call in calls.items():
+                    call()
+                    for _ in range(BLOCK):
+                        started = time.perf_counter()
+                        call()
+                        times[system].append(time.perf_counter() - started)
+            session.close()
+            kiln_ms = 1000 * float(np.median(times["kiln"]))
+            ort_ms = 1000 * float(np.median(times["ort"]))
+            print(f"{name} {threads} thr: Kiln {kiln_ms:.2f} ms, ONNX Runtime "
+                  f"{ort_ms:.2f} ms", flush=True)
+            rows.append(f"| {name} | {threads} | {kiln_ms:.2f} | {ort_ms:.2f} "
+                        f"| {kiln_ms / ort_ms:.2f}x | "
+                        f"{50 * kiln_ms / 1000:.2f} s | {difference:.1e} |")
+    lines = [
+        "# Diffusion denoisers",
+        "",
+        f"Generated by `bench/run_denoisers.py` on {cpu_model()} "
+        f"({platform.machine()}), ONNX Runtime {ort.__version__}. One "
+        f"denoiser call on a batch of 2 (conditional and unconditional), "
+        f"random weights; medians over {args.runs} calls, Kiln and ONNX "
+        f"Runtime alternating in blocks of {BLOCK} calls (each opened by an "
+        f"untimed one), same thread count. fp32 FMA "
+        f"peak: {peak:.1f} GFLOP/s per core (bench/fma_peak.c), same run.",
+        "",
+    ] + [f"- `{name}`: {text}" for name, text in MODELS.items()] + [
+        "",
+        "| model | threads | Kiln (ms) | ONNX Runtime (ms) | Kiln / ONNX "
+        "Runtime latency | 50 steps, Kiln | max output difference "
+        "(relative to the largest) |",
+        "|---|---|---|---|---|---|---|",
+    ] + rows + [""]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
