@@ -73,7 +73,8 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   }
   pm.addPass(createLowerStatePass());
   pm.addPass(createConvertKilnToLinalgPass(
-      {layout.attentionQueryRows, layout.attentionKeyColumns}));
+      {layout.attentionQueryRows, layout.attentionKeyColumns,
+       optimize ? layout.registerCols : 0}));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createBindDimensionsPass());
   if (optimize) {

@@ -23,6 +23,10 @@ def ConvertKilnToLinalgPass : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
     Option<"attentionKeyColumns", "attention-key-columns", "int64_t", "256",
            "Keys one attention block scores at a time (its scores, this "
            "many per query row, should stay in L1)">,
+    Option<"patchColumns", "patch-columns", "int64_t", "0",
+           "Convolution patches in column panels this wide, multiplied as "
+           "packed weights are (the matmul register columns); 0: one "
+           "plain matrix">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",

@@ -1,4 +1,5 @@
 // RUN: kiln-opt %s -convert-kiln-to-linalg -split-input-file | FileCheck %s
+// RUN: kiln-opt %s -convert-kiln-to-linalg="patch-columns=32" -split-input-file | FileCheck %s --check-prefix=PANELS
 
 // Broadcasting lives in the indexing maps; nothing is materialized.
 // CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
@@ -277,6 +278,15 @@ func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 // CHECK: %[[BATCH_PATCHES:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<36x72xf32>)
 // CHECK: linalg.matmul ins(%{{.*}}, %[[BATCH_PATCHES]] : tensor<6x36xf32>, tensor<36x72xf32>)
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<6x2x6x6xf32>) outs(%{{.*}} : tensor<2x6x6x6xf32>) permutation = [1, 0, 2, 3]
+// With patch-columns, the batch's 72 pixels go in 3 panels of 32 columns
+// (the last one zero past pixel 72), multiplied panel by panel.
+// PANELS-LABEL: func.func @conv
+// PANELS: linalg.generic {{.*}} outs(%{{.*}} : tensor<3x36x32xf32>)
+// PANELS: arith.cmpi uge
+// PANELS: arith.select
+// PANELS: scf.forall
+// PANELS: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<6x36xf32>, tensor<36x32xf32>)
+// PANELS: linalg.transpose
 func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<6x2x3x3xf32>, %batch: tensor<2x4x8x8xf32>) -> (tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>, tensor<2x6x6x6xf32>) {
   %0 = kiln.conv2d %x, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x4x4xf32>
   %1 = kiln.conv2d %x, %g strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x6x6xf32>

@@ -97,7 +97,8 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
 /// several (one product over all images keeps the filter's panels in
 /// cache across them).
 Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
-                       Conv2DOp op, RankedTensorType resultType) {
+                       Conv2DOp op, RankedTensorType resultType,
+                       int64_t panelColumns) {
   MLIRContext *ctx = b.getContext();
   auto filterType = cast<RankedTensorType>(filter.getType());
   Type f32 = resultType.getElementType();
@@ -109,9 +110,17 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
   int64_t pixels = images * imagePixels;
   ArrayRef<int64_t> strides = op.getStrides(), dilations = op.getDilations();
 
-  auto patchesType = RankedTensorType::get({depth, pixels}, f32);
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
-  SmallVector<utils::IteratorType> parallel(2, utils::IteratorType::parallel);
+  // Plain: [depth, pixels]. In panels: [panels, depth, panelColumns], the
+  // columns past the last pixel zero.
+  int64_t panels = panelColumns > 0 ? llvm::divideCeil(pixels, panelColumns)
+                                    : 0;
+  auto patchesType =
+      panelColumns > 0
+          ? RankedTensorType::get({panels, depth, panelColumns}, f32)
+          : RankedTensorType::get({depth, pixels}, f32);
+  int64_t rank = patchesType.getRank();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
   Value patches =
       linalg::GenericOp::create(
           b, loc, patchesType, ValueRange(),
@@ -121,8 +130,22 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
             auto index = [&](int64_t v) {
               return arith::ConstantIndexOp::create(nb, l, v).getResult();
             };
-            Value q = linalg::IndexOp::create(nb, l, 0);
-            Value column = linalg::IndexOp::create(nb, l, 1);
+            Value q = linalg::IndexOp::create(nb, l, rank - 2);
+            Value column = linalg::IndexOp::create(nb, l, rank - 1);
+            Value outside;
+            if (panelColumns > 0) {
+              column = arith::AddIOp::create(
+                  nb, l,
+                  arith::MulIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0),
+                                        index(panelColumns)),
+                  column);
+              if (pixels % panelColumns != 0) {
+                outside = arith::CmpIOp::create(
+                    nb, l, arith::CmpIPredicate::uge, column, index(pixels));
+                column = arith::MinUIOp::create(nb, l, column,
+                                                index(pixels - 1));
+              }
+            }
             Value n = arith::DivUIOp::create(nb, l, column, index(imagePixels));
             Value p = arith::RemUIOp::create(nb, l, column, index(imagePixels));
             Value c = arith::DivUIOp::create(nb, l, q, index(kh * kw));
@@ -141,18 +164,26 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
             Value x = coord(ox, j, strides[1], dilations[1]);
             Value element = tensor::ExtractOp::create(
                 nb, l, input, ValueRange{n, c, y, x});
+            if (outside)
+              element = arith::SelectOp::create(
+                  nb, l, outside, createScalarConstant(nb, l, f32, 0), element);
             linalg::YieldOp::create(nb, l, element);
           })
           .getResult(0);
   auto flatFilterType = RankedTensorType::get({filters, depth}, f32);
   auto productType = RankedTensorType::get({filters, pixels}, f32);
-  Value zero = createScalarConstant(b, loc, f32, 0);
-  Value product =
-      linalg::MatmulOp::create(
-          b, loc, productType,
-          ValueRange{reshapeTensor(b, loc, filter, flatFilterType), patches},
-          createFilledTensor(b, loc, productType, zero))
-          .getResult(0);
+  Value flatFilter = reshapeTensor(b, loc, filter, flatFilterType);
+  Value product;
+  if (panelColumns > 0) {
+    product = PackedMatMulOp::create(b, loc, productType, flatFilter, patches,
+                                     Value(), Value(), nullptr);
+  } else {
+    Value zero = createScalarConstant(b, loc, f32, 0);
+    product = linalg::MatmulOp::create(
+                  b, loc, productType, ValueRange{flatFilter, patches},
+                  createFilledTensor(b, loc, productType, zero))
+                  .getResult(0);
+  }
   if (images == 1)
     return reshapeTensor(b, loc, product, resultType);
   auto byFilterType = RankedTensorType::get(
@@ -167,7 +198,8 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
 /// Zero padding as tensor.pad, then im2col and a matrix product without
 /// groups, and with groups the grouped NGCHW/GFCHW form on expanded views.
 struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
-  using OpConversionPattern::OpConversionPattern;
+  Conv2DLowering(MLIRContext *context, int64_t patchColumns)
+      : OpConversionPattern(context), patchColumns(patchColumns) {}
 
   LogicalResult
   matchAndRewrite(Conv2DOp op, OpAdaptor adaptor,
@@ -201,7 +233,8 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
     if (groups == 1) {
       rewriter.replaceOp(op,
                          createIm2ColConv(rewriter, loc, input,
-                                          adaptor.getFilter(), op, resultType));
+                                          adaptor.getFilter(), op, resultType,
+                                          patchColumns));
       return success();
     }
     // Split the channel dimensions into (group, channel-in-group).
@@ -235,10 +268,15 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
         op, resultType, conv.getResult(0), outputGroups);
     return success();
   }
+
+private:
+  int64_t patchColumns;
 };
 
 } // namespace
 
-void kiln::populateCompositeLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<LayerNormLowering, Conv2DLowering>(patterns.getContext());
+void kiln::populateCompositeLoweringPatterns(RewritePatternSet &patterns,
+                                             int64_t patchColumns) {
+  patterns.add<LayerNormLowering>(patterns.getContext());
+  patterns.add<Conv2DLowering>(patterns.getContext(), patchColumns);
 }

@@ -29,7 +29,7 @@ struct ConvertKilnToLinalgPass
     target.addLegalOp<ModuleOp, func::FuncOp, func::ReturnOp>();
 
     RewritePatternSet patterns(ctx);
-    kiln::populateCompositeLoweringPatterns(patterns);
+    kiln::populateCompositeLoweringPatterns(patterns, patchColumns);
     kiln::populateElementwiseLoweringPatterns(patterns);
     kiln::populateStructuredLoweringPatterns(patterns);
     kiln::populatePackedMatMulLoweringPatterns(patterns);

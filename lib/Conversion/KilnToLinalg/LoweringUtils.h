@@ -92,7 +92,10 @@ mlir::Value createCast(mlir::OpBuilder &b, mlir::Location loc,
 
 void populateQuantLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
-void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// With `patchColumns` > 0, convolutions gather their patches into column
+/// panels that wide and multiply them as kiln.packed_matmul does.
+void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns,
+                                       int64_t patchColumns);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populatePackedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
