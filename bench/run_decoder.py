@@ -122,12 +122,11 @@ def ort_with_past(model, prompt, new_tokens, threads):
     return tokens, stamps[0] - start, stamps[-1] - start
 
 
-def genai_loop(folder, model, prompt, new_tokens, threads):
-    """onnxruntime-genai's generator on the with-past graph: a folder with
-    the model and a genai_config.json describing it. The graph has no
-    attention mask or position inputs; genai's generic decoder-only model
-    ("llama" in its config) runs such a graph as it is."""
-    import onnxruntime_genai as og
+def write_genai_config(folder, model, context, threads):
+    """A folder for onnxruntime-genai: the with-past graph (linked) and a
+    genai_config.json describing it, for `threads` threads. The graph has
+    no attention mask or position inputs; genai's generic decoder-only
+    model ("llama" in its config) runs such a graph as it is."""
     config_folder = os.path.join(folder, f"genai-{threads}")
     os.makedirs(config_folder, exist_ok=True)
     link = os.path.join(config_folder, "model.onnx")
@@ -139,11 +138,10 @@ def genai_loop(folder, model, prompt, new_tokens, threads):
     layers = (len(inputs) - 1) // 2
     vocab = session.get_outputs()[0].shape[2]
     del session
-    context = len(prompt) + new_tokens
     config = {
         "model": {
             "type": "llama", "context_length": context, "vocab_size": vocab,
-            # GPT-2's end of text; the token check below sees an early stop.
+            # GPT-2's end of text; the token check sees an early stop.
             "bos_token_id": vocab - 1, "eos_token_id": vocab - 1,
             "pad_token_id": vocab - 1,
             "decoder": {
@@ -165,9 +163,17 @@ def genai_loop(folder, model, prompt, new_tokens, threads):
                    "past_present_share_buffer": False}}
     with open(os.path.join(config_folder, "genai_config.json"), "w") as f:
         json.dump(config, f)
+    return config_folder
+
+
+def genai_loop(config_folder, prompt, new_tokens):
+    """onnxruntime-genai's generator on the folder write_genai_config
+    made."""
+    import onnxruntime_genai as og
     generator_model = og.Model(config_folder)
     params = og.GeneratorParams(generator_model)
-    params.set_search_options(max_length=context, do_sample=False)
+    params.set_search_options(max_length=len(prompt) + new_tokens,
+                              do_sample=False)
     generator = og.Generator(generator_model, params)
     tokens, stamps = [], []
     start = time.perf_counter()
@@ -505,6 +511,8 @@ def main():
                    speculative: [], "ONNX Runtime, with-past loop": []}
         if genai:
             samples["onnxruntime-genai, generator"] = []
+            genai_folder = write_genai_config(folder, past_model, context,
+                                              threads)
         stats = GenerateStats()
         for _ in range(args.rounds):
             for name, measure in (
@@ -522,8 +530,8 @@ def main():
                      lambda: ort_with_past(past_model, prompt,
                                            args.new_tokens, threads)),
                     *((("onnxruntime-genai, generator",
-                        lambda: genai_loop(folder, past_model, prompt,
-                                           args.new_tokens, threads)),)
+                        lambda: genai_loop(genai_folder, prompt,
+                                           args.new_tokens)),)
                       if genai else ())):
                 tokens, first, total = measure()
                 reference = reference or tokens

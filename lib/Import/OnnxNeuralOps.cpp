@@ -234,6 +234,14 @@ FailureOr<Value> createGroupNorm(NodeImporter &node, Value input, Value scale,
                                {*scaled, createReshape(node, bias, perChannel)});
 }
 
+/// Whether the node has its input (float), scale and bias.
+LogicalResult checkNormalizationOperands(NodeImporter &node) {
+  for (unsigned i = 0; i < 3; ++i)
+    if (failed(node.getOperand(i)))
+      return failure();
+  return requireFloat(node, node.operands[0]);
+}
+
 /// Per-group scale or bias [G] (GroupNormalization before opset 21) as the
 /// per-channel one [C] it stands for.
 Value expandPerGroup(NodeImporter &node, Value perGroup, int64_t channels) {
@@ -255,14 +263,13 @@ Value expandPerGroup(NodeImporter &node, Value perGroup, int64_t channels) {
 /// InstanceNormalization: each channel of each item normalized over its
 /// spatial dims (a group norm with one channel per group).
 LogicalResult kiln::importInstanceNormalization(NodeImporter &node) {
-  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1),
-                   bias = node.getOperand(2);
-  if (failed(input) || failed(scale) || failed(bias) ||
-      failed(requireFloat(node, *input)))
+  if (failed(checkNormalizationOperands(node)))
     return failure();
+  auto [input, scale, bias] = std::make_tuple(
+      node.operands[0], node.operands[1], node.operands[2]);
   RankedTensorType type = node.getOperandType(0);
   FailureOr<Value> result =
-      createGroupNorm(node, *input, *scale, *bias,
+      createGroupNorm(node, input, scale, bias,
                       type.getRank() > 1 ? type.getDimSize(1) : 0,
                       node.getFloatAttr("epsilon", 1e-5f));
   if (failed(result))
@@ -274,23 +281,22 @@ LogicalResult kiln::importInstanceNormalization(NodeImporter &node) {
 /// GroupNormalization (opset 18: scale and bias per group; opset 21: per
 /// channel).
 LogicalResult kiln::importGroupNormalization(NodeImporter &node) {
-  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1),
-                   bias = node.getOperand(2);
-  if (failed(input) || failed(scale) || failed(bias) ||
-      failed(requireFloat(node, *input)))
+  if (failed(checkNormalizationOperands(node)))
     return failure();
+  auto [input, scale, bias] = std::make_tuple(
+      node.operands[0], node.operands[1], node.operands[2]);
   const onnx::AttributeProto *groups = node.getAttr("num_groups");
   if (!groups)
     return node.emitError() << "GroupNormalization needs num_groups";
   RankedTensorType type = node.getOperandType(0);
   int64_t channels = type.getRank() > 1 ? type.getDimSize(1) : 0;
-  Value perChannelScale = *scale, perChannelBias = *bias;
+  Value perChannelScale = scale, perChannelBias = bias;
   if (node.getOpset() < 21) {
-    perChannelScale = expandPerGroup(node, *scale, channels);
-    perChannelBias = expandPerGroup(node, *bias, channels);
+    perChannelScale = expandPerGroup(node, scale, channels);
+    perChannelBias = expandPerGroup(node, bias, channels);
   }
   FailureOr<Value> result =
-      createGroupNorm(node, *input, perChannelScale, perChannelBias,
+      createGroupNorm(node, input, perChannelScale, perChannelBias,
                       groups->i(), node.getFloatAttr("epsilon", 1e-5f));
   if (failed(result))
     return failure();
