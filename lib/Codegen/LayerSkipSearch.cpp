@@ -23,14 +23,38 @@ using namespace kiln;
 
 namespace {
 
-/// The perplexity of the cached decoder at `path` on the token sequences
-/// `sets`: each from an empty cache in one decode call.
+/// One calibration token sequence, int64 [1, n] with n >= 2.
+struct TokenSequence {
+  std::string file;
+  TensorPtr tokens;
+};
+
+/// The calibration sets' token sequences, read and checked once for all
+/// the candidates the search measures.
+FailureOr<std::vector<TokenSequence>>
+readTokenSequences(ArrayRef<std::vector<std::string>> sets, Location loc) {
+  std::vector<TokenSequence> sequences;
+  for (const std::vector<std::string> &files : sets) {
+    std::string name, error;
+    TensorPtr tokens = readTensorFile(files.front(), name, error);
+    if (!tokens)
+      return emitError(loc) << "layer-skip search: " << error;
+    const int64_t *dims = kiln_tensor_dims(tokens.get());
+    if (kiln_tensor_dtype(tokens.get()) != KILN_DTYPE_I64 ||
+        kiln_tensor_rank(tokens.get()) != 2 || dims[0] != 1 || dims[1] < 2)
+      return emitError(loc) << "layer-skip search: calibration set '"
+                            << files.front()
+                            << "' is not token ids, int64 [1, n] with n >= 2";
+    sequences.push_back({files.front(), std::move(tokens)});
+  }
+  return sequences;
+}
+
+/// The perplexity of the cached decoder at `path` on `sequences`: each from
+/// an empty cache in one decode call.
 FailureOr<double> measurePerplexity(StringRef path,
-                                    ArrayRef<std::vector<std::string>> sets,
+                                    ArrayRef<TokenSequence> sequences,
                                     Location loc) {
-  auto fail = [&](const Twine &what) {
-    return emitError(loc) << "layer-skip search: " << what;
-  };
   FailureOr<ArtifactRunner> runner =
       ArtifactRunner::open(path, "decode", "the decoder without the skipped "
                                            "blocks", loc);
@@ -38,34 +62,26 @@ FailureOr<double> measurePerplexity(StringRef path,
     return failure();
   double negativeLogLikelihood = 0;
   int64_t predicted = 0;
-  for (const std::vector<std::string> &files : sets) {
-    std::string name, error;
-    TensorPtr tokens = readTensorFile(files.front(), name, error);
-    if (!tokens)
-      return fail(error);
-    const int64_t *dims = kiln_tensor_dims(tokens.get());
-    if (kiln_tensor_dtype(tokens.get()) != KILN_DTYPE_I64 ||
-        kiln_tensor_rank(tokens.get()) != 2 || dims[0] != 1 || dims[1] < 2)
-      return fail("calibration set '" + files.front() +
-                  "' is not token ids, int64 [1, n] with n >= 2");
+  for (const TokenSequence &sequence : sequences) {
     if (failed(runner->reset()))
       return failure();
     FailureOr<std::vector<TensorPtr>> outputs =
-        runner->run({tokens.get()}, files.front());
+        runner->run({sequence.tokens.get()}, sequence.file);
     if (failed(outputs))
       return failure();
     const kiln_tensor *logits = outputs->front().get();
     int64_t vocab = kiln_tensor_dims(logits)[2];
+    int64_t length = kiln_tensor_dims(sequence.tokens.get())[1];
     const float *rows = static_cast<const float *>(kiln_tensor_const_data(logits));
-    const int64_t *ids =
-        static_cast<const int64_t *>(kiln_tensor_const_data(tokens.get()));
-    for (int64_t i = 0; i + 1 < dims[1]; ++i) {
+    const int64_t *ids = static_cast<const int64_t *>(
+        kiln_tensor_const_data(sequence.tokens.get()));
+    for (int64_t i = 0; i + 1 < length; ++i) {
       const float *row = rows + i * vocab;
       int64_t next = ids[i + 1];
       if (next < 0 || next >= vocab)
-        return fail("calibration set '" + files.front() + "' holds token " +
-                    Twine(next) + ", outside the vocabulary of " +
-                    Twine(vocab));
+        return emitError(loc) << "layer-skip search: calibration set '"
+                              << sequence.file << "' holds token " << next
+                              << ", outside the vocabulary of " << vocab;
       double largest = *std::max_element(row, row + vocab), sum = 0;
       for (int64_t v = 0; v < vocab; ++v)
         sum += std::exp(double(row[v]) - largest);
@@ -95,6 +111,10 @@ kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
       findCalibrationSets(options.calibrationDir, 1, loc);
   if (failed(sets))
     return failure();
+  FailureOr<std::vector<TokenSequence>> sequences =
+      readTokenSequences(*sets, loc);
+  if (failed(sequences))
+    return failure();
 
   SmallString<256> path;
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
@@ -122,7 +142,7 @@ kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
     (*clone)->setAttr(kSharedWeightsAttr, UnitAttr::get(module.getContext()));
     if (failed(compileModule(*clone, trial)))
       return failure();
-    FailureOr<double> perplexity = measurePerplexity(path, *sets, loc);
+    FailureOr<double> perplexity = measurePerplexity(path, *sequences, loc);
     if (succeeded(perplexity))
       tried.push_back(llvm::json::Object{
           {"skipped", llvm::json::Array(skipped)},
@@ -143,7 +163,7 @@ kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
   }
   llvm::sort(singles);
   LayerSkipChoice choice;
-  // The cheapest blocks first; a set that passes the budget stops the
+  // The cheapest blocks first; the first set over the budget stops the
   // search (adding a block rarely costs less than it did alone).
   for (auto [alone, k] : singles) {
     if (alone > limit ||
@@ -165,7 +185,7 @@ kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
   llvm::sort(choice.skipped);
   choice.report = llvm::json::Object{
       {"metric", "perplexity"},
-      {"calibration_sets", static_cast<int64_t>(sets->size())},
+      {"calibration_sets", static_cast<int64_t>(sequences->size())},
       {"quality_budget", options.qualityBudget},
       {"blocks", *blocks},
       {"baseline_perplexity", *baseline},
