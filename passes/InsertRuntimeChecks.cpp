@@ -69,6 +69,10 @@ LogicalResult insertChecks(func::FuncOp func) {
   for (Operation *op : checked) {
     auto code = b.getI32IntegerAttr(static_cast<int32_t>(errors.size() + 1));
     if (auto gather = dyn_cast<GatherOp>(op)) {
+      // The status is computed where the entry returns.
+      if (gather.getIndices().getParentRegion() != &func.getBody())
+        return gather.emitError("cannot check Gather indices computed inside "
+                                "a loop (a sampler step) at run time");
       int64_t size = gather.getData().getType().getDimSize(
           static_cast<int64_t>(gather.getAxis()));
       errors.push_back(b.getStringAttr("Gather index out of range at " +

@@ -466,4 +466,67 @@ def FuseLayerNormPass : Pass<"kiln-fuse-layer-norm"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def CaptureSamplerPass : Pass<"kiln-capture-sampler", "mlir::ModuleOp"> {
+  let summary = "Add an entry that runs a diffusion sampler around the denoiser";
+  let description = [{
+    The module's one entry is a denoiser: its inputs are, in order, the
+    noisy latent `[B, C, ...]`, the timestep (`[B]` or a scalar, float or
+    integer) and optionally the class labels (`[B]`, integer); it returns
+    the predicted noise, `[B, C, ...]` (or `[B, 2C, ...]` with a learned
+    variance, whose first C channels are the noise). The pass adds the
+    entry `entry(noise[, labels]) -> sample`, one `kiln.sample` op whose
+    region is a copy of the denoiser's body, with the sampler's timesteps
+    and update coefficients folded in (linear betas from `beta-start` to
+    `beta-end` over `train-steps`). The denoiser entry stays.
+
+    With a `cfg-scale` other than 1, classifier-free guidance runs the
+    conditional and the unconditional prediction as one batch of B: the
+    sample entry takes B/2 latents and labels, the unconditional half gets
+    `null-label` (by default the last row of the table the labels index),
+    and each step's noise is `u + cfg_scale * (c - u)`. Work that doesn't
+    depend on the step (the labels' embedding) is moved out of the loop.
+
+    ```mlir
+    func.func @main(%x: tensor<2x4x32x32xf32>, %t: tensor<2xf32>, %y: tensor<2xi64>)
+        -> tensor<2x4x32x32xf32>
+    // with sampler=ddim steps=50 cfg-scale=4 also gets
+    func.func @sample(%noise: tensor<1x4x32x32xf32>, %label: tensor<1xi64>)
+        -> tensor<1x4x32x32xf32> {
+      %labels = kiln.concat %label, %null axis = 0 : ...
+      %s = kiln.sample ddim %noise noise_scale = 1.0 timesteps = ...
+          coefficients = ... : tensor<1x4x32x32xf32> {
+      ^bb0(%x: tensor<1x4x32x32xf32>, %t: tensor<f32>, %i: index):
+        %batch = kiln.concat %x, %x axis = 0 : ...
+        ...
+        kiln.yield %guided : tensor<1x4x32x32xf32>
+      }
+      return %s : tensor<1x4x32x32xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"sampler", "sampler", "::kiln::Sampler", "::kiln::Sampler::Ddim",
+           "The sampler", [{::llvm::cl::values(
+             clEnumValN(::kiln::Sampler::Ddim, "ddim", "DDIM (eta 0)"),
+             clEnumValN(::kiln::Sampler::Euler, "euler",
+                        "Euler on Karras sigmas"),
+             clEnumValN(::kiln::Sampler::DpmSolver2M, "dpm++2m",
+                        "DPM-Solver++(2M)"))}]>,
+    Option<"steps", "steps", "int64_t", "50", "Denoising steps">,
+    Option<"cfgScale", "cfg-scale", "double", "1.0",
+           "Classifier-free guidance scale (1: no guidance)">,
+    Option<"nullLabel", "null-label", "int64_t", "-1",
+           "The unconditional label (-1: the last row of the label table)">,
+    Option<"entry", "entry", "std::string", "\"sample\"",
+           "Name of the added entry">,
+    Option<"trainSteps", "train-steps", "int64_t", "1000",
+           "Timesteps the denoiser was trained on">,
+    Option<"betaStart", "beta-start", "double", "1e-4",
+           "First beta of the linear noise schedule">,
+    Option<"betaEnd", "beta-end", "double", "0.02",
+           "Last beta of the linear noise schedule">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 #endif // KILN_PASSES_PASSES

@@ -22,8 +22,16 @@ output_0.pb computed by PyTorch itself (an independent reference).
 
 --depth overrides DiT's number of blocks, for quick tests.
 
+--sample SAMPLER,... also runs each sampler of samplers.py (--steps steps,
+PyTorch calling the model, classifier-free guidance at --cfg-scale for dit)
+from seeded noise and writes OUT/MODEL/sample-SAMPLER/input_0.pb (the
+noise: one latent for dit, two for unet), input_1.pb (dit: the class label)
+and output_0.pb (the final latent): the reference for the sampling loops
+kiln-compile --pipeline=diffusion builds.
+
 usage: /usr/bin/python3 make_denoisers.py OUT [--models dit,unet] [--seed S]
-                                              [--depth N]
+                                              [--depth N] [--sample ddim,...]
+                                              [--steps N] [--cfg-scale S]
 (needs Debian's python3-torch, python3-onnx and python3-numpy)
 """
 import argparse
@@ -35,6 +43,8 @@ import onnx
 import torch
 from onnx import numpy_helper
 from torch import nn
+
+import samplers
 
 
 def timestep_embedding(t, dim):
@@ -248,12 +258,47 @@ def export(model, inputs, folder):
     write_tensor(os.path.join(folder, "output_0.pb"), output, "noise")
 
 
+def write_samples(model, folder, names, steps, cfg_scale, seed):
+    """The sampling references: see the module's docstring."""
+    rng = np.random.default_rng(seed)
+    conditional = isinstance(model, DiT)
+    noise = rng.standard_normal((1 if conditional else 2, 4, 32, 32)).astype(
+        np.float32)
+    labels = np.array([207])
+
+    def call(x, t, y=None):
+        args = [torch.from_numpy(x.astype(np.float32)),
+                torch.from_numpy(np.asarray(t, np.float32))]
+        if y is not None:
+            args.append(torch.from_numpy(y))
+        with torch.no_grad():
+            return model(*args).numpy().astype(np.float64)
+
+    if conditional:
+        denoise = samplers.guided(call, labels, 1000, cfg_scale)
+    else:
+        def denoise(x, t):
+            return call(x, np.full(len(x), t))
+    for name in names:
+        sample = samplers.SAMPLERS[name](denoise, noise, steps)
+        out = os.path.join(folder, f"sample-{name}")
+        os.makedirs(out, exist_ok=True)
+        write_tensor(os.path.join(out, "input_0.pb"), noise, "noise")
+        if conditional:
+            write_tensor(os.path.join(out, "input_1.pb"), labels, "labels")
+        write_tensor(os.path.join(out, "output_0.pb"),
+                     sample.astype(np.float32), "sample")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--models", default="dit,unet")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--depth", type=int, default=12)
+    parser.add_argument("--sample", default="")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--cfg-scale", type=float, default=4.0)
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     for name in args.models.split(","):
@@ -269,6 +314,10 @@ def main():
         else:
             raise SystemExit(f"unknown model {name}")
         export(model, inputs, os.path.join(args.out, name))
+        if args.sample:
+            write_samples(model, os.path.join(args.out, name),
+                          args.sample.split(","), args.steps, args.cfg_scale,
+                          args.seed)
         print(f"wrote {os.path.join(args.out, name)}")
 
 

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,26 @@ enum class Quantization {
   /// CompileOptions::calibrationDir): no range pass over each row at run
   /// time.
   Int8Static,
+};
+
+/// The sampler a diffusion pipeline runs (CompileOptions::diffusion).
+enum class SamplerKind {
+  Ddim,        ///< deterministic DDIM (eta 0), evenly spaced timesteps
+  Euler,       ///< Euler's method over Karras et al.'s sigmas
+  DpmSolver2M, ///< DPM-Solver++(2M), DDIM's timesteps
+};
+
+/// A sampling loop compiled around a denoiser: the artifact gets the entry
+/// `sample(noise[, labels]) -> sample` running every step in generated
+/// code (see kiln-capture-sampler for what the denoiser must look like).
+struct DiffusionOptions {
+  SamplerKind sampler = SamplerKind::Ddim;
+  int64_t steps = 50;
+  /// Classifier-free guidance scale; 1: none. Guidance runs the
+  /// conditional and unconditional predictions as one batch.
+  double cfgScale = 1.0;
+  /// The unconditional class label; -1: the last row of the label table.
+  int64_t nullLabel = -1;
 };
 
 /// What a compile produces.
@@ -144,6 +165,8 @@ struct CompileOptions {
   bool chooseSkipLayers = false;
   /// Where to write what that search measured (JSON); empty: nowhere.
   std::string skipLayersReportPath;
+  /// For a diffusion denoiser: also compile its sampling loop.
+  std::optional<DiffusionOptions> diffusion;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

@@ -126,6 +126,26 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (failed(pm.run(module)))
       return failure();
   }
+  if (options.diffusion) {
+    if (options.maxContext > 0 || !skipLayers.empty() ||
+        !options.draftSkipLayers.empty())
+      return emitError(loc) << "a diffusion pipeline takes no decoder "
+                               "options (--max-context, --skip-layers, "
+                               "--draft-skip-layers)";
+    PassManager pm(module.getContext());
+    CaptureSamplerPassOptions sampler;
+    const DiffusionOptions &diffusion = *options.diffusion;
+    sampler.sampler = diffusion.sampler == SamplerKind::Euler ? Sampler::Euler
+                      : diffusion.sampler == SamplerKind::DpmSolver2M
+                          ? Sampler::DpmSolver2M
+                          : Sampler::Ddim;
+    sampler.steps = diffusion.steps;
+    sampler.cfgScale = diffusion.cfgScale;
+    sampler.nullLabel = diffusion.nullLabel;
+    pm.addPass(createCaptureSamplerPass(sampler));
+    if (failed(pm.run(module)))
+      return failure();
+  }
   if (failed(verifyEntryDimensions(module)))
     return failure();
   if (options.emit == EmitKind::Mlir) {

@@ -67,6 +67,7 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
                      StringRef cpuFeatures) {
   using namespace kiln;
   bool optimize = level >= OptLevel::O2;
+  pm.addPass(createLowerSampleLoopsPass());
   if (optimize) {
     pm.addPass(createPackWeightsPass({layout.registerCols}));
     pm.addPass(createFuseMatMulEpiloguePass());

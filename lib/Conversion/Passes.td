@@ -234,6 +234,38 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
 }
 
+def LowerSampleLoopsPass : Pass<"kiln-lower-sample-loops", "mlir::ModuleOp"> {
+  let summary = "Turn each kiln.sample into a loop over its steps";
+  let description = [{
+    A `kiln.sample` becomes an `scf.for` over its steps whose body is the
+    op's region, with the step's timestep and update coefficients read from
+    constant tables by the loop index. The latent (and a multistep
+    sampler's previous estimate) are carried in buffers the loop writes in
+    place, so every step reuses the same memory; the noise is copied first,
+    so the caller's input stays unchanged.
+
+    ```mlir
+    %s = kiln.sample ddim %noise noise_scale = 1.0 timesteps = ... coefficients = ... : tensor<1x4x8x8xf32> {
+    ^bb0(%x: tensor<1x4x8x8xf32>, %t: tensor<f32>, %i: index):
+      ...
+      kiln.yield %e : tensor<1x4x8x8xf32>
+    }
+    // becomes
+    %x0 = bufferization.alloc_tensor() copy(%noise) : tensor<1x4x8x8xf32>
+    %s = scf.for %i = %c0 to %cN step %c1 iter_args(%x = %x0) -> (tensor<1x4x8x8xf32>) {
+      %t = ... timesteps[%i] ...
+      ...
+      %next = kiln.add (kiln.mul %x, c0[%i]), (kiln.mul %e, c1[%i])
+      %y = bufferization.materialize_in_destination %next in %x : ...
+      scf.yield %y : tensor<1x4x8x8xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect", "mlir::arith::ArithDialect",
+                           "mlir::bufferization::BufferizationDialect",
+                           "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect"];
+}
+
 def LowerStatePass : Pass<"kiln-lower-state", "mlir::ModuleOp"> {
   let summary = "Place session state in the runtime's state block";
   let description = [{

@@ -551,3 +551,37 @@ func.func @dynamic_slice_changed_dim(%x: tensor<16x4xf32>, %o: index, %s: index)
   %0 = kiln.dynamic_slice %x axes = [0] offsets(%o) sizes(%s) : tensor<16x4xf32> -> tensor<?x2xf32>
   return
 }
+
+// -----
+
+func.func @sample_coefficient_rows(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  // expected-error @+1 {{needs [2, 5] update coefficients, one row per step; has 'tensor<1x5xf32>'}}
+  %s = kiln.sample ddim %n noise_scale = 1.0 timesteps = dense<[999.0, 499.0]> : tensor<2xf32> coefficients = dense<1.0> : tensor<1x5xf32> : tensor<1x4xf32> {
+  ^bb0(%x: tensor<1x4xf32>, %t: tensor<f32>, %i: index):
+    kiln.yield %x : tensor<1x4xf32>
+  }
+  return %s : tensor<1x4xf32>
+}
+
+// -----
+
+func.func @sample_region_arguments(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  // expected-error @+1 {{region takes the latent ('tensor<1x4xf32>'), the step's timestep (tensor<f32>) and its index}}
+  %s = kiln.sample euler %n noise_scale = 1.0 timesteps = dense<[999.0]> : tensor<1xf32> coefficients = dense<1.0> : tensor<1x5xf32> : tensor<1x4xf32> {
+  ^bb0(%x: tensor<1x4xf32>, %t: tensor<1xf32>, %i: index):
+    kiln.yield %x : tensor<1x4xf32>
+  }
+  return %s : tensor<1x4xf32>
+}
+
+// -----
+
+func.func @sample_yield_type(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  // expected-error @+1 {{region yields 'tensor<2x4xf32>', not the latent's 'tensor<1x4xf32>'}}
+  %s = kiln.sample dpmpp_2m %n noise_scale = 1.0 timesteps = dense<[999.0]> : tensor<1xf32> coefficients = dense<1.0> : tensor<1x5xf32> : tensor<1x4xf32> {
+  ^bb0(%x: tensor<1x4xf32>, %t: tensor<f32>, %i: index):
+    %b = kiln.concat %x, %x axis = 0 : tensor<1x4xf32>, tensor<1x4xf32> -> tensor<2x4xf32>
+    kiln.yield %b : tensor<2x4xf32>
+  }
+  return %s : tensor<1x4xf32>
+}

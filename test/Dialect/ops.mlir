@@ -176,3 +176,18 @@ func.func @dynamic(%ids: tensor<1x?xi64>, %h: tensor<1x?x384xf32>, %seq: index)
   %3 = kiln.add %h, %bias : tensor<1x?x384xf32>, tensor<384xf32>
   return %0, %1, %2, %3 : tensor<1x?x12x32xf32>, tensor<?xi64>, tensor<1x?xi64>, tensor<1x?x384xf32>
 }
+
+// CHECK-LABEL: func.func @sample
+// CHECK: %[[S:.*]] = kiln.sample dpmpp_2m %arg0 noise_scale = 1.000000e+00 timesteps = dense<[9.990000e+02, 4.990000e+02]> : tensor<2xf32> coefficients = dense<{{.*}}> : tensor<2x5xf32> : tensor<1x4xf32> {
+// CHECK-NEXT: ^bb0(%[[X:.*]]: tensor<1x4xf32>, %[[T:.*]]: tensor<f32>, %{{.*}}: index):
+// CHECK-NEXT: %[[E:.*]] = kiln.mul %[[X]], %[[T]]
+// CHECK-NEXT: kiln.yield %[[E]] : tensor<1x4xf32>
+// CHECK: return %[[S]]
+func.func @sample(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  %s = kiln.sample dpmpp_2m %n noise_scale = 1.0 timesteps = dense<[999.0, 499.0]> : tensor<2xf32> coefficients = dense<[[1.0, 2.0, 0.0, 3.0, 4.0], [1.0, 2.0, 0.5, 3.0, 4.0]]> : tensor<2x5xf32> : tensor<1x4xf32> {
+  ^bb0(%x: tensor<1x4xf32>, %t: tensor<f32>, %i: index):
+    %e = kiln.mul %x, %t : tensor<1x4xf32>, tensor<f32>
+    kiln.yield %e : tensor<1x4xf32>
+  }
+  return %s : tensor<1x4xf32>
+}

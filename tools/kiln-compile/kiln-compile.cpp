@@ -124,6 +124,38 @@ llvm::cl::list<int64_t> draftSkipLayers(
                    "without these blocks, sharing its cache, for "
                    "self-speculative decoding"),
     llvm::cl::value_desc("k,..."), llvm::cl::CommaSeparated);
+enum class PipelineKind { Model, Diffusion };
+llvm::cl::opt<PipelineKind> pipelineKind(
+    "pipeline", llvm::cl::desc("What the artifact runs"),
+    llvm::cl::values(
+        clEnumValN(PipelineKind::Model, "model", "the model's graph"),
+        clEnumValN(PipelineKind::Diffusion, "diffusion",
+                   "the denoiser and the entry sample(noise[, labels]) "
+                   "running --sampler over --steps")),
+    llvm::cl::init(PipelineKind::Model));
+llvm::cl::opt<kiln::SamplerKind> sampler(
+    "sampler", llvm::cl::desc("The diffusion pipeline's sampler"),
+    llvm::cl::values(
+        clEnumValN(kiln::SamplerKind::Ddim, "ddim", "DDIM (eta 0)"),
+        clEnumValN(kiln::SamplerKind::Euler, "euler",
+                   "Euler over Karras sigmas"),
+        clEnumValN(kiln::SamplerKind::DpmSolver2M, "dpm++2m",
+                   "DPM-Solver++(2M)")),
+    llvm::cl::init(kiln::SamplerKind::Ddim));
+llvm::cl::opt<int64_t> samplerSteps(
+    "steps", llvm::cl::desc("The diffusion pipeline's denoising steps"),
+    llvm::cl::value_desc("N"), llvm::cl::init(50));
+llvm::cl::opt<double> cfgScale(
+    "cfg-scale",
+    llvm::cl::desc("Classifier-free guidance scale (1: none; guidance runs "
+                   "the conditional and unconditional halves of the "
+                   "denoiser's batch)"),
+    llvm::cl::value_desc("S"), llvm::cl::init(1.0));
+llvm::cl::opt<int64_t> nullLabel(
+    "null-label",
+    llvm::cl::desc("The unconditional class label for --cfg-scale "
+                   "(default: the label table's last row)"),
+    llvm::cl::value_desc("label"), llvm::cl::init(-1));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -153,6 +185,7 @@ void hideOtherOptions() {
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "draft-skip-layers",
+      "pipeline", "sampler", "steps", "cfg-scale", "null-label",
       "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -255,6 +288,20 @@ int main(int argc, char **argv) {
                     "--max-context builds\n";
     return 1;
   }
+  bool diffusion = pipelineKind == PipelineKind::Diffusion;
+  if (!diffusion && (sampler.getNumOccurrences() ||
+                     samplerSteps.getNumOccurrences() ||
+                     cfgScale.getNumOccurrences() ||
+                     nullLabel.getNumOccurrences())) {
+    llvm::errs() << "kiln-compile: error: --sampler, --steps, --cfg-scale and "
+                    "--null-label describe --pipeline=diffusion\n";
+    return 1;
+  }
+  if (diffusion && (samplerSteps < 1 || !(cfgScale > 0))) {
+    llvm::errs() << "kiln-compile: error: --steps takes a positive number "
+                    "of steps and --cfg-scale a positive scale\n";
+    return 1;
+  }
   if (maxContext < 0) {
     llvm::errs() << "kiln-compile: error: --max-context takes a positive "
                     "number of positions\n";
@@ -309,6 +356,9 @@ int main(int argc, char **argv) {
                                  draftSkipLayers.end());
   options.chooseSkipLayers = chooseSkipLayers;
   options.skipLayersReportPath = skipLayersReport;
+  if (diffusion)
+    options.diffusion =
+        kiln::DiffusionOptions{sampler, samplerSteps, cfgScale, nullLabel};
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

@@ -34,6 +34,7 @@ namespace {
 struct Options {
   std::string artifact;
   std::string entry;
+  bool sample = false;
   std::vector<std::string> inputs;
   std::vector<std::string> expected;
   std::string saveDir;
@@ -64,6 +65,9 @@ void usage() {
       "                [--temperature T] [--top-k K] [--top-p P] [--seed S]\n"
       "                [--stop TOKEN]... [--draft K] [--expect tokens.pb]\n"
       "                [--threads N]\n"
+      "       kiln-run diffusion.so --sample [--input noise.pb] [--input "
+      "labels.pb]\n"
+      "                [--seed S] [--save DIR] [--expect sample.pb]...\n"
       "  --threads N  threads running the model (default 0: one per CPU)\n"
       "  --generate N generate up to N tokens after the prompt (greedy unless\n"
       "               --temperature is above 0)\n"
@@ -139,6 +143,8 @@ std::string parseArgs(int argc, char **argv, Options &options) {
                                        : " needs a number from 0") +
                ", got '" + value + "'";
       (arg == "--top-p" ? options.topP : options.temperature) = number;
+    } else if (arg == "--sample") {
+      options.sample = true;
     } else if (arg == "--help" || arg == "-h") {
       usage();
       std::exit(0);
@@ -354,6 +360,42 @@ int runGenerate(const Options &options, kiln_session *session,
   return 0;
 }
 
+/// Standard normal noise for input 0 of `entry` (a latent, read as f32):
+/// splitmix64 draws, Box-Muller pairs. Null, with the runtime's error set,
+/// if the tensor cannot be made.
+TensorPtr drawNoiseInput(const kiln_artifact *artifact, int32_t entry,
+                         uint64_t seed) {
+  kiln_tensor_info info;
+  if (kiln_entry_input_info(artifact, entry, 0, &info) != KILN_OK)
+    return nullptr;
+  kiln_tensor *tensor = nullptr;
+  if (kiln_tensor_create(KILN_DTYPE_F32, info.rank, info.dims, &tensor) !=
+      KILN_OK)
+    return nullptr;
+  TensorPtr noise(tensor);
+  uint64_t state = seed;
+  auto uniform = [&] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    // (0, 1]: the logarithm below stays finite.
+    return (static_cast<double>(z >> 11) + 1.0) * 0x1.0p-53;
+  };
+  auto *data = static_cast<float *>(kiln_tensor_data(tensor));
+  int64_t count = 1;
+  for (int32_t d = 0; d < info.rank; ++d)
+    count *= info.dims[d];
+  for (int64_t i = 0; i < count; i += 2) {
+    double radius = std::sqrt(-2.0 * std::log(uniform()));
+    double angle = 2.0 * M_PI * uniform();
+    data[i] = static_cast<float>(radius * std::cos(angle));
+    if (i + 1 < count)
+      data[i + 1] = static_cast<float>(radius * std::sin(angle));
+  }
+  return noise;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -364,6 +406,9 @@ int main(int argc, char **argv) {
     return fail(problem);
   }
 
+  if (options.sample && (options.generate >= 0 || !options.entry.empty()))
+    return fail("--sample runs the entry sample: no --generate or --entry");
+
   kiln_artifact *artifact = nullptr;
   if (kiln_artifact_open(options.artifact.c_str(), &artifact) != KILN_OK)
     return fail(kiln_last_error());
@@ -373,6 +418,9 @@ int main(int argc, char **argv) {
   if (options.generate >= 0 &&
       kiln_artifact_find_entry(artifact, "decode", &entry) != KILN_OK)
     return fail(std::string("--generate: ") + kiln_last_error());
+  if (options.sample &&
+      kiln_artifact_find_entry(artifact, "sample", &entry) != KILN_OK)
+    return fail(std::string("--sample: ") + kiln_last_error());
   if (!options.entry.empty() &&
       kiln_artifact_find_entry(artifact, options.entry.c_str(), &entry) !=
           KILN_OK)
@@ -381,7 +429,19 @@ int main(int argc, char **argv) {
   int32_t numInputs = kiln_entry_num_inputs(artifact, entry);
   int32_t numOutputs = kiln_entry_num_outputs(artifact, entry);
   const char *entryName = kiln_artifact_entry_name(artifact, entry);
-  if (static_cast<int32_t>(options.inputs.size()) != numInputs)
+  std::vector<TensorPtr> inputs;
+  std::vector<const kiln_tensor *> inputPtrs;
+  bool drawNoise =
+      options.sample &&
+      static_cast<int32_t>(options.inputs.size()) + 1 == numInputs;
+  if (drawNoise) {
+    TensorPtr noise = drawNoiseInput(artifact, entry, options.seed);
+    if (!noise)
+      return fail(kiln_last_error());
+    inputPtrs.push_back(noise.get());
+    inputs.push_back(std::move(noise));
+  }
+  if (static_cast<int32_t>(options.inputs.size()) + drawNoise != numInputs)
     return fail(std::string("entry '") + entryName + "' takes " +
                 std::to_string(numInputs) + " inputs; " +
                 std::to_string(options.inputs.size()) + " given with --input");
@@ -392,8 +452,6 @@ int main(int argc, char **argv) {
                 std::to_string(options.expected.size()) +
                 " given with --expect");
 
-  std::vector<TensorPtr> inputs;
-  std::vector<const kiln_tensor *> inputPtrs;
   for (const std::string &path : options.inputs) {
     std::string name, error;
     TensorPtr tensor = readTensorFile(path, name, error);

@@ -480,5 +480,6 @@ def Kiln_CheckIndexRangeOp : Kiln_Op<"check_index_range", [Pure]> {
 include "dialects/Kiln/IR/KilnCompositeOps.td"
 include "dialects/Kiln/IR/KilnQuantOps.td"
 include "dialects/Kiln/IR/KilnStateOps.td"
+include "dialects/Kiln/IR/KilnPipelineOps.td"
 
 #endif // KILN_DIALECT_KILN_OPS
