@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Diffusion denoisers: Kiln vs ONNX Runtime, one denoiser call side by side.
+"""Diffusion denoisers: Kiln vs ONNX Runtime, one call and whole sampling loops.
 
 One command (README, "Benchmarks"):
 
@@ -13,9 +13,14 @@ ONNX Runtime with graph optimization level ALL, both at 1 and 2 threads;
 each call is timed alone, the two systems alternate in blocks of 5 calls
 (each block opened by an untimed call), and the table gives medians over
 --runs calls, with the largest
-difference between their outputs. A sampling loop of 50 steps costs 50 such
-calls (the captured sampler is not built yet). Writes
-docs/benchmarks-denoisers.md.
+difference between their outputs.
+
+Then whole sampling loops: --steps DDIM steps (classifier-free guidance at
+scale 4 for DiT, one latent; the UNet unguided on its batch of 2), Kiln's
+captured loop (kiln-compile --pipeline=diffusion, entry sample) against
+ONNX Runtime called from bench/models/samplers.py's numpy loop, both from
+the same noise, alternating, medians over --sampling-runs loops each.
+Writes docs/benchmarks-denoisers.md.
 """
 import argparse
 import os
@@ -32,6 +37,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "test", "models"))
 from kiln_runtime import Runtime, Session  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "models"))
+import samplers  # noqa: E402
 from run_benchmarks import cpu_model, load_tensor, measure_fma_peak  # noqa: E402
 
 BLOCK = 5
@@ -48,6 +55,58 @@ def run(cmd):
     subprocess.run(cmd, check=True)
 
 
+def ort_session(model, threads):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = \
+        ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(model, options,
+                                providers=["CPUExecutionProvider"])
+
+
+def measure_sampling(name, model, artifact, runtime, threads, steps, runs):
+    """Median seconds of one sampling loop, Kiln's and ONNX Runtime's, and
+    the largest difference of their samples relative to the largest."""
+    reference = ort_session(model, threads)
+    names = [i.name for i in reference.get_inputs()]
+    rng = np.random.default_rng(0)
+    guided = name == "dit"
+    noise = rng.standard_normal((1 if guided else 2, 4, 32, 32)).astype(
+        np.float32)
+    labels = np.array([207], np.int64)
+
+    def call(x, t, y=None):
+        feeds = {names[0]: x.astype(np.float32),
+                 names[1]: np.asarray(t, np.float32)}
+        if y is not None:
+            feeds[names[2]] = y
+        return reference.run(None, feeds)[0].astype(np.float64)
+
+    if guided:
+        denoise = samplers.guided(call, labels, 1000, 4.0)
+        kiln_inputs = [noise, labels]
+    else:
+        def denoise(x, t):
+            return call(x, np.full(len(x), t))
+        kiln_inputs = [noise]
+    session = Session(runtime, artifact, threads=threads)
+    results = {}
+    loops = {"kiln": lambda: session.run("sample", kiln_inputs)[0],
+             "ort": lambda: samplers.ddim(denoise, noise, steps)}
+    times = {"kiln": [], "ort": []}
+    for _ in range(runs):
+        for system, loop in loops.items():
+            started = time.perf_counter()
+            results[system] = loop()
+            times[system].append(time.perf_counter() - started)
+    session.close()
+    difference = float(np.max(np.abs(results["kiln"] - results["ort"])) /
+                       max(np.max(np.abs(results["ort"])), 1e-30))
+    return (float(np.median(times["kiln"])), float(np.median(times["ort"])),
+            difference)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin-dir", required=True)
@@ -55,6 +114,8 @@ def main():
     parser.add_argument("--runtime", default=None,
                         help="libkiln_runtime.so (default: next to bin-dir)")
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--sampling-runs", type=int, default=3)
     parser.add_argument("--reuse", action="store_true",
                         help="keep exported models and artifacts from an "
                              "earlier run")
@@ -88,13 +149,7 @@ def main():
                                                    f"input_{index}.pb")))
             index += 1
         for threads in (1, 2):
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            options.graph_optimization_level = \
-                ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            reference = ort.InferenceSession(
-                model, options, providers=["CPUExecutionProvider"])
+            reference = ort_session(model, threads)
             feeds = {i.name: value for i, value in
                      zip(reference.get_inputs(), inputs)}
             session = Session(runtime, artifact, threads=threads)
@@ -123,6 +178,28 @@ def main():
             rows.append(f"| {name} | {threads} | {kiln_ms:.2f} | {ort_ms:.2f} "
                         f"| {kiln_ms / ort_ms:.2f}x | "
                         f"{50 * kiln_ms / 1000:.2f} s | {difference:.1e} |")
+    sampling_rows = []
+    for name in MODELS:
+        model = os.path.join(folder, name, "model.onnx")
+        artifact = os.path.join(folder, f"{name}-ddim{args.steps}.so")
+        if not (args.reuse and os.path.exists(artifact)):
+            started = time.perf_counter()
+            run([os.path.join(args.bin_dir, "kiln-compile"), model,
+                 "--pipeline=diffusion", "--sampler=ddim",
+                 f"--steps={args.steps}"] +
+                (["--cfg-scale=4"] if name == "dit" else []) +
+                ["-o", artifact])
+            print(f"compiled {name}'s sampler in "
+                  f"{time.perf_counter() - started:.1f} s")
+        for threads in (1, 2):
+            kiln_s, ort_s, difference = measure_sampling(
+                name, model, artifact, runtime, threads, args.steps,
+                args.sampling_runs)
+            print(f"{name} sampling {threads} thr: Kiln {kiln_s:.2f} s, "
+                  f"ONNX Runtime loop {ort_s:.2f} s", flush=True)
+            sampling_rows.append(
+                f"| {name} | {threads} | {kiln_s:.2f} | {ort_s:.2f} | "
+                f"{kiln_s / ort_s:.2f}x | {difference:.1e} |")
     lines = [
         "# Diffusion denoisers",
         "",
@@ -140,7 +217,24 @@ def main():
         "Runtime latency | 50 steps, Kiln | max output difference "
         "(relative to the largest) |",
         "|---|---|---|---|---|---|---|",
-    ] + rows + [""]
+    ] + rows + [
+        "",
+        f"## Sampling: {args.steps} DDIM steps",
+        "",
+        "DiT with classifier-free guidance (scale 4: each step one call on "
+        "the conditional and unconditional batch of 2), the UNet unguided "
+        "on its batch of 2. Kiln: the artifact's `sample` entry "
+        "(`kiln-compile --pipeline=diffusion --sampler=ddim "
+        f"--steps={args.steps}`), the whole loop in generated code. ONNX "
+        "Runtime: the denoiser called from `bench/models/samplers.py`'s "
+        "numpy DDIM loop. Same noise; medians over "
+        f"{args.sampling_runs} loops each, alternating.",
+        "",
+        "| model | threads | Kiln (s) | ONNX Runtime + numpy loop (s) | "
+        "Kiln / ONNX Runtime latency | max sample difference (relative "
+        "to the largest) |",
+        "|---|---|---|---|---|---|",
+    ] + sampling_rows + [""]
     with open(args.out, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {args.out}")

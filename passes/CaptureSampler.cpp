@@ -209,7 +209,7 @@ struct CaptureSamplerPass
       coefficients.append(row.begin(), row.end());
     auto f32 = b.getF32Type();
     auto sample = SampleOp::create(
-        b, loc, sampleLatent, func.getArgument(0),
+        b, loc, sampleLatent, func.getArgument(0), ValueRange{},
         SamplerAttr::get(b.getContext(), sampler),
         b.getF32FloatAttr(static_cast<float>(schedule.noiseScale)),
         DenseFPElementsAttr::get(RankedTensorType::get({steps}, f32),
@@ -267,7 +267,7 @@ struct CaptureSamplerPass
       noise = AddOp::create(b, loc, unconditional,
                             MulOp::create(b, loc, difference, scale));
     }
-    YieldOp::create(b, loc, noise);
+    YieldOp::create(b, loc, noise, ValueRange{});
     hoistStepInvariantOps(sample);
     return success();
   }

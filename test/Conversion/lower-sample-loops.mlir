@@ -51,3 +51,24 @@ func.func @multistep(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
   }
   return %s : tensor<1x4xf32>
 }
+
+// -----
+
+// A carried value is one more iteration argument, from the operand, written
+// back in place; one passed on unchanged is yielded as it is.
+// CHECK-LABEL: func.func @carried(
+// CHECK-SAME: %[[NOISE:[^:]*]]: tensor<1x4xf32>, %[[CACHE:[^:]*]]: tensor<1x4xf32>, %[[KEPT:[^:]*]]: tensor<2xf32>
+// CHECK: %[[COPY:.*]] = bufferization.alloc_tensor() copy(%[[NOISE]])
+// CHECK: scf.for {{.*}} iter_args(%[[X:.*]] = %[[COPY]], %[[C:.*]] = %[[CACHE]], %[[K:.*]] = %[[KEPT]]) -> (tensor<1x4xf32>, tensor<1x4xf32>, tensor<2xf32>)
+// CHECK: %[[E:.*]] = kiln.add %[[X]], %[[C]]
+// CHECK: %[[Y:.*]] = bufferization.materialize_in_destination %{{.*}} in %[[X]]
+// CHECK: %[[NEXT:.*]] = bufferization.materialize_in_destination %[[E]] in %[[C]]
+// CHECK: scf.yield %[[Y]], %[[NEXT]], %[[K]]
+func.func @carried(%n: tensor<1x4xf32>, %cache: tensor<1x4xf32>, %kept: tensor<2xf32>) -> tensor<1x4xf32> {
+  %s = kiln.sample ddim %n carry(%cache, %kept : tensor<1x4xf32>, tensor<2xf32>) noise_scale = 1.0 timesteps = dense<[999.0, 499.0]> : tensor<2xf32> coefficients = dense<[[1.0, 2.0, 0.0, 0.0, 0.0], [3.0, 4.0, 0.0, 0.0, 0.0]]> : tensor<2x5xf32> : tensor<1x4xf32> {
+  ^bb0(%x: tensor<1x4xf32>, %t: tensor<f32>, %i: index, %c: tensor<1x4xf32>, %k: tensor<2xf32>):
+    %e = kiln.add %x, %c : tensor<1x4xf32>, tensor<1x4xf32>
+    kiln.yield %e, %e, %k : tensor<1x4xf32>, tensor<1x4xf32>, tensor<2xf32>
+  }
+  return %s : tensor<1x4xf32>
+}

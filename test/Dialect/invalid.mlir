@@ -566,7 +566,7 @@ func.func @sample_coefficient_rows(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
 // -----
 
 func.func @sample_region_arguments(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
-  // expected-error @+1 {{region takes the latent ('tensor<1x4xf32>'), the step's timestep (tensor<f32>) and its index}}
+  // expected-error @+1 {{region takes the latent ('tensor<1x4xf32>'), the step's timestep (tensor<f32>), its index and the carried values}}
   %s = kiln.sample euler %n noise_scale = 1.0 timesteps = dense<[999.0]> : tensor<1xf32> coefficients = dense<1.0> : tensor<1x5xf32> : tensor<1x4xf32> {
   ^bb0(%x: tensor<1x4xf32>, %t: tensor<1xf32>, %i: index):
     kiln.yield %x : tensor<1x4xf32>

@@ -17,17 +17,23 @@ LogicalResult SampleOp::verifyRegions() {
            << coefficients;
   Block &body = getBody().front();
   Type scalar = RankedTensorType::get({}, Float32Type::get(getContext()));
-  if (body.getNumArguments() != 3 ||
+  TypeRange carried = getCarried().getTypes();
+  if (body.getNumArguments() != 3 + carried.size() ||
       body.getArgument(0).getType() != getNoise().getType() ||
       body.getArgument(1).getType() != scalar ||
-      !body.getArgument(2).getType().isIndex())
+      !body.getArgument(2).getType().isIndex() ||
+      TypeRange(body.getArguments().drop_front(3)) != carried)
     return emitOpError("region takes the latent (")
            << getNoise().getType()
-           << "), the step's timestep (tensor<f32>) and its index";
+           << "), the step's timestep (tensor<f32>), its index and the "
+              "carried values";
   auto yield = cast<YieldOp>(body.getTerminator());
   if (yield.getValue().getType() != getNoise().getType())
     return emitOpError("region yields ")
            << yield.getValue().getType() << ", not the latent's "
            << getNoise().getType();
+  if (yield.getCarried().getTypes() != carried)
+    return emitOpError("region yields carried values of other types than "
+                       "the op carries");
   return success();
 }

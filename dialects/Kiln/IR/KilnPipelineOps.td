@@ -47,6 +47,11 @@ def Kiln_SampleOp : Kiln_Op<"sample", [
     single-step samplers (DDIM, Euler) leave its columns zero. `sampler`
     records which sampler the coefficients come from.
 
+    `carry` values pass from step to step: each starts as the operand,
+    the region receives the current ones after the step index and yields
+    the next ones after the prediction (a feature cache that a caching
+    pass keeps across steps).
+
     ```mlir
     %s = kiln.sample ddim %noise noise_scale = 1.0
         timesteps = dense<[999.0, 499.0]> : tensor<2xf32>
@@ -57,13 +62,15 @@ def Kiln_SampleOp : Kiln_Op<"sample", [
     }
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$noise, Kiln_SamplerAttr:$sampler,
+  let arguments = (ins Kiln_FloatTensor:$noise, Variadic<Kiln_Tensor>:$carried,
+                       Kiln_SamplerAttr:$sampler,
                        F32Attr:$noise_scale, FloatElementsAttr<32>:$timesteps,
                        FloatElementsAttr<32>:$coefficients);
   let results = (outs Kiln_FloatTensor:$result);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
-    $sampler $noise `noise_scale` `=` $noise_scale `timesteps` `=` $timesteps
+    $sampler $noise (`carry` `(` $carried^ `:` type($carried) `)`)?
+    `noise_scale` `=` $noise_scale `timesteps` `=` $timesteps
     `coefficients` `=` $coefficients attr-dict `:` type($noise) $body
   }];
   let extraClassDeclaration = [{
@@ -82,14 +89,18 @@ def Kiln_YieldOp : Kiln_Op<"yield", [
     Pure, Terminator, HasParent<"::kiln::SampleOp">]> {
   let summary = "the predicted noise of one sampling step";
   let description = [{
-    Ends a `kiln.sample` region with the step's noise prediction.
+    Ends a `kiln.sample` region with the step's noise prediction, then the
+    values the op carries to the next step.
 
     ```mlir
     kiln.yield %e : tensor<1x4x32x32xf32>
+    kiln.yield %e, %cache : tensor<1x4x32x32xf32>, tensor<2x256x384xf32>
     ```
   }];
-  let arguments = (ins Kiln_FloatTensor:$value);
-  let assemblyFormat = "$value attr-dict `:` type($value)";
+  let arguments = (ins Kiln_FloatTensor:$value, Variadic<Kiln_Tensor>:$carried);
+  let assemblyFormat = [{
+    $value (`,` $carried^)? attr-dict `:` type($value) (`,` type($carried)^)?
+  }];
 }
 
 #endif // KILN_DIALECT_KILN_PIPELINE_OPS

@@ -69,6 +69,8 @@ void lowerSample(SampleOp sample) {
   if (multistep)
     initial.push_back(ConstantOp::create(
         b, loc, latentType, DenseElementsAttr::get(latentType, 0.0f)));
+  size_t firstCarried = initial.size();
+  llvm::append_range(initial, sample.getCarried());
 
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -83,9 +85,13 @@ void lowerSample(SampleOp sample) {
         map.map(body.getArgument(1),
                 readTableEntry(b, loc, timesteps, i, std::nullopt));
         map.map(body.getArgument(2), i);
+        for (auto [arg, value] : llvm::zip(body.getArguments().drop_front(3),
+                                           carried.drop_front(firstCarried)))
+          map.map(arg, value);
         for (Operation &op : body.without_terminator())
           b.clone(op, map);
-        Value e = map.lookup(cast<YieldOp>(body.getTerminator()).getValue());
+        auto yield = cast<YieldOp>(body.getTerminator());
+        Value e = map.lookup(yield.getValue());
         auto term = [&](Value v, int64_t c) -> Value {
           return MulOp::create(b, loc, v,
                                readTableEntry(b, loc, table, i, c));
@@ -100,12 +106,16 @@ void lowerSample(SampleOp sample) {
         } else {
           results.push_back(next);
         }
+        for (Value value : yield.getCarried())
+          results.push_back(map.lookup(value));
         // In place: the next step's state takes this step's buffers.
         SmallVector<Value> yielded;
         for (auto [value, buffer] : llvm::zip(results, carried))
-          yielded.push_back(bufferization::MaterializeInDestinationOp::create(
-                                b, loc, value, buffer)
-                                .getResult());
+          yielded.push_back(value == buffer
+                                ? value
+                                : bufferization::MaterializeInDestinationOp::
+                                      create(b, loc, value, buffer)
+                                          .getResult());
         scf::YieldOp::create(b, loc, yielded);
       });
   sample.getResult().replaceAllUsesWith(loop.getResult(0));
