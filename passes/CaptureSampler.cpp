@@ -40,8 +40,8 @@ FailureOr<Denoiser> checkDenoiser(ModuleOp module) {
   d.func = entries.front();
   FunctionType type = d.func.getFunctionType();
   auto fail = [&](const Twine &why) {
-    return emitError(d.func.getLoc()) << "cannot sample with this denoiser: "
-                                      << why;
+    return emitError(d.func.getLoc())
+           << "cannot sample with this denoiser: " << why;
   };
   auto tensorAt = [](TypeRange types, unsigned i) {
     return i < types.size() ? dyn_cast<RankedTensorType>(types[i])
@@ -64,8 +64,7 @@ FailureOr<Denoiser> checkDenoiser(ModuleOp module) {
   int64_t batch = d.latent.getDimSize(0);
   int64_t channels = d.latent.getDimSize(1);
   auto isBatchVector = [&](RankedTensorType t) {
-    return t.getRank() == 0 ||
-           (t.getRank() == 1 && t.getDimSize(0) == batch);
+    return t.getRank() == 0 || (t.getRank() == 1 && t.getDimSize(0) == batch);
   };
   if (!isBatchVector(d.timestep) ||
       !isa<FloatType, IntegerType>(d.timestep.getElementType()))
@@ -155,8 +154,7 @@ struct CaptureSamplerPass
     int64_t sampleBatch = guided ? batch / 2 : batch;
     int64_t null = nullLabel;
     if (guided && null < 0) {
-      std::optional<int64_t> rows =
-          findLabelTableRows(d.func.getArgument(2));
+      std::optional<int64_t> rows = findLabelTableRows(d.func.getArgument(2));
       if (!rows)
         return emitError(d.func.getLoc())
                << "cannot find the table the class labels index; name the "
@@ -166,12 +164,11 @@ struct CaptureSamplerPass
 
     OpBuilder b(module.getContext());
     b.setInsertionPointAfter(d.func);
-    auto sampleLatent =
-        d.latent.clone([&] {
-          SmallVector<int64_t> shape(d.latent.getShape());
-          shape[0] = sampleBatch;
-          return shape;
-        }());
+    auto sampleLatent = d.latent.clone([&] {
+      SmallVector<int64_t> shape(d.latent.getShape());
+      shape[0] = sampleBatch;
+      return shape;
+    }());
     SmallVector<Type> inputs{sampleLatent};
     RankedTensorType sampleLabels;
     if (d.labels) {
@@ -195,8 +192,8 @@ struct CaptureSamplerPass
             DenseElementsAttr::get(
                 sampleLabels,
                 b.getIntegerAttr(sampleLabels.getElementType(), null)));
-        labels = ConcatOp::create(b, loc, d.labels, ValueRange{labels, nulls},
-                                  0);
+        labels =
+            ConcatOp::create(b, loc, d.labels, ValueRange{labels, nulls}, 0);
       }
     }
 
@@ -235,7 +232,8 @@ struct CaptureSamplerPass
           b, loc, RankedTensorType::get({}, d.timestep.getElementType()),
           timestep);
     if (d.timestep.getRank() == 1)
-      timestep = BroadcastOp::create(b, loc, d.timestep, timestep, ValueRange{});
+      timestep =
+          BroadcastOp::create(b, loc, d.timestep, timestep, ValueRange{});
     map.map(d.func.getArgument(1), timestep);
     if (d.labels)
       map.map(d.func.getArgument(2), labels);
@@ -261,8 +259,8 @@ struct CaptureSamplerPass
       auto scalar = RankedTensorType::get({}, f32);
       Value scale = ConstantOp::create(
           b, loc, scalar,
-          DenseElementsAttr::get(scalar,
-                                 b.getF32FloatAttr(static_cast<float>(cfgScale))));
+          DenseElementsAttr::get(
+              scalar, b.getF32FloatAttr(static_cast<float>(cfgScale))));
       Value difference = SubOp::create(b, loc, conditional, unconditional);
       noise = AddOp::create(b, loc, unconditional,
                             MulOp::create(b, loc, difference, scale));

@@ -529,4 +529,41 @@ def CaptureSamplerPass : Pass<"kiln-capture-sampler", "mlir::ModuleOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def CacheBlockResidualsPass : Pass<"kiln-cache-block-residuals", "mlir::ModuleOp"> {
+  let summary = "Reuse transformer blocks' output across sampling steps";
+  let description = [{
+    In each `kiln.sample` region, finds the residual stream of the
+    denoiser's pre-LN blocks (a DiT's) and computes blocks
+    `[first, last)` only on every `interval`-th step (step i with
+    i mod interval = 0, so the first step computes): a computing step
+    stores what the blocks add to the stream, `out - in`, in a value the
+    sample op carries; the steps between add the stored residual to their
+    own input instead of running the blocks (FORA- and DeepCache-style
+    reuse; the residual form follows the step's own input rather than
+    freezing the features). The decision is made in the generated loop.
+
+    ```mlir
+    %out = kiln.add %h, %mlp : tensor<2x256x384xf32>   // stream[last]
+    // becomes
+    %compute = arith.cmpi eq, (%step mod interval), 0
+    %new:2 = scf.if %compute -> (tensor<2x256x384xf32>, tensor<2x256x384xf32>) {
+      ... the blocks ...
+      scf.yield %out, (%out - %in)
+    } else {
+      scf.yield (%in + %cache), %cache
+    }
+    kiln.yield %e, %new#1 : ...
+    ```
+  }];
+  let options = [
+    Option<"interval", "interval", "int64_t", "2",
+           "Compute the blocks on every interval-th step">,
+    Option<"first", "first", "int64_t", "0", "First block cached (from 0)">,
+    Option<"last", "last", "int64_t", "-1",
+           "Block after the last one cached (-1: to the end)">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 #endif // KILN_PASSES_PASSES

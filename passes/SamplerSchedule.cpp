@@ -13,9 +13,9 @@ std::vector<double> cumulativeAlphas(const NoiseSchedule &noise) {
   std::vector<double> alphas(noise.trainSteps);
   double product = 1.0;
   for (int64_t k = 0; k < noise.trainSteps; ++k) {
-    double beta = noise.betaStart + (noise.betaEnd - noise.betaStart) *
-                                        static_cast<double>(k) /
-                                        static_cast<double>(noise.trainSteps - 1);
+    double beta = noise.betaStart +
+                  (noise.betaEnd - noise.betaStart) * static_cast<double>(k) /
+                      static_cast<double>(noise.trainSteps - 1);
     product *= 1.0 - beta;
     alphas[k] = product;
   }
@@ -26,9 +26,9 @@ std::vector<double> cumulativeAlphas(const NoiseSchedule &noise) {
 std::vector<double> trailingTimesteps(int64_t steps, int64_t trainSteps) {
   std::vector<double> timesteps(steps);
   for (int64_t i = 0; i < steps; ++i)
-    timesteps[i] = std::round(static_cast<double>(trainSteps - 1) *
-                              static_cast<double>(steps - i) /
-                              static_cast<double>(steps));
+    timesteps[i] =
+        std::round(static_cast<double>(trainSteps - 1) *
+                   static_cast<double>(steps - i) / static_cast<double>(steps));
   return timesteps;
 }
 
@@ -40,10 +40,10 @@ SamplerSchedule ddim(int64_t steps, const std::vector<double> &alphas) {
     double next =
         i + 1 < steps ? alphas[static_cast<size_t>(s.timesteps[i + 1])] : 1.0;
     // x0 = (x - sqrt(1-a) e) / sqrt(a); x' = sqrt(a') x0 + sqrt(1-a') e.
-    s.coefficients.push_back({std::sqrt(next / now),
-                              std::sqrt(1.0 - next) -
-                                  std::sqrt(next * (1.0 - now) / now),
-                              0.0, 0.0, 0.0});
+    s.coefficients.push_back(
+        {std::sqrt(next / now),
+         std::sqrt(1.0 - next) - std::sqrt(next * (1.0 - now) / now), 0.0, 0.0,
+         0.0});
   }
   return s;
 }
@@ -67,15 +67,17 @@ SamplerSchedule euler(int64_t steps, const std::vector<double> &alphas) {
     size_t k = 0;
     while (k + 2 < logSigmas.size() && logSigmas[k + 1] < logSigma)
       ++k;
-    double t = static_cast<double>(k) + (logSigma - logSigmas[k]) /
-                                            (logSigmas[k + 1] - logSigmas[k]);
+    double t = static_cast<double>(k) +
+               (logSigma - logSigmas[k]) / (logSigmas[k + 1] - logSigmas[k]);
     s.timesteps.push_back(
         std::min(std::max(t, 0.0), static_cast<double>(alphas.size() - 1)));
   }
   // The state is the model's (variance-preserving) input x = alpha x_sigma,
   // alpha = 1 / sqrt(1 + sigma^2); Euler steps x_sigma' = x_sigma +
   // (sigma' - sigma) e.
-  auto alphaOf = [](double sigma) { return 1.0 / std::sqrt(1.0 + sigma * sigma); };
+  auto alphaOf = [](double sigma) {
+    return 1.0 / std::sqrt(1.0 + sigma * sigma);
+  };
   s.noiseScale = sigmas[0] * alphaOf(sigmas[0]);
   for (int64_t i = 0; i < steps; ++i) {
     double now = alphaOf(sigmas[i]), next = alphaOf(sigmas[i + 1]);
@@ -116,8 +118,8 @@ SamplerSchedule dpmSolver2M(int64_t steps, const std::vector<double> &alphas) {
       current = 1.0 + 1.0 / (2.0 * r);
       previous = -1.0 / (2.0 * r);
     }
-    s.coefficients.push_back({decay + gain * current * p3,
-                              gain * current * p4, gain * previous, p3, p4});
+    s.coefficients.push_back({decay + gain * current * p3, gain * current * p4,
+                              gain * previous, p3, p4});
   }
   return s;
 }

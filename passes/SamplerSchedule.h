@@ -1,4 +1,5 @@
-//===- SamplerSchedule.h - a sampler's constants from its noise schedule -*- C++ -*-===//
+//===- SamplerSchedule.h - a sampler's constants from its noise schedule -*- C++
+//-*-===//
 //
 // What kiln-capture-sampler folds into a kiln.sample op: the model timestep
 // of each step and the coefficients of its linear update, computed in double

@@ -1,5 +1,6 @@
 //===- SkipLayers.cpp - drop whole blocks of a pre-LN transformer ---------===//
 #include "passes/Passes.h"
+#include "passes/ResidualStream.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
@@ -17,36 +18,6 @@ using namespace mlir;
 using namespace kiln;
 
 namespace {
-
-/// The residual stream of `func`'s pre-LN blocks: stream[k] enters block k
-/// (and is normalized by its first layer norm); stream[k + 1] leaves it.
-/// Block k is `h = stream[k] + attention(ln1(stream[k]))`, then
-/// `stream[k + 1] = h + mlp(ln2(h))`; the last stream value feeds the final
-/// layer norm.
-FailureOr<SmallVector<Value>> findResidualStream(FunctionOpInterface func) {
-  SmallVector<LayerNormOp> norms;
-  func.walk([&](LayerNormOp op) { norms.push_back(op); });
-  auto fail = [&](const Twine &why) {
-    return emitError(func.getLoc())
-           << "cannot skip layers: " << why
-           << "; kiln-skip-layers takes pre-LN transformer blocks (x + "
-              "attention(norm(x)), then + mlp(norm(.)), then a final norm)";
-  };
-  if (norms.size() < 3 || norms.size() % 2 == 0)
-    return fail("found " + Twine(norms.size()) + " layer norms");
-  auto addsTo = [](Value sum, Value residual) {
-    auto add = sum.getDefiningOp<AddOp>();
-    return add && (add.getLhs() == residual || add.getRhs() == residual);
-  };
-  SmallVector<Value> stream{norms[0].getInput()};
-  for (size_t k = 0; 2 * k + 2 < norms.size(); ++k) {
-    Value h = norms[2 * k + 1].getInput(), next = norms[2 * k + 2].getInput();
-    if (!addsTo(h, stream.back()) || !addsTo(next, h))
-      return fail("block " + Twine(k) + " is not two residual additions");
-    stream.push_back(next);
-  }
-  return stream;
-}
 
 /// Erases the ops of `func` that nothing uses and that have no effects.
 void eraseDeadOps(func::FuncOp func) {
@@ -110,7 +81,8 @@ void eraseWritesNotRead(func::FuncOp func) {
 /// Sends each skipped block's input on to where its output went, in
 /// `func`, and erases what only the skipped blocks used.
 LogicalResult skipBlocks(func::FuncOp func, SmallVector<int64_t> skipped) {
-  FailureOr<SmallVector<Value>> stream = findResidualStream(func);
+  FailureOr<SmallVector<Value>> stream = findResidualStream(
+      func.getFunctionBody(), func.getLoc(), "cannot skip layers");
   if (failed(stream))
     return failure();
   int64_t blocks = static_cast<int64_t>(stream->size()) - 1;
@@ -137,7 +109,8 @@ LogicalResult skipBlocks(func::FuncOp func, SmallVector<int64_t> skipped) {
 } // namespace
 
 FailureOr<int64_t> kiln::countSkippableBlocks(FunctionOpInterface func) {
-  FailureOr<SmallVector<Value>> stream = findResidualStream(func);
+  FailureOr<SmallVector<Value>> stream = findResidualStream(
+      func.getFunctionBody(), func.getLoc(), "cannot skip layers");
   if (failed(stream))
     return failure();
   return static_cast<int64_t>(stream->size()) - 1;
@@ -190,8 +163,8 @@ struct SkipLayersPass : kiln::impl::SkipLayersPassBase<SkipLayersPass> {
     }
     func::FuncOp draft = cast<func::FuncOp>(models.front()->clone());
     draft.setSymName(draftEntry);
-    module.getBody()->getOperations().insertAfter(
-        models.front()->getIterator(), draft);
+    module.getBody()->getOperations().insertAfter(models.front()->getIterator(),
+                                                  draft);
     if (failed(skipBlocks(draft, SmallVector<int64_t>(skipped))))
       return signalPassFailure();
     eraseWritesNotRead(draft);

@@ -27,11 +27,15 @@ PyTorch calling the model, classifier-free guidance at --cfg-scale for dit)
 from seeded noise and writes OUT/MODEL/sample-SAMPLER/input_0.pb (the
 noise: one latent for dit, two for unet), input_1.pb (dit: the class label)
 and output_0.pb (the final latent): the reference for the sampling loops
-kiln-compile --pipeline=diffusion builds.
+kiln-compile --pipeline=diffusion builds. With --cache-interval K, dit
+also gets sample-SAMPLER-cacheK: its blocks computed every K-th step only,
+what they add to the tokens reused in between (kiln-compile
+--cache-interval K).
 
 usage: /usr/bin/python3 make_denoisers.py OUT [--models dit,unet] [--seed S]
                                               [--depth N] [--sample ddim,...]
                                               [--steps N] [--cfg-scale S]
+                                              [--cache-interval K]
 (needs Debian's python3-torch, python3-onnx and python3-numpy)
 """
 import argparse
@@ -139,11 +143,20 @@ class DiT(nn.Module):
         self.linear_final = nn.Linear(width, patch * patch * channels)
 
     def forward(self, x, t, y):
-        batch = x.shape[0]
-        h = self.x_embedder(x).flatten(2).transpose(1, 2) + self.pos_embed
-        c = self.t_embedder(timestep_embedding(t, 256)) + self.y_embedder(y)
+        h, c = self.embed(x, t, y)
         for block in self.blocks:
             h = block(h, c)
+        return self.head(h, c)
+
+    def embed(self, x, t, y):
+        """The tokens entering the blocks and the conditioning vector."""
+        h = self.x_embedder(x).flatten(2).transpose(1, 2) + self.pos_embed
+        c = self.t_embedder(timestep_embedding(t, 256)) + self.y_embedder(y)
+        return h, c
+
+    def head(self, h, c):
+        """The predicted noise from the blocks' output tokens."""
+        batch = h.shape[0]
         shift, scale = self.adaLN_final(c).chunk(2, dim=1)
         h = self.linear_final(modulate(self.norm_final(h), shift, scale))
         h = h.reshape(batch, self.grid, self.grid, self.patch, self.patch,
@@ -258,7 +271,30 @@ def export(model, inputs, folder):
     write_tensor(os.path.join(folder, "output_0.pb"), output, "noise")
 
 
-def write_samples(model, folder, names, steps, cfg_scale, seed):
+class CachedBlocks:
+    """model(x, t, y) computing DiT's blocks on every interval-th call only;
+    the calls between add the blocks' last residual (output - input) to
+    their own input tokens."""
+
+    def __init__(self, model, interval):
+        self.model, self.interval = model, interval
+        self.calls, self.residual = 0, None
+
+    def __call__(self, x, t, y):
+        h, c = self.model.embed(x, t, y)
+        if self.calls % self.interval == 0:
+            out = h
+            for block in self.model.blocks:
+                out = block(out, c)
+            self.residual = out - h
+        else:
+            out = h + self.residual
+        self.calls += 1
+        return self.model.head(out, c)
+
+
+def write_samples(model, folder, names, steps, cfg_scale, seed,
+                  cache_interval=1):
     """The sampling references: see the module's docstring."""
     rng = np.random.default_rng(seed)
     conditional = isinstance(model, DiT)
@@ -266,22 +302,28 @@ def write_samples(model, folder, names, steps, cfg_scale, seed):
         np.float32)
     labels = np.array([207])
 
-    def call(x, t, y=None):
-        args = [torch.from_numpy(x.astype(np.float32)),
-                torch.from_numpy(np.asarray(t, np.float32))]
-        if y is not None:
-            args.append(torch.from_numpy(y))
-        with torch.no_grad():
-            return model(*args).numpy().astype(np.float64)
+    def caller(function):
+        def call(x, t, y=None):
+            args = [torch.from_numpy(x.astype(np.float32)),
+                    torch.from_numpy(np.asarray(t, np.float32))]
+            if y is not None:
+                args.append(torch.from_numpy(y))
+            with torch.no_grad():
+                return function(*args).numpy().astype(np.float64)
+        return call
 
-    if conditional:
-        denoise = samplers.guided(call, labels, 1000, cfg_scale)
-    else:
-        def denoise(x, t):
-            return call(x, np.full(len(x), t))
-    for name in names:
+    runs = [(name, "", model) for name in names]
+    if conditional and cache_interval > 1:
+        runs += [(name, f"-cache{cache_interval}", None) for name in names]
+    for name, suffix, function in runs:
+        call = caller(function or CachedBlocks(model, cache_interval))
+        if conditional:
+            denoise = samplers.guided(call, labels, 1000, cfg_scale)
+        else:
+            def denoise(x, t):
+                return call(x, np.full(len(x), t))
         sample = samplers.SAMPLERS[name](denoise, noise, steps)
-        out = os.path.join(folder, f"sample-{name}")
+        out = os.path.join(folder, f"sample-{name}{suffix}")
         os.makedirs(out, exist_ok=True)
         write_tensor(os.path.join(out, "input_0.pb"), noise, "noise")
         if conditional:
@@ -299,6 +341,7 @@ def main():
     parser.add_argument("--sample", default="")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--cfg-scale", type=float, default=4.0)
+    parser.add_argument("--cache-interval", type=int, default=1)
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     for name in args.models.split(","):
@@ -317,7 +360,7 @@ def main():
         if args.sample:
             write_samples(model, os.path.join(args.out, name),
                           args.sample.split(","), args.steps, args.cfg_scale,
-                          args.seed)
+                          args.seed, args.cache_interval)
         print(f"wrote {os.path.join(args.out, name)}")
 
 

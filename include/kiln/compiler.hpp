@@ -88,6 +88,13 @@ struct DiffusionOptions {
   double cfgScale = 1.0;
   /// The unconditional class label; -1: the last row of the label table.
   int64_t nullLabel = -1;
+  /// Compute the denoiser's transformer blocks [cacheFirst, cacheLast)
+  /// only every cacheInterval-th step and reuse what they added to the
+  /// residual stream in between (kiln-cache-block-residuals); 1: every
+  /// step. cacheLast -1: to the last block.
+  int64_t cacheInterval = 1;
+  int64_t cacheFirst = 0;
+  int64_t cacheLast = -1;
 };
 
 /// What a compile produces.

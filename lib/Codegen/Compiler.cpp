@@ -143,6 +143,10 @@ LogicalResult kiln::compileModule(ModuleOp module,
     sampler.cfgScale = diffusion.cfgScale;
     sampler.nullLabel = diffusion.nullLabel;
     pm.addPass(createCaptureSamplerPass(sampler));
+    if (diffusion.cacheInterval > 1)
+      pm.addPass(createCacheBlockResidualsPass({diffusion.cacheInterval,
+                                                diffusion.cacheFirst,
+                                                diffusion.cacheLast}));
     if (failed(pm.run(module)))
       return failure();
   }

@@ -1,11 +1,11 @@
 # Compiles MODEL_DIR/model.onnx with --pipeline=diffusion --sampler=SAMPLER
 # --steps=STEPS (and EXTRA, kiln-compile options separated by commas) at
 # each of LEVELS (e.g. O0,O2), and runs the entry sample through kiln-run --sample on
-# MODEL_DIR/sample-SAMPLER's inputs against the sample
+# MODEL_DIR/sample-SAMPLER${SUFFIX}'s inputs against the sample
 # bench/models/samplers.py computed there with PyTorch calling the model
 # (output_0.pb), within RTOL relative and absolute tolerance.
 string(REPLACE "," ";" extra "${EXTRA}")
-set(data ${MODEL_DIR}/sample-${SAMPLER})
+set(data ${MODEL_DIR}/sample-${SAMPLER}${SUFFIX})
 file(GLOB inputs "${data}/input_*.pb")
 list(SORT inputs)
 if(NOT inputs)
@@ -17,7 +17,7 @@ foreach(input ${inputs})
 endforeach()
 string(REPLACE "," ";" levels "${LEVELS}")
 foreach(level ${levels})
-  set(artifact ${MODEL_DIR}/sample-${SAMPLER}-${level}.so)
+  set(artifact ${MODEL_DIR}/sample-${SAMPLER}${SUFFIX}-${level}.so)
   execute_process(COMMAND ${KILN_BIN}/kiln-compile -${level}
                           ${MODEL_DIR}/model.onnx --pipeline=diffusion
                           --sampler=${SAMPLER} --steps=${STEPS} ${extra}

@@ -156,6 +156,18 @@ llvm::cl::opt<int64_t> nullLabel(
     llvm::cl::desc("The unconditional class label for --cfg-scale "
                    "(default: the label table's last row)"),
     llvm::cl::value_desc("label"), llvm::cl::init(-1));
+llvm::cl::opt<int64_t> cacheInterval(
+    "cache-interval",
+    llvm::cl::desc("With --pipeline=diffusion: compute the denoiser's "
+                   "transformer blocks only every N-th step, reusing what "
+                   "they add to the residual stream in between (1: every "
+                   "step)"),
+    llvm::cl::value_desc("N"), llvm::cl::init(1));
+llvm::cl::opt<std::string> cacheBlocks(
+    "cache-blocks",
+    llvm::cl::desc("The blocks --cache-interval caches, FIRST..END (END "
+                   "excluded; default: all)"),
+    llvm::cl::value_desc("first..end"));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -186,6 +198,7 @@ void hideOtherOptions() {
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "draft-skip-layers",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
+      "cache-interval", "cache-blocks",
       "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -292,15 +305,29 @@ int main(int argc, char **argv) {
   if (!diffusion && (sampler.getNumOccurrences() ||
                      samplerSteps.getNumOccurrences() ||
                      cfgScale.getNumOccurrences() ||
-                     nullLabel.getNumOccurrences())) {
-    llvm::errs() << "kiln-compile: error: --sampler, --steps, --cfg-scale and "
-                    "--null-label describe --pipeline=diffusion\n";
+                     nullLabel.getNumOccurrences() ||
+                     cacheInterval.getNumOccurrences() ||
+                     cacheBlocks.getNumOccurrences())) {
+    llvm::errs() << "kiln-compile: error: --sampler, --steps, --cfg-scale, "
+                    "--null-label and the --cache options describe "
+                    "--pipeline=diffusion\n";
     return 1;
   }
-  if (diffusion && (samplerSteps < 1 || !(cfgScale > 0))) {
-    llvm::errs() << "kiln-compile: error: --steps takes a positive number "
-                    "of steps and --cfg-scale a positive scale\n";
+  if (diffusion && (samplerSteps < 1 || !(cfgScale > 0) ||
+                    cacheInterval < 1)) {
+    llvm::errs() << "kiln-compile: error: --steps and --cache-interval take "
+                    "positive counts and --cfg-scale a positive scale\n";
     return 1;
+  }
+  int64_t cacheFirst = 0, cacheLast = -1;
+  if (!cacheBlocks.empty()) {
+    auto [low, high] = StringRef(cacheBlocks).split("..");
+    if (!parseSize(low, cacheFirst) || !parseSize(high, cacheLast)) {
+      llvm::errs() << "kiln-compile: error: --cache-blocks needs FIRST..END, "
+                      "got '"
+                   << cacheBlocks << "'\n";
+      return 1;
+    }
   }
   if (maxContext < 0) {
     llvm::errs() << "kiln-compile: error: --max-context takes a positive "
@@ -358,7 +385,9 @@ int main(int argc, char **argv) {
   options.skipLayersReportPath = skipLayersReport;
   if (diffusion)
     options.diffusion =
-        kiln::DiffusionOptions{sampler, samplerSteps, cfgScale, nullLabel};
+        kiln::DiffusionOptions{sampler,       samplerSteps, cfgScale,
+                               nullLabel,     cacheInterval, cacheFirst,
+                               cacheLast};
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

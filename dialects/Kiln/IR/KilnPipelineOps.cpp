@@ -13,8 +13,7 @@ LogicalResult SampleOp::verifyRegions() {
   if (coefficients.getShape() != ArrayRef<int64_t>{steps, kNumCoefficients})
     return emitOpError("needs [")
            << steps << ", " << kNumCoefficients
-           << "] update coefficients, one row per step; has "
-           << coefficients;
+           << "] update coefficients, one row per step; has " << coefficients;
   Block &body = getBody().front();
   Type scalar = RankedTensorType::get({}, Float32Type::get(getContext()));
   TypeRange carried = getCarried().getTypes();

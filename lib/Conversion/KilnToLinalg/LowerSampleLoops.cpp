@@ -93,8 +93,7 @@ void lowerSample(SampleOp sample) {
         auto yield = cast<YieldOp>(body.getTerminator());
         Value e = map.lookup(yield.getValue());
         auto term = [&](Value v, int64_t c) -> Value {
-          return MulOp::create(b, loc, v,
-                               readTableEntry(b, loc, table, i, c));
+          return MulOp::create(b, loc, v, readTableEntry(b, loc, table, i, c));
         };
         Value next = AddOp::create(b, loc, term(x, 0), term(e, 1));
         SmallVector<Value> results;
@@ -111,11 +110,12 @@ void lowerSample(SampleOp sample) {
         // In place: the next step's state takes this step's buffers.
         SmallVector<Value> yielded;
         for (auto [value, buffer] : llvm::zip(results, carried))
-          yielded.push_back(value == buffer
-                                ? value
-                                : bufferization::MaterializeInDestinationOp::
-                                      create(b, loc, value, buffer)
-                                          .getResult());
+          yielded.push_back(
+              value == buffer
+                  ? value
+                  : bufferization::MaterializeInDestinationOp::create(
+                        b, loc, value, buffer)
+                        .getResult());
         scf::YieldOp::create(b, loc, yielded);
       });
   sample.getResult().replaceAllUsesWith(loop.getResult(0));
