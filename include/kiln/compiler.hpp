@@ -95,6 +95,20 @@ struct DiffusionOptions {
   int64_t cacheInterval = 1;
   int64_t cacheFirst = 0;
   int64_t cacheLast = -1;
+  /// Choose the interval and the blocks instead (CacheSearch.h): needs
+  /// CompileOptions::calibrationDir (noise and labels) and a PSNR
+  /// qualityBudget.
+  bool chooseCache = false;
+};
+
+/// What CompileOptions::qualityBudget bounds.
+enum class QualityMetric {
+  /// A relative error: a product's RMS error (quantization), or the
+  /// perplexity increase (layer skipping).
+  Relative,
+  /// The least PSNR in dB of samples against the unaccelerated ones
+  /// (diffusion caching).
+  Psnr,
 };
 
 /// What a compile produces.
@@ -151,6 +165,7 @@ struct CompileOptions {
   /// may take from quantization; products above it stay in float. 0: no
   /// limit.
   double qualityBudget = 0;
+  QualityMetric qualityMetric = QualityMetric::Relative;
   /// For a decoder exported with past keys and values (inputs
   /// `past_key_values.N.key/value`, outputs `present.N.key/value`): keep
   /// them in the session's state, `maxContext` positions long, and make the
@@ -174,6 +189,8 @@ struct CompileOptions {
   std::string skipLayersReportPath;
   /// For a diffusion denoiser: also compile its sampling loop.
   std::optional<DiffusionOptions> diffusion;
+  /// Where to write what the cache search measured (JSON); empty: nowhere.
+  std::string cacheReportPath;
   /// Called on each pass manager before it runs (for instance to apply
   /// MLIR's --mlir-print-ir-after-all and --mlir-timing options).
   std::function<llvm::LogicalResult(mlir::PassManager &)> configurePassManager;

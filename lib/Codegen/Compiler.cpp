@@ -3,6 +3,7 @@
 
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "lib/Codegen/Backend.h"
+#include "lib/Codegen/CacheSearch.h"
 #include "lib/Codegen/Calibration.h"
 #include "lib/Codegen/CpuTarget.h"
 #include "lib/Codegen/LayerSkipSearch.h"
@@ -126,15 +127,43 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (failed(pm.run(module)))
       return failure();
   }
+  bool psnrBudget = options.qualityMetric == QualityMetric::Psnr;
+  if (psnrBudget && !(options.diffusion && options.diffusion->chooseCache))
+    return emitError(loc) << "a PSNR quality budget applies to the "
+                             "diffusion cache search (--choose-cache)";
+  OutputFile cacheReport;
   if (options.diffusion) {
     if (options.maxContext > 0 || !skipLayers.empty() ||
         !options.draftSkipLayers.empty())
       return emitError(loc) << "a diffusion pipeline takes no decoder "
                                "options (--max-context, --skip-layers, "
                                "--draft-skip-layers)";
+    DiffusionOptions diffusion = *options.diffusion;
+    if (diffusion.chooseCache) {
+      if (options.calibrationDir.empty() || !psnrBudget ||
+          diffusion.cacheInterval != 1 ||
+          options.quantization != Quantization::None)
+        return emitError(loc)
+               << "choosing the cache needs --calibration noise (and labels) "
+                  "and a --quality-budget psnr=DB, and takes no "
+                  "--cache-interval or --quantize";
+      if (!options.cacheReportPath.empty() &&
+          failed(cacheReport.create(options.cacheReportPath, loc)))
+        return failure();
+      FailureOr<CacheChoice> choice = chooseSampleCache(module, options);
+      if (failed(choice))
+        return failure();
+      diffusion.cacheInterval = choice->interval;
+      diffusion.cacheFirst = choice->first;
+      diffusion.cacheLast = choice->last;
+      if (!options.cacheReportPath.empty())
+        cacheReport.os() << llvm::formatv(
+                                "{0:2}",
+                                llvm::json::Value(std::move(choice->report)))
+                         << "\n";
+    }
     PassManager pm(module.getContext());
     CaptureSamplerPassOptions sampler;
-    const DiffusionOptions &diffusion = *options.diffusion;
     sampler.sampler = diffusion.sampler == SamplerKind::Euler ? Sampler::Euler
                       : diffusion.sampler == SamplerKind::DpmSolver2M
                           ? Sampler::DpmSolver2M
@@ -156,6 +185,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
     module.print(output.os());
     if (!options.skipLayersReportPath.empty() &&
         failed(skipReport.commit(loc)))
+      return failure();
+    if (!options.cacheReportPath.empty() && failed(cacheReport.commit(loc)))
       return failure();
     return output.commit(loc);
   }
@@ -200,7 +231,10 @@ LogicalResult kiln::compileModule(ModuleOp module,
                          })))
     return failure();
   CalibrationReference reference;
-  if (!options.calibrationDir.empty() && !options.chooseSkipLayers) {
+  // The searches' calibration inputs are token sequences or noise, not the
+  // model's inputs.
+  if (!options.calibrationDir.empty() && !options.chooseSkipLayers &&
+      !(options.diffusion && options.diffusion->chooseCache)) {
     TimingScope scope = timing.nest("Calibration");
     if (failed(calibrateProducts(module, options, reference)))
       return failure();
@@ -233,6 +267,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
       return failure();
   }
   if (!options.skipLayersReportPath.empty() && failed(skipReport.commit(loc)))
+    return failure();
+  if (!options.cacheReportPath.empty() && failed(cacheReport.commit(loc)))
     return failure();
   return output.commit(loc);
 }

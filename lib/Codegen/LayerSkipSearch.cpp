@@ -2,10 +2,10 @@
 #include "lib/Codegen/LayerSkipSearch.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
-#include "dialects/Kiln/IR/Weights.h"
 #include "kiln/runtime.h"
 #include "lib/Codegen/ArtifactRunner.h"
 #include "lib/Codegen/Calibration.h"
+#include "lib/Codegen/SearchCandidate.h"
 #include "lib/TensorFile/TensorFile.h"
 #include "passes/Passes.h"
 
@@ -125,22 +125,9 @@ kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
   llvm::FileRemover remover(path);
   llvm::json::Array tried;
   auto measure = [&](const std::vector<int64_t> &skipped) -> FailureOr<double> {
-    CompileOptions trial = options;
-    trial.chooseSkipLayers = false;
-    trial.skipLayersReportPath.clear();
+    CompileOptions trial = candidateOptions(options, path);
     trial.skipLayers = skipped;
-    trial.emit = EmitKind::Library;
-    trial.outputPath = path.str().str();
-    trial.libraryName = "kiln-layer-search.so";
-    trial.calibrationDir.clear();
-    trial.qualityBudget = 0;
-    trial.configurePassManager = nullptr;
-    trial.timing = nullptr;
-    OwningOpRef<ModuleOp> clone = module.clone();
-    // The clone's weights are the module's: compiling it must not release
-    // them.
-    (*clone)->setAttr(kSharedWeightsAttr, UnitAttr::get(module.getContext()));
-    if (failed(compileModule(*clone, trial)))
+    if (failed(compileCandidate(module, trial)))
       return failure();
     FailureOr<double> perplexity = measurePerplexity(path, *sequences, loc);
     if (succeeded(perplexity))

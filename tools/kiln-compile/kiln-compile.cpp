@@ -84,13 +84,14 @@ llvm::cl::opt<std::string> calibration(
                    "inputs (folders of input_0.pb, ...), running the float "
                    "model; for --choose-skip-layers, token sequences"),
     llvm::cl::value_desc("dir"));
-llvm::cl::opt<double> qualityBudget(
+llvm::cl::opt<std::string> qualityBudget(
     "quality-budget",
     llvm::cl::desc("With --calibration: the largest relative RMS error a "
                    "product's output may take (products above stay float), "
-                   "or the relative perplexity increase skipped layers may "
-                   "cost"),
-    llvm::cl::value_desc("error"), llvm::cl::init(0.0));
+                   "the relative perplexity increase skipped layers may "
+                   "cost, or psnr=DB, the least PSNR of --choose-cache's "
+                   "samples against the uncached ones"),
+    llvm::cl::value_desc("error|psnr=DB"));
 llvm::cl::opt<int64_t> maxContext(
     "max-context",
     llvm::cl::desc("For a decoder with past_key_values inputs: keep the KV "
@@ -168,6 +169,15 @@ llvm::cl::opt<std::string> cacheBlocks(
     llvm::cl::desc("The blocks --cache-interval caches, FIRST..END (END "
                    "excluded; default: all)"),
     llvm::cl::value_desc("first..end"));
+llvm::cl::opt<bool> chooseCache(
+    "choose-cache",
+    llvm::cl::desc("With --pipeline=diffusion: choose --cache-interval and "
+                   "--cache-blocks, the cheapest whose samples of the "
+                   "--calibration noise keep --quality-budget psnr=DB"));
+llvm::cl::opt<std::string> cacheReport(
+    "cache-report",
+    llvm::cl::desc("Write what --choose-cache measured (JSON)"),
+    llvm::cl::value_desc("path"));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -198,7 +208,7 @@ void hideOtherOptions() {
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "draft-skip-layers",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
-      "cache-interval", "cache-blocks",
+      "cache-interval", "cache-blocks", "choose-cache", "cache-report",
       "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -286,9 +296,22 @@ int main(int argc, char **argv) {
                     "scales on --calibration inputs: give some\n";
     return 1;
   }
-  if (qualityBudget < 0 || (qualityBudget > 0 && calibration.empty())) {
+  double budget = 0;
+  kiln::QualityMetric metric = kiln::QualityMetric::Relative;
+  StringRef budgetText = qualityBudget;
+  if (budgetText.consume_front("psnr="))
+    metric = kiln::QualityMetric::Psnr;
+  if ((!budgetText.empty() &&
+       (budgetText.getAsDouble(budget) || !(budget > 0))) ||
+      (budget > 0 && calibration.empty())) {
     llvm::errs() << "kiln-compile: error: --quality-budget takes a positive "
-                    "error and --calibration inputs to measure it on\n";
+                    "error or psnr=DB, and --calibration inputs to measure "
+                    "it on\n";
+    return 1;
+  }
+  if (!cacheReport.empty() && !chooseCache) {
+    llvm::errs() << "kiln-compile: error: --cache-report reports what "
+                    "--choose-cache measures\n";
     return 1;
   }
   if (!skipLayersReport.empty() && !chooseSkipLayers) {
@@ -307,7 +330,7 @@ int main(int argc, char **argv) {
                      cfgScale.getNumOccurrences() ||
                      nullLabel.getNumOccurrences() ||
                      cacheInterval.getNumOccurrences() ||
-                     cacheBlocks.getNumOccurrences())) {
+                     cacheBlocks.getNumOccurrences() || chooseCache)) {
     llvm::errs() << "kiln-compile: error: --sampler, --steps, --cfg-scale, "
                     "--null-label and the --cache options describe "
                     "--pipeline=diffusion\n";
@@ -375,7 +398,9 @@ int main(int argc, char **argv) {
   options.quantization = quantization;
   options.quantizationReportPath = quantizeReport;
   options.calibrationDir = calibration;
-  options.qualityBudget = qualityBudget;
+  options.qualityBudget = budget;
+  options.qualityMetric = metric;
+  options.cacheReportPath = cacheReport;
   options.maxContext = maxContext;
   options.kvCache = kvCache;
   options.skipLayers.assign(skipLayers.begin(), skipLayers.end());
@@ -387,7 +412,7 @@ int main(int argc, char **argv) {
     options.diffusion =
         kiln::DiffusionOptions{sampler,       samplerSteps, cfgScale,
                                nullLabel,     cacheInterval, cacheFirst,
-                               cacheLast};
+                               cacheLast,     chooseCache};
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };

@@ -1,0 +1,154 @@
+//===- CacheSearch.cpp - a sampler's cache within a quality budget --------===//
+#include "lib/Codegen/CacheSearch.h"
+
+#include "dialects/Kiln/IR/EntryPoints.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "kiln/runtime.h"
+#include "lib/Codegen/ArtifactRunner.h"
+#include "lib/Codegen/Calibration.h"
+#include "lib/Codegen/SearchCandidate.h"
+#include "passes/ResidualStream.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+
+#include <algorithm>
+#include <cmath>
+#include <tuple>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// The samples of the artifact at `path` on each calibration set.
+FailureOr<std::vector<std::vector<float>>>
+sampleSets(StringRef path, ArrayRef<std::vector<std::string>> sets,
+           Location loc) {
+  FailureOr<ArtifactRunner> runner =
+      ArtifactRunner::open(path, "sample", "the sampling loop", loc);
+  if (failed(runner))
+    return failure();
+  std::vector<std::vector<float>> samples;
+  for (const std::vector<std::string> &files : sets) {
+    FailureOr<std::vector<TensorPtr>> outputs = runner->run(files);
+    if (failed(outputs))
+      return failure();
+    const kiln_tensor *sample = outputs->front().get();
+    const auto *data = static_cast<const float *>(kiln_tensor_const_data(sample));
+    int64_t count = 1;
+    for (int32_t d = 0; d < kiln_tensor_rank(sample); ++d)
+      count *= kiln_tensor_dims(sample)[d];
+    samples.emplace_back(data, data + count);
+  }
+  return samples;
+}
+
+/// PSNR of `sample` against `reference`, peak the reference's range;
+/// capped at 200 dB (identical samples).
+double psnr(ArrayRef<float> sample, ArrayRef<float> reference) {
+  auto [low, high] = std::minmax_element(reference.begin(), reference.end());
+  double range = double(*high) - double(*low), squared = 0;
+  for (auto [a, b] : llvm::zip(sample, reference))
+    squared += (double(a) - double(b)) * (double(a) - double(b));
+  double mse = squared / double(reference.size());
+  if (mse == 0 || range == 0)
+    return 200.0;
+  return std::min(200.0, 10.0 * std::log10(range * range / mse));
+}
+
+struct Candidate {
+  int64_t interval, first;
+  /// The share of the blocks' work a sampling run still does.
+  double cost;
+};
+
+} // namespace
+
+FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
+                                               const CompileOptions &options) {
+  Location loc = module.getLoc();
+  func::FuncOp denoiser;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (isEntryPoint(func))
+      denoiser = func;
+  if (!denoiser)
+    return emitError(loc) << "cache search: the module has no entry point";
+  FailureOr<SmallVector<Value>> stream = findResidualStream(
+      denoiser.getBody(), denoiser.getLoc(), "cache search");
+  if (failed(stream))
+    return failure();
+  int64_t blocks = static_cast<int64_t>(stream->size()) - 1;
+  int32_t numInputs = denoiser.getNumArguments() == 3 ? 2 : 1;
+  FailureOr<std::vector<std::vector<std::string>>> sets =
+      findCalibrationSets(options.calibrationDir, numInputs, loc);
+  if (failed(sets))
+    return failure();
+
+  SmallString<256> path;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("kiln-cache-search", "so", path))
+    return emitError(loc) << "cache search: cannot create a temporary file: "
+                          << ec.message();
+  llvm::FileRemover remover(path);
+  auto sample = [&](int64_t interval,
+                    int64_t first) -> FailureOr<std::vector<std::vector<float>>> {
+    CompileOptions trial = candidateOptions(options, path);
+    trial.diffusion->cacheInterval = interval;
+    trial.diffusion->cacheFirst = first;
+    trial.diffusion->cacheLast = -1;
+    if (failed(compileCandidate(module, trial)))
+      return failure();
+    return sampleSets(path, *sets, loc);
+  };
+
+  FailureOr<std::vector<std::vector<float>>> reference = sample(1, 0);
+  if (failed(reference))
+    return failure();
+  std::vector<Candidate> candidates;
+  for (int64_t interval = 2; interval <= 8; ++interval)
+    for (int64_t first = 0; first < std::min<int64_t>(2, blocks); ++first)
+      candidates.push_back(
+          {interval, first,
+           1.0 - (1.0 - 1.0 / double(interval)) * double(blocks - first) /
+                     double(blocks)});
+  llvm::sort(candidates, [](const Candidate &a, const Candidate &b) {
+    return std::tie(a.cost, a.first, a.interval) <
+           std::tie(b.cost, b.first, b.interval);
+  });
+
+  CacheChoice choice;
+  llvm::json::Array tried;
+  for (const Candidate &candidate : candidates) {
+    FailureOr<std::vector<std::vector<float>>> samples =
+        sample(candidate.interval, candidate.first);
+    if (failed(samples))
+      return failure();
+    double total = 0;
+    for (auto [s, r] : llvm::zip(*samples, *reference))
+      total += psnr(s, r);
+    double mean = total / double(samples->size());
+    tried.push_back(llvm::json::Object{{"interval", candidate.interval},
+                                       {"first_block", candidate.first},
+                                       {"block_work", candidate.cost},
+                                       {"psnr", mean}});
+    if (mean >= options.qualityBudget) {
+      choice.interval = candidate.interval;
+      choice.first = candidate.first;
+      break;
+    }
+  }
+  choice.report = llvm::json::Object{
+      {"metric", "psnr"},
+      {"calibration_sets", static_cast<int64_t>(sets->size())},
+      {"quality_budget_db", options.qualityBudget},
+      {"blocks", blocks},
+      {"tried", std::move(tried)},
+      {"chosen",
+       llvm::json::Object{{"interval", choice.interval},
+                          {"first_block", choice.first},
+                          {"last_block", blocks}}}};
+  return choice;
+}

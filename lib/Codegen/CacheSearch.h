@@ -1,0 +1,43 @@
+//===- CacheSearch.h - a sampler's cache within a quality budget -*- C++ -*-===//
+//
+// How long a denoiser's blocks can be reused across steps depends on the
+// model, the sampler and the guidance: the search measures it. Each
+// candidate (an interval and the blocks it caches) is compiled with the
+// sampling loop and run on the calibration noise; its samples are compared
+// with the uncached loop's, and the cheapest candidate whose PSNR meets the
+// budget is kept.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_LIB_CODEGEN_CACHESEARCH_H
+#define KILN_LIB_CODEGEN_CACHESEARCH_H
+
+#include "kiln/compiler.hpp"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+namespace kiln {
+
+struct CacheChoice {
+  /// The chosen interval and blocks (interval 1: nothing met the budget).
+  int64_t interval = 1;
+  int64_t first = 0;
+  int64_t last = -1;
+  /// What the search measured, for the report.
+  llvm::json::Object report;
+};
+
+/// For options.diffusion->chooseCache: samples the calibration sets in
+/// options.calibrationDir (folders of input_0.pb, the noise, and
+/// input_1.pb, the labels, as the entry `sample` takes them) with the
+/// uncached loop, then tries intervals 2-8 over all the denoiser's blocks
+/// and over all but the first, cheapest first (by the share of block work
+/// left), until one's mean PSNR against the uncached samples reaches
+/// options.qualityBudget dB. PSNR per sample: 10 log10(range^2 / MSE),
+/// range the uncached sample's max - min. `module` is not changed.
+mlir::FailureOr<CacheChoice> chooseSampleCache(mlir::ModuleOp module,
+                                               const CompileOptions &options);
+
+} // namespace kiln
+
+#endif // KILN_LIB_CODEGEN_CACHESEARCH_H
