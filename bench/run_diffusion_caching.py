@@ -14,6 +14,9 @@ mode is a Kiln artifact with the sampling loop inside
   uncached        --steps 50, the reference every other row is compared with
   cache K         --steps 50 --cache-interval K: the blocks every K-th step
   cache K, 1..6   the same with block 0 computed every step
+  adaptive T      --steps 50 --cache-threshold T: the blocks run when the
+                  change of their input, summed since they last ran,
+                  reaches T (TeaCache-style)
   steps N         --steps N: plain step reduction, the baseline a cache
                   must beat at equal speed
   fitted B dB     --choose-cache --quality-budget psnr=B, fitted on 8
@@ -62,6 +65,9 @@ def modes(steps):
         rows.append((f"cache {k}, blocks 1..6",
                      [f"--steps={steps}", f"--cache-interval={k}",
                       "--cache-blocks=1..6"]))
+    for t in (0.1, 0.2, 0.3, 0.5):
+        rows.append((f"adaptive {t:g}", [f"--steps={steps}",
+                                         f"--cache-threshold={t}"]))
     for n in (25, 17, 13, 10):
         rows.append((f"steps {n}", [f"--steps={n}"]))
     return rows

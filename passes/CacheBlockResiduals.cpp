@@ -59,6 +59,39 @@ FailureOr<SmallVector<Operation *>> findSpan(Block &block, Value in,
   return span;
 }
 
+/// The probe the adaptive decision watches: the first cached block's
+/// normalized (and, in a DiT, modulated) input, found by following the
+/// layer norm of `in` through the elementwise ops that alone use it. Its
+/// ops leave `span`: they run every step, before the decision.
+FailureOr<Value> splitProbe(Value in, SmallVector<Operation *> &span) {
+  LayerNormOp norm;
+  for (Operation *user : in.getUsers())
+    if (auto candidate = dyn_cast<LayerNormOp>(user))
+      if (!norm || candidate->isBeforeInBlock(norm))
+        norm = candidate;
+  if (!norm)
+    return failure();
+  SmallVector<Operation *> chain{norm};
+  Value probe = norm.getResult();
+  while (probe.hasOneUse() &&
+         isa<MulOp, AddOp, SubOp>(*probe.getUsers().begin())) {
+    Operation *next = *probe.getUsers().begin();
+    chain.push_back(next);
+    probe = next->getResult(0);
+  }
+  // The chain runs before the blocks, so it may use nothing they compute.
+  llvm::DenseSet<Operation *> inSpan(span.begin(), span.end());
+  for (Operation *op : chain)
+    for (Value operand : op->getOperands())
+      if (operand != in &&
+          !llvm::is_contained(chain, operand.getDefiningOp()) &&
+          inSpan.contains(operand.getDefiningOp()))
+        return failure();
+  llvm::erase_if(span,
+                 [&](Operation *op) { return llvm::is_contained(chain, op); });
+  return probe;
+}
+
 struct CacheBlockResidualsPass
     : kiln::impl::CacheBlockResidualsPassBase<CacheBlockResidualsPass> {
   using CacheBlockResidualsPassBase::CacheBlockResidualsPassBase;
@@ -73,8 +106,9 @@ struct CacheBlockResidualsPass
 
   LogicalResult cache(SampleOp sample) {
     Location loc = sample.getLoc();
-    if (interval < 1)
-      return emitError(loc) << "the caching interval must be at least 1";
+    if (interval < 1 || threshold < 0)
+      return emitError(loc) << "the caching interval must be at least 1 and "
+                               "the threshold not negative";
     FailureOr<SmallVector<Value>> stream = findResidualStream(
         sample.getBody(), loc, "cannot cache block residuals");
     if (failed(stream))
@@ -93,49 +127,114 @@ struct CacheBlockResidualsPass
     FailureOr<SmallVector<Operation *>> span = findSpan(body, in, out);
     if (failed(span))
       return failure();
+    bool adaptive = threshold > 0;
+    Value probe;
+    if (adaptive) {
+      FailureOr<Value> found = splitProbe(in, *span);
+      if (failed(found))
+        return emitError(loc) << "cannot cache adaptively: the first cached "
+                                 "block's normalized input is not found";
+      probe = *found;
+    }
 
-    // The sample op carries one more value: the stored residual.
+    // The sample op carries the stored residual, and for the adaptive
+    // decision the previous step's probe and the distance accumulated
+    // since the blocks last ran.
     auto streamType = cast<RankedTensorType>(out.getType());
+    auto scalarType = RankedTensorType::get({}, streamType.getElementType());
     OpBuilder b(sample);
-    Value zeros = ConstantOp::create(b, loc, streamType,
-                                     DenseElementsAttr::get(streamType, 0.0f));
+    auto zerosOf = [&](RankedTensorType type) -> Value {
+      return ConstantOp::create(b, loc, type,
+                                DenseElementsAttr::get(type, 0.0f));
+    };
     SmallVector<Value> carried(sample.getCarried());
-    carried.push_back(zeros);
+    carried.push_back(zerosOf(streamType));
+    if (adaptive) {
+      carried.push_back(zerosOf(cast<RankedTensorType>(probe.getType())));
+      carried.push_back(zerosOf(scalarType));
+    }
     auto cached = SampleOp::create(
         b, loc, sample.getType(), sample.getNoise(), carried,
         sample.getSamplerAttr(), sample.getNoiseScaleAttr(),
         sample.getTimestepsAttr(), sample.getCoefficientsAttr());
     cached->setDiscardableAttrs(sample->getDiscardableAttrDictionary());
     cached.getBody().takeBody(sample.getBody());
+    int64_t steps = cached.getNumSteps();
     sample.replaceAllUsesWith(cached.getResult());
     sample.erase();
     Value stored = body.addArgument(streamType, loc);
+    Value previousProbe, accumulated;
+    if (adaptive) {
+      previousProbe = body.addArgument(probe.getType(), loc);
+      accumulated = body.addArgument(scalarType, loc);
+    }
     Value step = body.getArgument(2);
 
     b.setInsertionPointAfterValue(out);
-    Value period = arith::ConstantIndexOp::create(b, loc, interval);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value compute = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq,
-        arith::RemUIOp::create(b, loc, step, period), zero);
-    auto choice = scf::IfOp::create(b, loc, TypeRange{streamType, streamType},
-                                    compute, /*withElseRegion=*/true);
+    Value compute, distance;
+    if (adaptive) {
+      // The relative L1 change of the probe since the last step, summed
+      // since the blocks last ran; the first and last steps always run.
+      SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(
+          0, cast<RankedTensorType>(probe.getType()).getRank()));
+      auto meanAbs = [&](Value v) -> Value {
+        return ReduceMeanOp::create(b, loc, AbsOp::create(b, loc, v),
+                                    b.getDenseI64ArrayAttr(axes), UnitAttr());
+      };
+      Value change = DivOp::create(
+          b, loc, meanAbs(SubOp::create(b, loc, probe, previousProbe)),
+          meanAbs(previousProbe));
+      distance = AddOp::create(b, loc, accumulated, change);
+      Value total = tensor::ExtractOp::create(b, loc, distance, ValueRange{});
+      Value limit = arith::ConstantOp::create(
+          b, loc, b.getF32FloatAttr(static_cast<float>(threshold)));
+      Value over = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                         total, limit);
+      Value lastStep = arith::ConstantIndexOp::create(b, loc, steps - 1);
+      Value firstOrLast = arith::OrIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step, zero),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step,
+                                lastStep));
+      compute = arith::OrIOp::create(b, loc, over, firstOrLast);
+    } else {
+      Value period = arith::ConstantIndexOp::create(b, loc, interval);
+      compute = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(b, loc, step, period), zero);
+    }
+    SmallVector<Type> types{streamType, streamType};
+    if (adaptive)
+      types.push_back(scalarType);
+    auto choice =
+        scf::IfOp::create(b, loc, types, compute, /*withElseRegion=*/true);
     OpBuilder then = choice.getThenBodyBuilder();
     auto thenYield = scf::YieldOp::create(then, loc, ValueRange{});
     for (Operation *op : *span)
       op->moveBefore(thenYield);
     then.setInsertionPoint(thenYield);
-    Value residual = SubOp::create(then, loc, out, in);
-    thenYield->setOperands(ValueRange{out, residual});
+    SmallVector<Value> computed{out, SubOp::create(then, loc, out, in)};
+    if (adaptive)
+      computed.push_back(ConstantOp::create(
+          then, loc, scalarType, DenseElementsAttr::get(scalarType, 0.0f)));
+    thenYield->setOperands(computed);
     OpBuilder otherwise = choice.getElseBodyBuilder();
-    Value reused = AddOp::create(otherwise, loc, in, stored);
-    scf::YieldOp::create(otherwise, loc, ValueRange{reused, stored});
+    SmallVector<Value> reused{AddOp::create(otherwise, loc, in, stored),
+                              stored};
+    if (adaptive)
+      reused.push_back(distance);
+    scf::YieldOp::create(otherwise, loc, reused);
 
     out.replaceUsesWithIf(choice.getResult(0), [&](OpOperand &use) {
       return !choice->isAncestor(use.getOwner());
     });
     auto yield = cast<YieldOp>(body.getTerminator());
     yield.getCarriedMutable().append(choice.getResult(1));
+    if (adaptive) {
+      yield.getCarriedMutable().append(probe);
+      yield.getCarriedMutable().append(choice.getResult(2));
+    }
     return success();
   }
 };

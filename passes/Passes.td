@@ -542,6 +542,13 @@ def CacheBlockResidualsPass : Pass<"kiln-cache-block-residuals", "mlir::ModuleOp
     reuse; the residual form follows the step's own input rather than
     freezing the features). The decision is made in the generated loop.
 
+    With a `threshold`, the decision adapts (TeaCache-style): each step
+    measures how much the first cached block's normalized (modulated)
+    input changed since the previous step, `mean|m - m_prev| / mean|m_prev|`,
+    adds it to a distance carried across steps, and runs the blocks (and
+    zeroes the distance) once that reaches the threshold; the first and
+    last steps always run them.
+
     ```mlir
     %out = kiln.add %h, %mlp : tensor<2x256x384xf32>   // stream[last]
     // becomes
@@ -560,7 +567,11 @@ def CacheBlockResidualsPass : Pass<"kiln-cache-block-residuals", "mlir::ModuleOp
            "Compute the blocks on every interval-th step">,
     Option<"first", "first", "int64_t", "0", "First block cached (from 0)">,
     Option<"last", "last", "int64_t", "-1",
-           "Block after the last one cached (-1: to the end)">
+           "Block after the last one cached (-1: to the end)">,
+    Option<"threshold", "threshold", "double", "0",
+           "Decide at run time instead (when above 0): run the blocks once "
+           "the relative L1 change of the first one's normalized input, "
+           "summed over the steps since they last ran, reaches this">
   ];
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];

@@ -30,12 +30,16 @@ and output_0.pb (the final latent): the reference for the sampling loops
 kiln-compile --pipeline=diffusion builds. With --cache-interval K, dit
 also gets sample-SAMPLER-cacheK: its blocks computed every K-th step only,
 what they add to the tokens reused in between (kiln-compile
---cache-interval K).
+--cache-interval K), and with --cache-threshold T, for the first sampler
+named, sample-SAMPLER-thresholdT:
+the blocks run when the change of their input says so
+(kiln-compile --cache-threshold T).
 
 usage: /usr/bin/python3 make_denoisers.py OUT [--models dit,unet] [--seed S]
                                               [--depth N] [--sample ddim,...]
                                               [--steps N] [--cfg-scale S]
                                               [--cache-interval K]
+                                              [--cache-threshold T]
 (needs Debian's python3-torch, python3-onnx and python3-numpy)
 """
 import argparse
@@ -274,15 +278,41 @@ def export(model, inputs, folder):
 class CachedBlocks:
     """model(x, t, y) computing DiT's blocks on every interval-th call only;
     the calls between add the blocks' last residual (output - input) to
-    their own input tokens."""
+    their own input tokens. With a threshold instead, the blocks run on the
+    first and last of `steps` calls and whenever the relative L1 change of
+    the first block's modulated input (mean |m - m'| / mean |m'|, m' the
+    previous call's), summed since they last ran, reaches it."""
 
-    def __init__(self, model, interval):
+    def __init__(self, model, interval=1, threshold=0.0, steps=0):
         self.model, self.interval = model, interval
+        self.threshold, self.steps = threshold, steps
         self.calls, self.residual = 0, None
+        self.previous, self.distance, self.margin = None, 0.0, float("inf")
+
+    def compute_now(self, h, c):
+        if not self.threshold:
+            return self.calls % self.interval == 0
+        first = self.model.blocks[0]
+        shift, scale = first.adaLN_modulation(c).chunk(6, dim=1)[:2]
+        probe = modulate(first.norm1(h), shift, scale)
+        if self.previous is not None:
+            self.distance += float((probe - self.previous).abs().mean() /
+                                   self.previous.abs().mean())
+        self.previous = probe
+        if self.calls in (0, self.steps - 1):
+            compute = True
+        else:
+            # How close a decision came to going the other way.
+            self.margin = min(self.margin,
+                              abs(self.distance / self.threshold - 1))
+            compute = self.distance >= self.threshold
+        if compute:
+            self.distance = 0.0
+        return compute
 
     def __call__(self, x, t, y):
         h, c = self.model.embed(x, t, y)
-        if self.calls % self.interval == 0:
+        if self.compute_now(h, c):
             out = h
             for block in self.model.blocks:
                 out = block(out, c)
@@ -294,7 +324,7 @@ class CachedBlocks:
 
 
 def write_samples(model, folder, names, steps, cfg_scale, seed,
-                  cache_interval=1):
+                  cache_interval=1, cache_threshold=0.0):
     """The sampling references: see the module's docstring."""
     rng = np.random.default_rng(seed)
     conditional = isinstance(model, DiT)
@@ -312,17 +342,29 @@ def write_samples(model, folder, names, steps, cfg_scale, seed,
                 return function(*args).numpy().astype(np.float64)
         return call
 
-    runs = [(name, "", model) for name in names]
+    runs = [(name, "", lambda: model) for name in names]
     if conditional and cache_interval > 1:
-        runs += [(name, f"-cache{cache_interval}", None) for name in names]
-    for name, suffix, function in runs:
-        call = caller(function or CachedBlocks(model, cache_interval))
+        runs += [(name, f"-cache{cache_interval}",
+                  lambda: CachedBlocks(model, interval=cache_interval))
+                 for name in names]
+    if conditional and cache_threshold > 0:
+        runs.append((names[0], f"-threshold{cache_threshold:g}",
+                     lambda: CachedBlocks(model, threshold=cache_threshold,
+                                          steps=steps)))
+    for name, suffix, make in runs:
+        function = make()
+        call = caller(function)
         if conditional:
             denoise = samplers.guided(call, labels, 1000, cfg_scale)
         else:
             def denoise(x, t):
                 return call(x, np.full(len(x), t))
         sample = samplers.SAMPLERS[name](denoise, noise, steps)
+        if isinstance(function, CachedBlocks) and function.threshold:
+            # float32 sums in Kiln: a decision this close could go the
+            # other way there.
+            assert function.margin > 0.01, \
+                f"threshold {cache_threshold} too close to a decision"
         out = os.path.join(folder, f"sample-{name}{suffix}")
         os.makedirs(out, exist_ok=True)
         write_tensor(os.path.join(out, "input_0.pb"), noise, "noise")
@@ -342,6 +384,7 @@ def main():
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--cfg-scale", type=float, default=4.0)
     parser.add_argument("--cache-interval", type=int, default=1)
+    parser.add_argument("--cache-threshold", type=float, default=0.0)
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     for name in args.models.split(","):
@@ -360,7 +403,8 @@ def main():
         if args.sample:
             write_samples(model, os.path.join(args.out, name),
                           args.sample.split(","), args.steps, args.cfg_scale,
-                          args.seed, args.cache_interval)
+                          args.seed, args.cache_interval,
+                          args.cache_threshold)
         print(f"wrote {os.path.join(args.out, name)}")
 
 

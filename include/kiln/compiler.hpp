@@ -95,6 +95,10 @@ struct DiffusionOptions {
   int64_t cacheInterval = 1;
   int64_t cacheFirst = 0;
   int64_t cacheLast = -1;
+  /// Above 0: decide at run time instead of every cacheInterval-th step;
+  /// the blocks run once the relative L1 change of their first one's
+  /// normalized input, summed since they last ran, reaches this.
+  double cacheThreshold = 0;
   /// Choose the interval and the blocks instead (CacheSearch.h): needs
   /// CompileOptions::calibrationDir (noise and labels) and a PSNR
   /// qualityBudget.

@@ -37,7 +37,8 @@ sampleSets(StringRef path, ArrayRef<std::vector<std::string>> sets,
     if (failed(outputs))
       return failure();
     const kiln_tensor *sample = outputs->front().get();
-    const auto *data = static_cast<const float *>(kiln_tensor_const_data(sample));
+    const auto *data =
+        static_cast<const float *>(kiln_tensor_const_data(sample));
     int64_t count = 1;
     for (int32_t d = 0; d < kiln_tensor_rank(sample); ++d)
       count *= kiln_tensor_dims(sample)[d];
@@ -76,8 +77,8 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
       denoiser = func;
   if (!denoiser)
     return emitError(loc) << "cache search: the module has no entry point";
-  FailureOr<SmallVector<Value>> stream = findResidualStream(
-      denoiser.getBody(), denoiser.getLoc(), "cache search");
+  FailureOr<SmallVector<Value>> stream =
+      findResidualStream(denoiser.getBody(), denoiser.getLoc(), "cache search");
   if (failed(stream))
     return failure();
   int64_t blocks = static_cast<int64_t>(stream->size()) - 1;
@@ -93,8 +94,9 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
     return emitError(loc) << "cache search: cannot create a temporary file: "
                           << ec.message();
   llvm::FileRemover remover(path);
-  auto sample = [&](int64_t interval,
-                    int64_t first) -> FailureOr<std::vector<std::vector<float>>> {
+  auto sample =
+      [&](int64_t interval,
+          int64_t first) -> FailureOr<std::vector<std::vector<float>>> {
     CompileOptions trial = candidateOptions(options, path);
     trial.diffusion->cacheInterval = interval;
     trial.diffusion->cacheFirst = first;
@@ -110,10 +112,9 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
   std::vector<Candidate> candidates;
   for (int64_t interval = 2; interval <= 8; ++interval)
     for (int64_t first = 0; first < std::min<int64_t>(2, blocks); ++first)
-      candidates.push_back(
-          {interval, first,
-           1.0 - (1.0 - 1.0 / double(interval)) * double(blocks - first) /
-                     double(blocks)});
+      candidates.push_back({interval, first,
+                            1.0 - (1.0 - 1.0 / double(interval)) *
+                                      double(blocks - first) / double(blocks)});
   llvm::sort(candidates, [](const Candidate &a, const Candidate &b) {
     return std::tie(a.cost, a.first, a.interval) <
            std::tie(b.cost, b.first, b.interval);
@@ -146,9 +147,8 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
       {"quality_budget_db", options.qualityBudget},
       {"blocks", blocks},
       {"tried", std::move(tried)},
-      {"chosen",
-       llvm::json::Object{{"interval", choice.interval},
-                          {"first_block", choice.first},
-                          {"last_block", blocks}}}};
+      {"chosen", llvm::json::Object{{"interval", choice.interval},
+                                    {"first_block", choice.first},
+                                    {"last_block", blocks}}}};
   return choice;
 }

@@ -1,4 +1,5 @@
-//===- CacheSearch.h - a sampler's cache within a quality budget -*- C++ -*-===//
+//===- CacheSearch.h - a sampler's cache within a quality budget -*- C++
+//-*-===//
 //
 // How long a denoiser's blocks can be reused across steps depends on the
 // model, the sampler and the guidance: the search measures it. Each

@@ -141,12 +141,12 @@ LogicalResult kiln::compileModule(ModuleOp module,
     DiffusionOptions diffusion = *options.diffusion;
     if (diffusion.chooseCache) {
       if (options.calibrationDir.empty() || !psnrBudget ||
-          diffusion.cacheInterval != 1 ||
+          diffusion.cacheInterval != 1 || diffusion.cacheThreshold > 0 ||
           options.quantization != Quantization::None)
         return emitError(loc)
                << "choosing the cache needs --calibration noise (and labels) "
                   "and a --quality-budget psnr=DB, and takes no "
-                  "--cache-interval or --quantize";
+                  "--cache-interval, --cache-threshold or --quantize";
       if (!options.cacheReportPath.empty() &&
           failed(cacheReport.create(options.cacheReportPath, loc)))
         return failure();
@@ -172,10 +172,10 @@ LogicalResult kiln::compileModule(ModuleOp module,
     sampler.cfgScale = diffusion.cfgScale;
     sampler.nullLabel = diffusion.nullLabel;
     pm.addPass(createCaptureSamplerPass(sampler));
-    if (diffusion.cacheInterval > 1)
-      pm.addPass(createCacheBlockResidualsPass({diffusion.cacheInterval,
-                                                diffusion.cacheFirst,
-                                                diffusion.cacheLast}));
+    if (diffusion.cacheInterval > 1 || diffusion.cacheThreshold > 0)
+      pm.addPass(createCacheBlockResidualsPass(
+          {diffusion.cacheInterval, diffusion.cacheFirst, diffusion.cacheLast,
+           diffusion.cacheThreshold}));
     if (failed(pm.run(module)))
       return failure();
   }

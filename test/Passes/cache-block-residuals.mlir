@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s '-kiln-cache-block-residuals=interval=3' | FileCheck %s
 // RUN: kiln-opt %s '-kiln-cache-block-residuals=interval=2 first=1' | FileCheck %s --check-prefix=LATER
+// RUN: kiln-opt %s '-kiln-cache-block-residuals=threshold=0.25' | FileCheck %s --check-prefix=ADAPT
 // RUN: not kiln-opt %s '-kiln-cache-block-residuals=last=5' 2>&1 | FileCheck %s --check-prefix=RANGE
 // RANGE: error: cannot cache blocks [0, 5): the denoiser has 2 (numbered from 0)
 
@@ -41,6 +42,36 @@
 // LATER: kiln.layer_norm %[[X1]]
 // LATER: } else {
 // LATER-NEXT: kiln.add %[[X1]],
+// Adaptive: block 0's layer norm (the probe) runs every step, before the
+// choice; its relative L1 change from the carried previous probe adds to
+// the carried distance, and the blocks run when that reaches 0.25 or on
+// the first or last step (3 steps: index 2); running them zeroes it.
+// ADAPT: kiln.sample ddim %{{.*}} carry(%{{.*}}, %{{.*}}, %{{.*}} : tensor<1x4xf32>, tensor<1x4xf32>, tensor<f32>)
+// ADAPT-NEXT: ^bb0(%{{[^:]*}}: tensor<1x4xf32>, %{{[^:]*}}: tensor<f32>, %[[I:[^:]*]]: index, %[[STORED:[^:]*]]: tensor<1x4xf32>, %[[PREVIOUS:[^:]*]]: tensor<1x4xf32>, %[[SUM:[^:]*]]: tensor<f32>):
+// ADAPT: %[[X0:.*]] = kiln.mul
+// ADAPT-NEXT: %[[PROBE:.*]] = kiln.layer_norm %[[X0]]
+// ADAPT: %[[DIFF:.*]] = kiln.sub %[[PROBE]], %[[PREVIOUS]]
+// ADAPT: %[[ABS:.*]] = kiln.abs %[[DIFF]]
+// ADAPT: %[[NUM:.*]] = kiln.reduce_mean %[[ABS]] axes = [0, 1] : tensor<1x4xf32> -> tensor<f32>
+// ADAPT: kiln.abs %[[PREVIOUS]]
+// ADAPT: %[[DEN:.*]] = kiln.reduce_mean
+// ADAPT: %[[CHANGE:.*]] = kiln.div %[[NUM]], %[[DEN]]
+// ADAPT: %[[DISTANCE:.*]] = kiln.add %[[SUM]], %[[CHANGE]]
+// ADAPT: %[[TOTAL:.*]] = tensor.extract %[[DISTANCE]][]
+// ADAPT: %[[LIMIT:.*]] = arith.constant 2.500000e-01 : f32
+// ADAPT: %[[OVER:.*]] = arith.cmpf oge, %[[TOTAL]], %[[LIMIT]]
+// ADAPT: %[[LAST:.*]] = arith.constant 2 : index
+// ADAPT: %[[AT0:.*]] = arith.cmpi eq, %[[I]], %{{.*}}
+// ADAPT: %[[ATLAST:.*]] = arith.cmpi eq, %[[I]], %[[LAST]]
+// ADAPT: %[[ENDS:.*]] = arith.ori %[[AT0]], %[[ATLAST]]
+// ADAPT: %[[DECIDE:.*]] = arith.ori %[[OVER]], %[[ENDS]]
+// ADAPT: %[[CHOICE:.*]]:3 = scf.if %[[DECIDE]] -> (tensor<1x4xf32>, tensor<1x4xf32>, tensor<f32>) {
+// ADAPT: kiln.matmul %[[PROBE]]
+// ADAPT: %[[ZERO:.*]] = kiln.constant dense<0.000000e+00> : tensor<f32>
+// ADAPT: scf.yield %{{.*}}, %{{.*}}, %[[ZERO]]
+// ADAPT: } else {
+// ADAPT: scf.yield %{{.*}}, %[[STORED]], %[[DISTANCE]]
+// ADAPT: kiln.yield %{{.*}}, %[[CHOICE]]#1, %[[PROBE]], %[[CHOICE]]#2 :
 func.func @sample(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
   %g = kiln.constant dense<1.0> : tensor<4xf32>
   %b = kiln.constant dense<0.0> : tensor<4xf32>

@@ -164,6 +164,13 @@ llvm::cl::opt<int64_t> cacheInterval(
                    "they add to the residual stream in between (1: every "
                    "step)"),
     llvm::cl::value_desc("N"), llvm::cl::init(1));
+llvm::cl::opt<double> cacheThreshold(
+    "cache-threshold",
+    llvm::cl::desc("With --pipeline=diffusion: decide at run time when the "
+                   "blocks run: once the relative L1 change of the first "
+                   "one's normalized input, summed since they last ran, "
+                   "reaches this (0: every --cache-interval-th step)"),
+    llvm::cl::value_desc("T"), llvm::cl::init(0.0));
 llvm::cl::opt<std::string> cacheBlocks(
     "cache-blocks",
     llvm::cl::desc("The blocks --cache-interval caches, FIRST..END (END "
@@ -208,7 +215,8 @@ void hideOtherOptions() {
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "draft-skip-layers",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
-      "cache-interval", "cache-blocks", "choose-cache", "cache-report",
+      "cache-interval", "cache-threshold", "cache-blocks", "choose-cache",
+      "cache-report",
       "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -330,6 +338,7 @@ int main(int argc, char **argv) {
                      cfgScale.getNumOccurrences() ||
                      nullLabel.getNumOccurrences() ||
                      cacheInterval.getNumOccurrences() ||
+                     cacheThreshold.getNumOccurrences() ||
                      cacheBlocks.getNumOccurrences() || chooseCache)) {
     llvm::errs() << "kiln-compile: error: --sampler, --steps, --cfg-scale, "
                     "--null-label and the --cache options describe "
@@ -337,9 +346,12 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (diffusion && (samplerSteps < 1 || !(cfgScale > 0) ||
-                    cacheInterval < 1)) {
+                    cacheInterval < 1 || !(cacheThreshold >= 0) ||
+                    (cacheThreshold > 0 && cacheInterval > 1))) {
     llvm::errs() << "kiln-compile: error: --steps and --cache-interval take "
-                    "positive counts and --cfg-scale a positive scale\n";
+                    "positive counts, --cfg-scale a positive scale and "
+                    "--cache-threshold a positive threshold (not with "
+                    "--cache-interval)\n";
     return 1;
   }
   int64_t cacheFirst = 0, cacheLast = -1;
@@ -412,7 +424,7 @@ int main(int argc, char **argv) {
     options.diffusion =
         kiln::DiffusionOptions{sampler,       samplerSteps, cfgScale,
                                nullLabel,     cacheInterval, cacheFirst,
-                               cacheLast,     chooseCache};
+                               cacheLast,     cacheThreshold, chooseCache};
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };
