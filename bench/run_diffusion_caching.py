@@ -51,6 +51,7 @@ sys.path.insert(0, os.path.join(HERE, "models"))
 sys.path.insert(0, os.path.join(ROOT, "test", "models"))
 from kiln_runtime import Runtime, Session  # noqa: E402
 from run_benchmarks import cpu_model, measure_fma_peak  # noqa: E402
+from run_denoisers import ort_session  # noqa: E402
 import samplers  # noqa: E402
 
 NULL_LABEL = 10
@@ -182,11 +183,7 @@ def main():
     for threads in (1, 2):
         sessions = {name: Session(runtime, path, threads=threads)
                     for name, path in artifacts.items()}
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        reference_session = ort.InferenceSession(
-            model, options, providers=["CPUExecutionProvider"])
+        reference_session = ort_session(model, threads)
         names = [i.name for i in reference_session.get_inputs()]
 
         def call(x, t, y):
