@@ -55,6 +55,16 @@ def run(cmd):
     subprocess.run(cmd, check=True)
 
 
+def compile_artifact(bin_dir, model, artifact, extra=(), reuse=False):
+    """kiln-compile MODEL EXTRA -o ARTIFACT, unless reuse and it exists."""
+    if reuse and os.path.exists(artifact):
+        return
+    started = time.perf_counter()
+    run([os.path.join(bin_dir, "kiln-compile"), model, *extra, "-o",
+         artifact])
+    print(f"compiled {artifact} in {time.perf_counter() - started:.1f} s")
+
+
 def ort_session(model, threads):
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
@@ -136,11 +146,7 @@ def main():
     for name in MODELS:
         model = os.path.join(folder, name, "model.onnx")
         artifact = os.path.join(folder, f"{name}.so")
-        if not (args.reuse and os.path.exists(artifact)):
-            started = time.perf_counter()
-            run([os.path.join(args.bin_dir, "kiln-compile"), model, "-o",
-                 artifact])
-            print(f"compiled {name} in {time.perf_counter() - started:.1f} s")
+        compile_artifact(args.bin_dir, model, artifact, reuse=args.reuse)
         inputs = []
         index = 0
         while os.path.exists(os.path.join(folder, name,
@@ -182,15 +188,11 @@ def main():
     for name in MODELS:
         model = os.path.join(folder, name, "model.onnx")
         artifact = os.path.join(folder, f"{name}-ddim{args.steps}.so")
-        if not (args.reuse and os.path.exists(artifact)):
-            started = time.perf_counter()
-            run([os.path.join(args.bin_dir, "kiln-compile"), model,
-                 "--pipeline=diffusion", "--sampler=ddim",
-                 f"--steps={args.steps}"] +
-                (["--cfg-scale=4"] if name == "dit" else []) +
-                ["-o", artifact])
-            print(f"compiled {name}'s sampler in "
-                  f"{time.perf_counter() - started:.1f} s")
+        compile_artifact(
+            args.bin_dir, model, artifact,
+            ["--pipeline=diffusion", "--sampler=ddim",
+             f"--steps={args.steps}"] +
+            (["--cfg-scale=4"] if name == "dit" else []), args.reuse)
         for threads in (1, 2):
             kiln_s, ort_s, difference = measure_sampling(
                 name, model, artifact, runtime, threads, args.steps,

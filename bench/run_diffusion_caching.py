@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 
@@ -51,7 +50,7 @@ sys.path.insert(0, os.path.join(HERE, "models"))
 sys.path.insert(0, os.path.join(ROOT, "test", "models"))
 from kiln_runtime import Runtime, Session  # noqa: E402
 from run_benchmarks import cpu_model, measure_fma_peak  # noqa: E402
-from run_denoisers import ort_session  # noqa: E402
+from run_denoisers import compile_artifact, ort_session, run  # noqa: E402
 import samplers  # noqa: E402
 
 NULL_LABEL = 10
@@ -83,11 +82,6 @@ def sample_inputs(seed):
 def write_tensor(path, array, name):
     with open(path, "wb") as f:
         f.write(numpy_helper.from_array(array, name).SerializeToString())
-
-
-def run(cmd):
-    print("+", " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
 
 
 def psnr(sample, reference):
@@ -157,10 +151,10 @@ def main():
     for name, extra in all_modes:
         path = os.path.join(folder, name.replace(" ", "-").replace(",", "")
                             .replace("..", "-") + ".so")
-        if not (args.reuse and os.path.exists(path)):
-            run([os.path.join(args.bin_dir, "kiln-compile"), model,
-                 "--pipeline=diffusion", "--sampler=ddim",
-                 f"--cfg-scale={args.cfg_scale}"] + extra + ["-o", path])
+        compile_artifact(args.bin_dir, model, path,
+                         ["--pipeline=diffusion", "--sampler=ddim",
+                          f"--cfg-scale={args.cfg_scale}"] + extra,
+                         args.reuse)
         artifacts[name] = path
 
     noises, labels = zip(*[sample_inputs(seed) for seed in range(args.seeds)])

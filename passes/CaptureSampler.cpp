@@ -142,6 +142,8 @@ struct CaptureSamplerPass
     if (failed(denoiser))
       return failure();
     Denoiser &d = *denoiser;
+    // What the sampler adds is the denoiser's: its errors point at the model.
+    loc = d.func.getLoc();
     bool guided = cfgScale != 1.0;
     int64_t batch = d.latent.getDimSize(0);
     if (guided && (!d.labels || batch % 2 != 0))
