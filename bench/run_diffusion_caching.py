@@ -68,6 +68,15 @@ def modes(steps):
     for t in (0.1, 0.2, 0.3, 0.5):
         rows.append((f"adaptive {t:g}", [f"--steps={steps}",
                                          f"--cache-threshold={t}"]))
+    for order, kind in ((1, "linear"), (2, "quadratic")):
+        for k in (3, 4, 5, 6, 8):
+            rows.append((f"cache {k}, {kind}",
+                         [f"--steps={steps}", f"--cache-interval={k}",
+                          f"--cache-forecast={order}"]))
+        for t in (0.3, 0.5):
+            rows.append((f"adaptive {t:g}, {kind}",
+                         [f"--steps={steps}", f"--cache-threshold={t}",
+                          f"--cache-forecast={order}"]))
     for n in (25, 17, 13, 10):
         rows.append((f"steps {n}", [f"--steps={n}"]))
     return rows

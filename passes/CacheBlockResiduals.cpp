@@ -92,6 +92,71 @@ FailureOr<Value> splitProbe(Value in, SmallVector<Operation *> &span) {
   return probe;
 }
 
+/// `value` as a rank-0 tensor.
+Value asTensor(OpBuilder &b, Location loc, Value value) {
+  return tensor::FromElementsOp::create(
+      b, loc, RankedTensorType::get({}, value.getType()), value);
+}
+
+/// The stored residual and its divided differences after the blocks ran
+/// at `step` and added `residual`: the Newton form of the polynomial
+/// through the last computed residuals. A difference whose earlier step
+/// has not run yet (-1) stays 0, so the first forecasts fall back to
+/// lower orders.
+SmallVector<Value> updateHistory(OpBuilder &b, Location loc, Value residual,
+                                 ValueRange differences, ValueRange computedAt,
+                                 Value step) {
+  SmallVector<Value> updated{residual};
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1));
+  for (auto [k, at] : llvm::enumerate(computedAt)) {
+    Value earlier = tensor::ExtractOp::create(b, loc, at, ValueRange{});
+    Value known = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                        earlier, zero);
+    Value inverse = arith::DivFOp::create(
+        b, loc, one, arith::SubFOp::create(b, loc, step, earlier));
+    Value factor = arith::SelectOp::create(b, loc, known, inverse, zero);
+    updated.push_back(MulOp::create(
+        b, loc, SubOp::create(b, loc, updated.back(), differences[k]),
+        asTensor(b, loc, factor)));
+  }
+  return updated;
+}
+
+/// The steps the last computations ran at after `step`, where `compute`
+/// says whether the blocks ran. Scalar selects: a select of the carried
+/// tensors themselves would keep them from being updated in place.
+SmallVector<Value> updateComputedAt(OpBuilder &b, Location loc,
+                                    ValueRange computedAt, Value compute,
+                                    Value step) {
+  SmallVector<Value> updated;
+  Value newer = step;
+  for (Value at : computedAt) {
+    Value old = tensor::ExtractOp::create(b, loc, at, ValueRange{});
+    updated.push_back(asTensor(
+        b, loc, arith::SelectOp::create(b, loc, compute, newer, old)));
+    newer = old;
+  }
+  return updated;
+}
+
+/// The residual the Newton polynomial predicts at `step`:
+/// d0 + d1 (step - s0) + d2 (step - s0)(step - s1) + ...
+Value extrapolate(OpBuilder &b, Location loc, ValueRange differences,
+                  ValueRange computedAt, Value step) {
+  Value predicted = differences.front(), product;
+  for (auto [k, at] : llvm::enumerate(computedAt)) {
+    Value earlier = tensor::ExtractOp::create(b, loc, at, ValueRange{});
+    Value distance = arith::SubFOp::create(b, loc, step, earlier);
+    product = product ? arith::MulFOp::create(b, loc, product, distance)
+                      : distance;
+    predicted = AddOp::create(
+        b, loc, predicted,
+        MulOp::create(b, loc, differences[k + 1], asTensor(b, loc, product)));
+  }
+  return predicted;
+}
+
 struct CacheBlockResidualsPass
     : kiln::impl::CacheBlockResidualsPassBase<CacheBlockResidualsPass> {
   using CacheBlockResidualsPassBase::CacheBlockResidualsPassBase;
@@ -104,11 +169,53 @@ struct CacheBlockResidualsPass
         return signalPassFailure();
   }
 
+  /// Whether the blocks run at `step`: every interval-th step.
+  Value intervalDecision(OpBuilder &b, Location loc, Value step) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value period = arith::ConstantIndexOp::create(b, loc, interval);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                 arith::RemUIOp::create(b, loc, step, period),
+                                 zero);
+  }
+
+  /// Whether the blocks run at `step` of `steps`: once the relative L1
+  /// change of the probe since the last step, summed since they last ran
+  /// (`distance`, set here), reaches the threshold, and on the first and
+  /// last steps.
+  Value adaptiveDecision(OpBuilder &b, Location loc, Value probe,
+                         Value previousProbe, Value accumulated, Value step,
+                         int64_t steps, Value &distance) {
+    SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(
+        0, cast<RankedTensorType>(probe.getType()).getRank()));
+    auto meanAbs = [&](Value v) -> Value {
+      return ReduceMeanOp::create(b, loc, AbsOp::create(b, loc, v),
+                                  b.getDenseI64ArrayAttr(axes), UnitAttr());
+    };
+    Value change = DivOp::create(
+        b, loc, meanAbs(SubOp::create(b, loc, probe, previousProbe)),
+        meanAbs(previousProbe));
+    distance = AddOp::create(b, loc, accumulated, change);
+    Value total = tensor::ExtractOp::create(b, loc, distance, ValueRange{});
+    Value limit = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(static_cast<float>(threshold)));
+    Value over = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
+                                       total, limit);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value lastStep = arith::ConstantIndexOp::create(b, loc, steps - 1);
+    Value firstOrLast = arith::OrIOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step, zero),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step,
+                              lastStep));
+    return arith::OrIOp::create(b, loc, over, firstOrLast);
+  }
+
   LogicalResult cache(SampleOp sample) {
     Location loc = sample.getLoc();
-    if (interval < 1 || threshold < 0)
-      return emitError(loc) << "the caching interval must be at least 1 and "
-                               "the threshold not negative";
+    if (interval < 1 || threshold < 0 || forecast < 0 || forecast > 2)
+      return emitError(loc) << "the caching interval must be at least 1, "
+                               "the threshold not negative and the forecast "
+                               "order 0, 1 or 2";
     FailureOr<SmallVector<Value>> stream = findResidualStream(
         sample.getBody(), loc, "cannot cache block residuals");
     if (failed(stream))
@@ -137,21 +244,26 @@ struct CacheBlockResidualsPass
       probe = *found;
     }
 
-    // The sample op carries the stored residual, and for the adaptive
-    // decision the previous step's probe and the distance accumulated
-    // since the blocks last ran.
+    // The sample op carries the stored residual, with forecasting its
+    // divided differences and the steps they were computed at (-1: not
+    // yet), and for the adaptive decision the previous step's probe and
+    // the distance accumulated since the blocks last ran.
     auto streamType = cast<RankedTensorType>(out.getType());
     auto scalarType = RankedTensorType::get({}, streamType.getElementType());
     OpBuilder b(sample);
-    auto zerosOf = [&](RankedTensorType type) -> Value {
+    auto filled = [&](RankedTensorType type, float value) -> Value {
       return ConstantOp::create(b, loc, type,
-                                DenseElementsAttr::get(type, 0.0f));
+                                DenseElementsAttr::get(type, value));
     };
     SmallVector<Value> carried(sample.getCarried());
-    carried.push_back(zerosOf(streamType));
+    unsigned firstCarried = carried.size() + 3;
+    for (int64_t k = 0; k <= forecast; ++k)
+      carried.push_back(filled(streamType, 0.0f));
+    for (int64_t k = 0; k < forecast; ++k)
+      carried.push_back(filled(scalarType, -1.0f));
     if (adaptive) {
-      carried.push_back(zerosOf(cast<RankedTensorType>(probe.getType())));
-      carried.push_back(zerosOf(scalarType));
+      carried.push_back(filled(cast<RankedTensorType>(probe.getType()), 0.0f));
+      carried.push_back(filled(scalarType, 0.0f));
     }
     auto cached = SampleOp::create(
         b, loc, sample.getType(), sample.getNoise(), carried,
@@ -162,49 +274,33 @@ struct CacheBlockResidualsPass
     int64_t steps = cached.getNumSteps();
     sample.replaceAllUsesWith(cached.getResult());
     sample.erase();
-    Value stored = body.addArgument(streamType, loc);
+    for (Value value : ArrayRef(carried).drop_front(firstCarried - 3))
+      body.addArgument(value.getType(), loc);
+    // history: the stored residual (differences[0]) and its divided
+    // differences, then the steps of the last computations.
+    ValueRange history = body.getArguments().slice(firstCarried,
+                                                   2 * forecast + 1);
+    ValueRange differences = history.take_front(forecast + 1);
+    ValueRange computedAt = history.drop_front(forecast + 1);
     Value previousProbe, accumulated;
     if (adaptive) {
-      previousProbe = body.addArgument(probe.getType(), loc);
-      accumulated = body.addArgument(scalarType, loc);
+      previousProbe = body.getArgument(firstCarried + 2 * forecast + 1);
+      accumulated = body.getArgument(firstCarried + 2 * forecast + 2);
     }
     Value step = body.getArgument(2);
 
     b.setInsertionPointAfterValue(out);
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value compute, distance;
-    if (adaptive) {
-      // The relative L1 change of the probe since the last step, summed
-      // since the blocks last ran; the first and last steps always run.
-      SmallVector<int64_t> axes = llvm::to_vector(llvm::seq<int64_t>(
-          0, cast<RankedTensorType>(probe.getType()).getRank()));
-      auto meanAbs = [&](Value v) -> Value {
-        return ReduceMeanOp::create(b, loc, AbsOp::create(b, loc, v),
-                                    b.getDenseI64ArrayAttr(axes), UnitAttr());
-      };
-      Value change = DivOp::create(
-          b, loc, meanAbs(SubOp::create(b, loc, probe, previousProbe)),
-          meanAbs(previousProbe));
-      distance = AddOp::create(b, loc, accumulated, change);
-      Value total = tensor::ExtractOp::create(b, loc, distance, ValueRange{});
-      Value limit = arith::ConstantOp::create(
-          b, loc, b.getF32FloatAttr(static_cast<float>(threshold)));
-      Value over = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
-                                         total, limit);
-      Value lastStep = arith::ConstantIndexOp::create(b, loc, steps - 1);
-      Value firstOrLast = arith::OrIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step, zero),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, step,
-                                lastStep));
-      compute = arith::OrIOp::create(b, loc, over, firstOrLast);
-    } else {
-      Value period = arith::ConstantIndexOp::create(b, loc, interval);
-      compute = arith::CmpIOp::create(
-          b, loc, arith::CmpIPredicate::eq,
-          arith::RemUIOp::create(b, loc, step, period), zero);
-    }
-    SmallVector<Type> types{streamType, streamType};
+    Value distance;
+    Value compute = adaptive ? adaptiveDecision(b, loc, probe, previousProbe,
+                                                accumulated, step, steps,
+                                                distance)
+                             : intervalDecision(b, loc, step);
+    Value stepValue = arith::UIToFPOp::create(
+        b, loc, b.getF32Type(),
+        arith::IndexCastUIOp::create(b, loc, b.getI64Type(), step));
+
+    SmallVector<Type> types{streamType};
+    llvm::append_range(types, differences.getTypes());
     if (adaptive)
       types.push_back(scalarType);
     auto choice =
@@ -214,14 +310,20 @@ struct CacheBlockResidualsPass
     for (Operation *op : *span)
       op->moveBefore(thenYield);
     then.setInsertionPoint(thenYield);
-    SmallVector<Value> computed{out, SubOp::create(then, loc, out, in)};
+    SmallVector<Value> computed{out};
+    llvm::append_range(computed,
+                       updateHistory(then, loc, SubOp::create(then, loc, out, in),
+                                     differences, computedAt, stepValue));
     if (adaptive)
       computed.push_back(ConstantOp::create(
           then, loc, scalarType, DenseElementsAttr::get(scalarType, 0.0f)));
     thenYield->setOperands(computed);
+
     OpBuilder otherwise = choice.getElseBodyBuilder();
-    SmallVector<Value> reused{AddOp::create(otherwise, loc, in, stored),
-                              stored};
+    Value predicted =
+        extrapolate(otherwise, loc, differences, computedAt, stepValue);
+    SmallVector<Value> reused{AddOp::create(otherwise, loc, in, predicted)};
+    llvm::append_range(reused, differences);
     if (adaptive)
       reused.push_back(distance);
     scf::YieldOp::create(otherwise, loc, reused);
@@ -230,10 +332,14 @@ struct CacheBlockResidualsPass
       return !choice->isAncestor(use.getOwner());
     });
     auto yield = cast<YieldOp>(body.getTerminator());
-    yield.getCarriedMutable().append(choice.getResult(1));
+    yield.getCarriedMutable().append(
+        choice.getResults().slice(1, differences.size()));
+    b.setInsertionPointAfter(choice);
+    yield.getCarriedMutable().append(
+        updateComputedAt(b, loc, computedAt, compute, stepValue));
     if (adaptive) {
       yield.getCarriedMutable().append(probe);
-      yield.getCarriedMutable().append(choice.getResult(2));
+      yield.getCarriedMutable().append(choice.getResults().back());
     }
     return success();
   }

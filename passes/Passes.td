@@ -549,6 +549,14 @@ def CacheBlockResidualsPass : Pass<"kiln-cache-block-residuals", "mlir::ModuleOp
     zeroes the distance) once that reaches the threshold; the first and
     last steps always run them.
 
+    With `forecast` = 1 or 2, the steps between predict the residual
+    instead of reusing the stored one (Taylor-style forecasting, as
+    TaylorSeer and FORA's successors do): the sample op also carries the
+    residual's divided differences over the last 2 or 3 computing steps
+    and those steps' indices, and a skipped step adds the value of their
+    Newton polynomial at its own index, `r0 + d1 (i - s0) + d2 (i - s0)
+    (i - s1)`. Until enough steps have run, the higher differences are 0.
+
     ```mlir
     %out = kiln.add %h, %mlp : tensor<2x256x384xf32>   // stream[last]
     // becomes
@@ -571,10 +579,14 @@ def CacheBlockResidualsPass : Pass<"kiln-cache-block-residuals", "mlir::ModuleOp
     Option<"threshold", "threshold", "double", "0",
            "Decide at run time instead (when above 0): run the blocks once "
            "the relative L1 change of the first one's normalized input, "
-           "summed over the steps since they last ran, reaches this">
+           "summed over the steps since they last ran, reaches this">,
+    Option<"forecast", "forecast", "int64_t", "0",
+           "Predict a skipped step's residual by the polynomial through "
+           "the last forecast+1 computed ones (0: reuse the last)">
   ];
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect",
-                           "::mlir::scf::SCFDialect"];
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
 }
 
 #endif // KILN_PASSES_PASSES

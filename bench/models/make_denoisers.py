@@ -33,13 +33,20 @@ what they add to the tokens reused in between (kiln-compile
 --cache-interval K), and with --cache-threshold T, for the first sampler
 named, sample-SAMPLER-thresholdT:
 the blocks run when the change of their input says so
-(kiln-compile --cache-threshold T).
+(kiln-compile --cache-threshold T). With --cache-forecast N as well, for
+the first sampler named and each order 1..N,
+sample-SAMPLER-cacheK-forecastORDER at --forecast-steps steps (default
+--steps): the steps between predict what the blocks add by the polynomial
+through the last ORDER+1 computed residuals (kiln-compile
+--cache-forecast ORDER).
 
 usage: /usr/bin/python3 make_denoisers.py OUT [--models dit,unet] [--seed S]
                                               [--depth N] [--sample ddim,...]
                                               [--steps N] [--cfg-scale S]
                                               [--cache-interval K]
                                               [--cache-threshold T]
+                                              [--cache-forecast N]
+                                              [--forecast-steps N]
 (needs Debian's python3-torch, python3-onnx and python3-numpy)
 """
 import argparse
@@ -281,13 +288,38 @@ class CachedBlocks:
     their own input tokens. With a threshold instead, the blocks run on the
     first and last of `steps` calls and whenever the relative L1 change of
     the first block's modulated input (mean |m - m'| / mean |m'|, m' the
-    previous call's), summed since they last ran, reaches it."""
+    previous call's), summed since they last ran, reaches it.
 
-    def __init__(self, model, interval=1, threshold=0.0, steps=0):
+    With a forecast order, the calls between add the value at their own
+    index of the polynomial through the last order+1 computed residuals
+    (Newton's divided differences; orders not yet reachable count 0)."""
+
+    def __init__(self, model, interval=1, threshold=0.0, steps=0,
+                 forecast=0):
         self.model, self.interval = model, interval
         self.threshold, self.steps = threshold, steps
-        self.calls, self.residual = 0, None
+        self.calls = 0
+        # The last residual and its divided differences, and the calls
+        # they were computed at (-1: none yet).
+        self.differences = [0.0] * (forecast + 1)
+        self.computed_at = [-1.0] * forecast
         self.previous, self.distance, self.margin = None, 0.0, float("inf")
+
+    def store(self, residual):
+        step, updated = float(self.calls), [residual]
+        for difference, at in zip(self.differences, self.computed_at):
+            factor = np.float32(1 / (step - at)) if at >= 0 else 0.0
+            updated.append((updated[-1] - difference) * factor)
+        self.differences = updated
+        self.computed_at = ([step] + self.computed_at)[:len(self.computed_at)]
+
+    def predict(self):
+        step, product = float(self.calls), np.float32(1.0)
+        predicted = self.differences[0]
+        for difference, at in zip(self.differences[1:], self.computed_at):
+            product = np.float32(product * np.float32(step - at))
+            predicted = predicted + difference * float(product)
+        return predicted
 
     def compute_now(self, h, c):
         if not self.threshold:
@@ -316,15 +348,16 @@ class CachedBlocks:
             out = h
             for block in self.model.blocks:
                 out = block(out, c)
-            self.residual = out - h
+            self.store(out - h)
         else:
-            out = h + self.residual
+            out = h + self.predict()
         self.calls += 1
         return self.model.head(out, c)
 
 
 def write_samples(model, folder, names, steps, cfg_scale, seed,
-                  cache_interval=1, cache_threshold=0.0):
+                  cache_interval=1, cache_threshold=0.0, cache_forecast=0,
+                  forecast_steps=0):
     """The sampling references: see the module's docstring."""
     rng = np.random.default_rng(seed)
     conditional = isinstance(model, DiT)
@@ -351,7 +384,15 @@ def write_samples(model, folder, names, steps, cfg_scale, seed,
         runs.append((names[0], f"-threshold{cache_threshold:g}",
                      lambda: CachedBlocks(model, threshold=cache_threshold,
                                           steps=steps)))
-    for name, suffix, make in runs:
+    runs = [(name, suffix, make, steps) for name, suffix, make in runs]
+    if conditional and cache_forecast > 0:
+        runs += [(names[0], f"-cache{cache_interval}-forecast{order}",
+                  lambda order=order: CachedBlocks(model,
+                                                   interval=cache_interval,
+                                                   forecast=order),
+                  forecast_steps or steps)
+                 for order in range(1, cache_forecast + 1)]
+    for name, suffix, make, steps in runs:
         function = make()
         call = caller(function)
         if conditional:
@@ -385,6 +426,8 @@ def main():
     parser.add_argument("--cfg-scale", type=float, default=4.0)
     parser.add_argument("--cache-interval", type=int, default=1)
     parser.add_argument("--cache-threshold", type=float, default=0.0)
+    parser.add_argument("--cache-forecast", type=int, default=0)
+    parser.add_argument("--forecast-steps", type=int, default=0)
     args = parser.parse_args()
     torch.manual_seed(args.seed)
     for name in args.models.split(","):
@@ -404,7 +447,8 @@ def main():
             write_samples(model, os.path.join(args.out, name),
                           args.sample.split(","), args.steps, args.cfg_scale,
                           args.seed, args.cache_interval,
-                          args.cache_threshold)
+                          args.cache_threshold, args.cache_forecast,
+                          args.forecast_steps)
         print(f"wrote {os.path.join(args.out, name)}")
 
 

@@ -99,6 +99,10 @@ struct DiffusionOptions {
   /// the blocks run once the relative L1 change of their first one's
   /// normalized input, summed since they last ran, reaches this.
   double cacheThreshold = 0;
+  /// Above 0: the steps between predict what the blocks add by the
+  /// polynomial through the last cacheForecast + 1 computed residuals
+  /// (1: linear, 2: quadratic) instead of reusing the last one.
+  int64_t cacheForecast = 0;
   /// Choose the interval and the blocks instead (CacheSearch.h): needs
   /// CompileOptions::calibrationDir (noise and labels) and a PSNR
   /// qualityBudget.

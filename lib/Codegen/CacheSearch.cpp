@@ -61,7 +61,7 @@ double psnr(ArrayRef<float> sample, ArrayRef<float> reference) {
 }
 
 struct Candidate {
-  int64_t interval, first;
+  int64_t interval, first, forecast;
   /// The share of the blocks' work a sampling run still does.
   double cost;
 };
@@ -94,28 +94,31 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
     return emitError(loc) << "cache search: cannot create a temporary file: "
                           << ec.message();
   llvm::FileRemover remover(path);
-  auto sample =
-      [&](int64_t interval,
-          int64_t first) -> FailureOr<std::vector<std::vector<float>>> {
+  auto sample = [&](int64_t interval, int64_t first, int64_t forecast)
+      -> FailureOr<std::vector<std::vector<float>>> {
     CompileOptions trial = candidateOptions(options, path);
     trial.diffusion->cacheInterval = interval;
     trial.diffusion->cacheFirst = first;
     trial.diffusion->cacheLast = -1;
+    trial.diffusion->cacheForecast = forecast;
     if (failed(compileCandidate(module, trial)))
       return failure();
     return sampleSets(path, *sets, loc);
   };
 
-  FailureOr<std::vector<std::vector<float>>> reference = sample(1, 0);
+  FailureOr<std::vector<std::vector<float>>> reference = sample(1, 0, 0);
   if (failed(reference))
     return failure();
   std::vector<Candidate> candidates;
   for (int64_t interval = 2; interval <= 8; ++interval)
     for (int64_t first = 0; first < std::min<int64_t>(2, blocks); ++first)
-      candidates.push_back({interval, first,
-                            1.0 - (1.0 - 1.0 / double(interval)) *
-                                      double(blocks - first) / double(blocks)});
-  llvm::sort(candidates, [](const Candidate &a, const Candidate &b) {
+      for (int64_t forecast : {1, 2, 0})
+        candidates.push_back(
+            {interval, first, forecast,
+             1.0 - (1.0 - 1.0 / double(interval)) * double(blocks - first) /
+                       double(blocks)});
+  // Stable: the forecasts keep their order within one cost.
+  llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
     return std::tie(a.cost, a.first, a.interval) <
            std::tie(b.cost, b.first, b.interval);
   });
@@ -124,7 +127,7 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
   llvm::json::Array tried;
   for (const Candidate &candidate : candidates) {
     FailureOr<std::vector<std::vector<float>>> samples =
-        sample(candidate.interval, candidate.first);
+        sample(candidate.interval, candidate.first, candidate.forecast);
     if (failed(samples))
       return failure();
     double total = 0;
@@ -133,11 +136,13 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
     double mean = total / double(samples->size());
     tried.push_back(llvm::json::Object{{"interval", candidate.interval},
                                        {"first_block", candidate.first},
+                                       {"forecast", candidate.forecast},
                                        {"block_work", candidate.cost},
                                        {"psnr", mean}});
     if (mean >= options.qualityBudget) {
       choice.interval = candidate.interval;
       choice.first = candidate.first;
+      choice.forecast = candidate.forecast;
       break;
     }
   }
@@ -149,6 +154,7 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
       {"tried", std::move(tried)},
       {"chosen", llvm::json::Object{{"interval", choice.interval},
                                     {"first_block", choice.first},
+                                    {"forecast", choice.forecast},
                                     {"last_block", blocks}}}};
   return choice;
 }

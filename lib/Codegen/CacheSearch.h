@@ -3,7 +3,8 @@
 //
 // How long a denoiser's blocks can be reused across steps depends on the
 // model, the sampler and the guidance: the search measures it. Each
-// candidate (an interval and the blocks it caches) is compiled with the
+// candidate (an interval, the blocks it caches and how the steps between
+// forecast what the blocks add) is compiled with the
 // sampling loop and run on the calibration noise; its samples are compared
 // with the uncached loop's, and the cheapest candidate whose PSNR meets the
 // budget is kept.
@@ -24,6 +25,8 @@ struct CacheChoice {
   int64_t interval = 1;
   int64_t first = 0;
   int64_t last = -1;
+  /// The forecast order (0: reuse).
+  int64_t forecast = 0;
   /// What the search measured, for the report.
   llvm::json::Object report;
 };
@@ -33,7 +36,9 @@ struct CacheChoice {
 /// input_1.pb, the labels, as the entry `sample` takes them) with the
 /// uncached loop, then tries intervals 2-8 over all the denoiser's blocks
 /// and over all but the first, cheapest first (by the share of block work
-/// left), until one's mean PSNR against the uncached samples reaches
+/// left), each with linear, quadratic and no forecast (in that order: the
+/// cost is the same), until one's mean PSNR against the uncached samples
+/// reaches
 /// options.qualityBudget dB. PSNR per sample: 10 log10(range^2 / MSE),
 /// range the uncached sample's max - min. `module` is not changed.
 mlir::FailureOr<CacheChoice> chooseSampleCache(mlir::ModuleOp module,

@@ -142,11 +142,13 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (diffusion.chooseCache) {
       if (options.calibrationDir.empty() || !psnrBudget ||
           diffusion.cacheInterval != 1 || diffusion.cacheThreshold > 0 ||
+          diffusion.cacheForecast != 0 ||
           options.quantization != Quantization::None)
         return emitError(loc)
                << "choosing the cache needs --calibration noise (and labels) "
                   "and a --quality-budget psnr=DB, and takes no "
-                  "--cache-interval, --cache-threshold or --quantize";
+                  "--cache-interval, --cache-threshold, --cache-forecast or "
+                  "--quantize";
       if (!options.cacheReportPath.empty() &&
           failed(cacheReport.create(options.cacheReportPath, loc)))
         return failure();
@@ -156,6 +158,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
       diffusion.cacheInterval = choice->interval;
       diffusion.cacheFirst = choice->first;
       diffusion.cacheLast = choice->last;
+      diffusion.cacheForecast = choice->forecast;
       if (!options.cacheReportPath.empty())
         cacheReport.os() << llvm::formatv(
                                 "{0:2}",
@@ -175,7 +178,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (diffusion.cacheInterval > 1 || diffusion.cacheThreshold > 0)
       pm.addPass(createCacheBlockResidualsPass(
           {diffusion.cacheInterval, diffusion.cacheFirst, diffusion.cacheLast,
-           diffusion.cacheThreshold}));
+           diffusion.cacheThreshold, diffusion.cacheForecast}));
     if (failed(pm.run(module)))
       return failure();
   }

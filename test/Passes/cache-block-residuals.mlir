@@ -1,6 +1,7 @@
 // RUN: kiln-opt %s '-kiln-cache-block-residuals=interval=3' | FileCheck %s
 // RUN: kiln-opt %s '-kiln-cache-block-residuals=interval=2 first=1' | FileCheck %s --check-prefix=LATER
 // RUN: kiln-opt %s '-kiln-cache-block-residuals=threshold=0.25' | FileCheck %s --check-prefix=ADAPT
+// RUN: kiln-opt %s '-kiln-cache-block-residuals=interval=3 forecast=2' | FileCheck %s --check-prefix=FORECAST
 // RUN: not kiln-opt %s '-kiln-cache-block-residuals=last=5' 2>&1 | FileCheck %s --check-prefix=RANGE
 // RANGE: error: cannot cache blocks [0, 5): the denoiser has 2 (numbered from 0)
 
@@ -72,6 +73,63 @@
 // ADAPT: } else {
 // ADAPT: scf.yield %{{.*}}, %[[STORED]], %[[DISTANCE]]
 // ADAPT: kiln.yield %{{.*}}, %[[CHOICE]]#1, %[[PROBE]], %[[CHOICE]]#2 :
+// Quadratic forecast: the sample op also carries the residual's first and
+// second divided differences (D1, D2) and the steps of the last two
+// computations (S0, S1, -1 until then). Computing at step i: D1' = (R' - R)
+// / (i - S0), D2' = (D1' - D1) / (i - S1), each 0 while its step is -1;
+// the steps shift after the choice. Between: R + D1 (i - S0) + D2 (i - S0)
+// (i - S1).
+// FORECAST: %[[NONE0:.*]] = kiln.constant dense<-1.000000e+00> : tensor<f32>
+// FORECAST: %[[NONE1:.*]] = kiln.constant dense<-1.000000e+00> : tensor<f32>
+// FORECAST: kiln.sample ddim %{{.*}} carry(%{{.*}}, %{{.*}}, %{{.*}}, %[[NONE0]], %[[NONE1]] : tensor<1x4xf32>, tensor<1x4xf32>, tensor<1x4xf32>, tensor<f32>, tensor<f32>)
+// FORECAST-NEXT: ^bb0(%{{[^:]*}}: tensor<1x4xf32>, %{{[^:]*}}: tensor<f32>, %[[I:[^:]*]]: index, %[[R:[^:]*]]: tensor<1x4xf32>, %[[D1:[^:]*]]: tensor<1x4xf32>, %[[D2:[^:]*]]: tensor<1x4xf32>, %[[S0:[^:]*]]: tensor<f32>, %[[S1:[^:]*]]: tensor<f32>):
+// FORECAST: %[[X0:.*]] = kiln.mul
+// FORECAST: %[[COMPUTE:.*]] = arith.cmpi eq
+// FORECAST: %[[IINT:.*]] = arith.index_castui %[[I]] : index to i64
+// FORECAST: %[[STEP:.*]] = arith.uitofp %[[IINT]] : i64 to f32
+// FORECAST: %[[CHOICE:.*]]:4 = scf.if %[[COMPUTE]]
+// FORECAST: %[[NEWR:.*]] = kiln.sub %{{.*}}, %[[X0]]
+// FORECAST-DAG: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// FORECAST-DAG: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// FORECAST: %[[AT0:.*]] = tensor.extract %[[S0]][]
+// FORECAST: %[[KNOWN0:.*]] = arith.cmpf oge, %[[AT0]], %[[ZERO]]
+// FORECAST: %[[GAP0:.*]] = arith.subf %[[STEP]], %[[AT0]]
+// FORECAST: %[[INV0:.*]] = arith.divf %[[ONE]], %[[GAP0]]
+// FORECAST: %[[F0:.*]] = arith.select %[[KNOWN0]], %[[INV0]], %[[ZERO]]
+// FORECAST: %[[DR:.*]] = kiln.sub %[[NEWR]], %[[R]]
+// FORECAST: %[[TF0:.*]] = tensor.from_elements %[[F0]]
+// FORECAST: %[[NEWD1:.*]] = kiln.mul %[[DR]], %[[TF0]]
+// FORECAST: %[[AT1:.*]] = tensor.extract %[[S1]][]
+// FORECAST: %[[KNOWN1:.*]] = arith.cmpf oge, %[[AT1]], %[[ZERO]]
+// FORECAST: %[[GAP1:.*]] = arith.subf %[[STEP]], %[[AT1]]
+// FORECAST: %[[INV1:.*]] = arith.divf %[[ONE]], %[[GAP1]]
+// FORECAST: %[[F1:.*]] = arith.select %[[KNOWN1]], %[[INV1]], %[[ZERO]]
+// FORECAST: %[[DD:.*]] = kiln.sub %[[NEWD1]], %[[D1]]
+// FORECAST: %[[TF1:.*]] = tensor.from_elements %[[F1]]
+// FORECAST: %[[NEWD2:.*]] = kiln.mul %[[DD]], %[[TF1]]
+// FORECAST: scf.yield %{{.*}}, %[[NEWR]], %[[NEWD1]], %[[NEWD2]]
+// FORECAST: } else {
+// FORECAST: %[[B0:.*]] = tensor.extract %[[S0]][]
+// FORECAST: %[[P1:.*]] = arith.subf %[[STEP]], %[[B0]]
+// FORECAST: %[[TP1:.*]] = tensor.from_elements %[[P1]]
+// FORECAST: %[[T1:.*]] = kiln.mul %[[D1]], %[[TP1]]
+// FORECAST: %[[SUM1:.*]] = kiln.add %[[R]], %[[T1]]
+// FORECAST: %[[B1:.*]] = tensor.extract %[[S1]][]
+// FORECAST: %[[G1:.*]] = arith.subf %[[STEP]], %[[B1]]
+// FORECAST: %[[P2:.*]] = arith.mulf %[[P1]], %[[G1]]
+// FORECAST: %[[TP2:.*]] = tensor.from_elements %[[P2]]
+// FORECAST: %[[T2:.*]] = kiln.mul %[[D2]], %[[TP2]]
+// FORECAST: %[[SUM2:.*]] = kiln.add %[[SUM1]], %[[T2]]
+// FORECAST: %[[OUT:.*]] = kiln.add %[[X0]], %[[SUM2]]
+// FORECAST: scf.yield %[[OUT]], %[[R]], %[[D1]], %[[D2]]
+// FORECAST: }
+// FORECAST: %[[OLD0:.*]] = tensor.extract %[[S0]][]
+// FORECAST: %[[NEWS0:.*]] = arith.select %[[COMPUTE]], %[[STEP]], %[[OLD0]] : f32
+// FORECAST: %[[TS0:.*]] = tensor.from_elements %[[NEWS0]]
+// FORECAST: %[[OLD1:.*]] = tensor.extract %[[S1]][]
+// FORECAST: %[[NEWS1:.*]] = arith.select %[[COMPUTE]], %[[OLD0]], %[[OLD1]] : f32
+// FORECAST: %[[TS1:.*]] = tensor.from_elements %[[NEWS1]]
+// FORECAST: kiln.yield %{{.*}}, %[[CHOICE]]#1, %[[CHOICE]]#2, %[[CHOICE]]#3, %[[TS0]], %[[TS1]] :
 func.func @sample(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
   %g = kiln.constant dense<1.0> : tensor<4xf32>
   %b = kiln.constant dense<0.0> : tensor<4xf32>

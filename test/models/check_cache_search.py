@@ -6,8 +6,9 @@ usage: check_cache_search.py BIN_DIR RUNTIME_LIBRARY MODEL_DIR WORK_DIR
 
 Four calibration sets of noise and a label; 8 guided DDIM steps; budget
 53 dB. The report must follow the search's rule (candidates by the share of
-block work left, cheapest first, each before the chosen one under the
-budget, the chosen one over it), and its PSNR of the chosen candidate must
+block work left, cheapest first, at one cost linear, quadratic and no
+forecast in turn, each before the chosen one under the budget, the chosen
+one over it), and its PSNR of the chosen candidate must
 be what this script measures running the chosen artifact and the uncached
 one on the calibration sets (0.01 dB; PSNR per sample against the uncached
 sample, peak its range). Fresh noise (seeds 100-103) is reported and must
@@ -82,12 +83,21 @@ def main():
     print(json.dumps(report, indent=1))
     costs = [t["block_work"] for t in tried]
     assert costs == sorted(costs), "candidates not cheapest first"
+    assert tried[0]["forecast"] == 1, "the linear forecast not tried first"
+    for before, after in zip(tried, tried[1:]):
+        if (before["interval"], before["first_block"]) == \
+                (after["interval"], after["first_block"]):
+            assert (before["forecast"], after["forecast"]) in \
+                ((1, 2), (2, 0)), "forecasts out of order"
+        else:
+            assert before["forecast"] == 0, "a forecast left untried"
     assert all(t["psnr"] < BUDGET for t in tried[:-1]), \
         "a candidate within the budget was passed over"
     last = tried[-1]
     assert last["psnr"] >= BUDGET, "no candidate met the budget"
-    assert (report["chosen"]["interval"], report["chosen"]["first_block"]) \
-        == (last["interval"], last["first_block"]), "chose another"
+    key = ("interval", "first_block", "forecast")
+    assert [report["chosen"][k] for k in key] == [last[k] for k in key], \
+        "chose another"
     assert report["chosen"]["interval"] > 1
 
     runtime = Runtime(library)
@@ -95,8 +105,9 @@ def main():
     assert abs(measured - last["psnr"]) < 0.01, (measured, last["psnr"])
     fresh = mean_psnr(runtime, chosen, full, range(100, 104))
     print(f"chosen interval {last['interval']} from block "
-          f"{last['first_block']}: {measured:.2f} dB on the calibration "
-          f"noise, {fresh:.2f} dB on fresh noise")
+          f"{last['first_block']}, forecast {last['forecast']}: "
+          f"{measured:.2f} dB on the calibration noise, {fresh:.2f} dB on "
+          f"fresh noise")
     assert abs(fresh - measured) < 3, (fresh, measured)
 
 

@@ -171,6 +171,13 @@ llvm::cl::opt<double> cacheThreshold(
                    "one's normalized input, summed since they last ran, "
                    "reaches this (0: every --cache-interval-th step)"),
     llvm::cl::value_desc("T"), llvm::cl::init(0.0));
+llvm::cl::opt<int64_t> cacheForecast(
+    "cache-forecast",
+    llvm::cl::desc("With --cache-interval or --cache-threshold: predict what "
+                   "the blocks add on the steps between by the polynomial "
+                   "through their last N+1 results (1: linear, 2: "
+                   "quadratic; 0: reuse the last as is)"),
+    llvm::cl::value_desc("N"), llvm::cl::init(0));
 llvm::cl::opt<std::string> cacheBlocks(
     "cache-blocks",
     llvm::cl::desc("The blocks --cache-interval caches, FIRST..END (END "
@@ -178,8 +185,9 @@ llvm::cl::opt<std::string> cacheBlocks(
     llvm::cl::value_desc("first..end"));
 llvm::cl::opt<bool> chooseCache(
     "choose-cache",
-    llvm::cl::desc("With --pipeline=diffusion: choose --cache-interval and "
-                   "--cache-blocks, the cheapest whose samples of the "
+    llvm::cl::desc("With --pipeline=diffusion: choose --cache-interval, "
+                   "--cache-blocks and --cache-forecast, the cheapest whose "
+                   "samples of the "
                    "--calibration noise keep --quality-budget psnr=DB"));
 llvm::cl::opt<std::string> cacheReport(
     "cache-report",
@@ -215,7 +223,8 @@ void hideOtherOptions() {
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "draft-skip-layers",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
-      "cache-interval", "cache-threshold", "cache-blocks", "choose-cache",
+      "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
+      "choose-cache",
       "cache-report",
       "target-cpu",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
@@ -339,6 +348,7 @@ int main(int argc, char **argv) {
                      nullLabel.getNumOccurrences() ||
                      cacheInterval.getNumOccurrences() ||
                      cacheThreshold.getNumOccurrences() ||
+                     cacheForecast.getNumOccurrences() ||
                      cacheBlocks.getNumOccurrences() || chooseCache)) {
     llvm::errs() << "kiln-compile: error: --sampler, --steps, --cfg-scale, "
                     "--null-label and the --cache options describe "
@@ -352,6 +362,12 @@ int main(int argc, char **argv) {
                     "positive counts, --cfg-scale a positive scale and "
                     "--cache-threshold a positive threshold (not with "
                     "--cache-interval)\n";
+    return 1;
+  }
+  if (cacheForecast < 0 || cacheForecast > 2 ||
+      (cacheForecast > 0 && cacheInterval == 1 && cacheThreshold == 0)) {
+    llvm::errs() << "kiln-compile: error: --cache-forecast takes 0, 1 or 2 "
+                    "and applies to --cache-interval or --cache-threshold\n";
     return 1;
   }
   int64_t cacheFirst = 0, cacheLast = -1;
@@ -420,11 +436,19 @@ int main(int argc, char **argv) {
                                  draftSkipLayers.end());
   options.chooseSkipLayers = chooseSkipLayers;
   options.skipLayersReportPath = skipLayersReport;
-  if (diffusion)
-    options.diffusion =
-        kiln::DiffusionOptions{sampler,       samplerSteps, cfgScale,
-                               nullLabel,     cacheInterval, cacheFirst,
-                               cacheLast,     cacheThreshold, chooseCache};
+  if (diffusion) {
+    kiln::DiffusionOptions &d = options.diffusion.emplace();
+    d.sampler = sampler;
+    d.steps = samplerSteps;
+    d.cfgScale = cfgScale;
+    d.nullLabel = nullLabel;
+    d.cacheInterval = cacheInterval;
+    d.cacheFirst = cacheFirst;
+    d.cacheLast = cacheLast;
+    d.cacheThreshold = cacheThreshold;
+    d.cacheForecast = cacheForecast;
+    d.chooseCache = chooseCache;
+  }
   options.configurePassManager = [](PassManager &pm) {
     return applyPassManagerCLOptions(pm);
   };
