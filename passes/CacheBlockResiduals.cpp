@@ -1,6 +1,7 @@
 //===- CacheBlockResiduals.cpp - reuse blocks' output across steps --------===//
 #include "passes/Passes.h"
 #include "passes/ResidualStream.h"
+#include "passes/SampleCache.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
@@ -92,71 +93,6 @@ FailureOr<Value> splitProbe(Value in, SmallVector<Operation *> &span) {
   return probe;
 }
 
-/// `value` as a rank-0 tensor.
-Value asTensor(OpBuilder &b, Location loc, Value value) {
-  return tensor::FromElementsOp::create(
-      b, loc, RankedTensorType::get({}, value.getType()), value);
-}
-
-/// The stored residual and its divided differences after the blocks ran
-/// at `step` and added `residual`: the Newton form of the polynomial
-/// through the last computed residuals. A difference whose earlier step
-/// has not run yet (-1) stays 0, so the first forecasts fall back to
-/// lower orders.
-SmallVector<Value> updateHistory(OpBuilder &b, Location loc, Value residual,
-                                 ValueRange differences, ValueRange computedAt,
-                                 Value step) {
-  SmallVector<Value> updated{residual};
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1));
-  for (auto [k, at] : llvm::enumerate(computedAt)) {
-    Value earlier = tensor::ExtractOp::create(b, loc, at, ValueRange{});
-    Value known = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE,
-                                        earlier, zero);
-    Value inverse = arith::DivFOp::create(
-        b, loc, one, arith::SubFOp::create(b, loc, step, earlier));
-    Value factor = arith::SelectOp::create(b, loc, known, inverse, zero);
-    updated.push_back(MulOp::create(
-        b, loc, SubOp::create(b, loc, updated.back(), differences[k]),
-        asTensor(b, loc, factor)));
-  }
-  return updated;
-}
-
-/// The steps the last computations ran at after `step`, where `compute`
-/// says whether the blocks ran. Scalar selects: a select of the carried
-/// tensors themselves would keep them from being updated in place.
-SmallVector<Value> updateComputedAt(OpBuilder &b, Location loc,
-                                    ValueRange computedAt, Value compute,
-                                    Value step) {
-  SmallVector<Value> updated;
-  Value newer = step;
-  for (Value at : computedAt) {
-    Value old = tensor::ExtractOp::create(b, loc, at, ValueRange{});
-    updated.push_back(asTensor(
-        b, loc, arith::SelectOp::create(b, loc, compute, newer, old)));
-    newer = old;
-  }
-  return updated;
-}
-
-/// The residual the Newton polynomial predicts at `step`:
-/// d0 + d1 (step - s0) + d2 (step - s0)(step - s1) + ...
-Value extrapolate(OpBuilder &b, Location loc, ValueRange differences,
-                  ValueRange computedAt, Value step) {
-  Value predicted = differences.front(), product;
-  for (auto [k, at] : llvm::enumerate(computedAt)) {
-    Value earlier = tensor::ExtractOp::create(b, loc, at, ValueRange{});
-    Value distance = arith::SubFOp::create(b, loc, step, earlier);
-    product = product ? arith::MulFOp::create(b, loc, product, distance)
-                      : distance;
-    predicted = AddOp::create(
-        b, loc, predicted,
-        MulOp::create(b, loc, differences[k + 1], asTensor(b, loc, product)));
-  }
-  return predicted;
-}
-
 struct CacheBlockResidualsPass
     : kiln::impl::CacheBlockResidualsPassBase<CacheBlockResidualsPass> {
   using CacheBlockResidualsPassBase::CacheBlockResidualsPassBase;
@@ -167,15 +103,6 @@ struct CacheBlockResidualsPass
     for (SampleOp sample : samples)
       if (failed(cache(sample)))
         return signalPassFailure();
-  }
-
-  /// Whether the blocks run at `step`: every interval-th step.
-  Value intervalDecision(OpBuilder &b, Location loc, Value step) {
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value period = arith::ConstantIndexOp::create(b, loc, interval);
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                 arith::RemUIOp::create(b, loc, step, period),
-                                 zero);
   }
 
   /// Whether the blocks run at `step` of `steps`: once the relative L1
@@ -245,41 +172,25 @@ struct CacheBlockResidualsPass
     }
 
     // The sample op carries the stored residual, with forecasting its
-    // divided differences and the steps they were computed at (-1: not
-    // yet), and for the adaptive decision the previous step's probe and
-    // the distance accumulated since the blocks last ran.
+    // divided differences and the steps they were computed at, and for the
+    // adaptive decision the previous step's probe and the distance
+    // accumulated since the blocks last ran.
     auto streamType = cast<RankedTensorType>(out.getType());
     auto scalarType = RankedTensorType::get({}, streamType.getElementType());
     OpBuilder b(sample);
-    auto filled = [&](RankedTensorType type, float value) -> Value {
-      return ConstantOp::create(b, loc, type,
-                                DenseElementsAttr::get(type, value));
-    };
-    SmallVector<Value> carried(sample.getCarried());
-    unsigned firstCarried = carried.size() + 3;
-    for (int64_t k = 0; k <= forecast; ++k)
-      carried.push_back(filled(streamType, 0.0f));
-    for (int64_t k = 0; k < forecast; ++k)
-      carried.push_back(filled(scalarType, -1.0f));
+    SmallVector<Value> initial = forecastCarry(b, loc, streamType, forecast);
     if (adaptive) {
-      carried.push_back(filled(cast<RankedTensorType>(probe.getType()), 0.0f));
-      carried.push_back(filled(scalarType, 0.0f));
+      auto probeType = cast<RankedTensorType>(probe.getType());
+      initial.push_back(ConstantOp::create(
+          b, loc, probeType, DenseElementsAttr::get(probeType, 0.0f)));
+      initial.push_back(ConstantOp::create(
+          b, loc, scalarType, DenseElementsAttr::get(scalarType, 0.0f)));
     }
-    auto cached = SampleOp::create(
-        b, loc, sample.getType(), sample.getNoise(), carried,
-        sample.getSamplerAttr(), sample.getNoiseScaleAttr(),
-        sample.getTimestepsAttr(), sample.getCoefficientsAttr());
-    cached->setDiscardableAttrs(sample->getDiscardableAttrDictionary());
-    cached.getBody().takeBody(sample.getBody());
+    unsigned firstCarried = body.getNumArguments();
+    SampleOp cached = carryMore(sample, initial);
     int64_t steps = cached.getNumSteps();
-    sample.replaceAllUsesWith(cached.getResult());
-    sample.erase();
-    for (Value value : ArrayRef(carried).drop_front(firstCarried - 3))
-      body.addArgument(value.getType(), loc);
-    // history: the stored residual (differences[0]) and its divided
-    // differences, then the steps of the last computations.
-    ValueRange history = body.getArguments().slice(firstCarried,
-                                                   2 * forecast + 1);
+    ValueRange history =
+        body.getArguments().slice(firstCarried, 2 * forecast + 1);
     ValueRange differences = history.take_front(forecast + 1);
     ValueRange computedAt = history.drop_front(forecast + 1);
     Value previousProbe, accumulated;
@@ -294,10 +205,8 @@ struct CacheBlockResidualsPass
     Value compute = adaptive ? adaptiveDecision(b, loc, probe, previousProbe,
                                                 accumulated, step, steps,
                                                 distance)
-                             : intervalDecision(b, loc, step);
-    Value stepValue = arith::UIToFPOp::create(
-        b, loc, b.getF32Type(),
-        arith::IndexCastUIOp::create(b, loc, b.getI64Type(), step));
+                             : everyIntervalStep(b, loc, step, interval);
+    Value stepValue = stepAsFloat(b, loc, step);
 
     SmallVector<Type> types{streamType};
     llvm::append_range(types, differences.getTypes());
@@ -312,8 +221,9 @@ struct CacheBlockResidualsPass
     then.setInsertionPoint(thenYield);
     SmallVector<Value> computed{out};
     llvm::append_range(computed,
-                       updateHistory(then, loc, SubOp::create(then, loc, out, in),
-                                     differences, computedAt, stepValue));
+                       updateDifferences(then, loc,
+                                         SubOp::create(then, loc, out, in),
+                                         differences, computedAt, stepValue));
     if (adaptive)
       computed.push_back(ConstantOp::create(
           then, loc, scalarType, DenseElementsAttr::get(scalarType, 0.0f)));

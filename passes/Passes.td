@@ -589,4 +589,48 @@ def CacheBlockResidualsPass : Pass<"kiln-cache-block-residuals", "mlir::ModuleOp
                            "::mlir::tensor::TensorDialect"];
 }
 
+def CacheDeepFeaturesPass : Pass<"kiln-cache-deep-features", "mlir::ModuleOp"> {
+  let summary = "Reuse a UNet's deeper levels across sampling steps";
+  let description = [{
+    In each `kiln.sample` region, finds the UNet's skip concatenations
+    (`kiln.concat` of two feature maps along the channels) and computes the
+    deeper levels' features that the outermost one (or, with `branch` = b,
+    the b-th counted inwards) joins to its skip only on every
+    `interval`-th step, from step 0 (DeepCache): the ops that only those
+    features need move into an `scf.if`; the steps between take the
+    features stored in a value the sample op carries, or with `forecast`
+    = 1 or 2 the value at their index of the polynomial through the last 2
+    or 3 computed ones (as kiln-cache-block-residuals forecasts). The first
+    level (whose output is the skip) and the levels after the
+    concatenation run every step.
+
+    ```mlir
+    %cat = kiln.concat %deep, %skip axis = 1 : ...
+    // becomes
+    %compute = arith.cmpi eq, (%step mod interval), 0
+    %new:2 = scf.if %compute -> (tensor<2x128x32x32xf32>, tensor<2x128x32x32xf32>) {
+      ... the deeper levels ...
+      scf.yield %deep, %deep
+    } else {
+      scf.yield %stored, %stored
+    }
+    %cat = kiln.concat %new#0, %skip axis = 1 : ...
+    kiln.yield %e, %new#1 : ...
+    ```
+  }];
+  let options = [
+    Option<"interval", "interval", "int64_t", "2",
+           "Compute the deeper levels on every interval-th step">,
+    Option<"branch", "branch", "int64_t", "0",
+           "The skip concatenation whose deep input is cached, counted "
+           "from the outermost (0)">,
+    Option<"forecast", "forecast", "int64_t", "0",
+           "Predict a skipped step's features by the polynomial through "
+           "the last forecast+1 computed ones (0: reuse the last)">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 #endif // KILN_PASSES_PASSES

@@ -3,19 +3,16 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "llvm/Support/Error.h"
+
 using namespace mlir;
 
-FailureOr<SmallVector<Value>>
-kiln::findResidualStream(Region &region, Location loc, StringRef what) {
+llvm::Expected<SmallVector<Value>> kiln::matchResidualStream(Region &region) {
   SmallVector<LayerNormOp> norms;
   region.walk([&](LayerNormOp op) { norms.push_back(op); });
-  auto fail =
-      [&](const Twine &why) {
-        return emitError(loc)
-               << what << ": " << why
-               << "; the blocks must be pre-LN transformer blocks (x + "
-                  "attention(norm(x)), then + mlp(norm(.)), then a final norm)";
-      };
+  auto fail = [](const Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+  };
   if (norms.size() < 3 || norms.size() % 2 == 0)
     return fail("found " + Twine(norms.size()) + " layer norms");
   auto addsTo = [](Value sum, Value residual) {
@@ -30,4 +27,15 @@ kiln::findResidualStream(Region &region, Location loc, StringRef what) {
     stream.push_back(next);
   }
   return stream;
+}
+
+FailureOr<SmallVector<Value>>
+kiln::findResidualStream(Region &region, Location loc, StringRef what) {
+  llvm::Expected<SmallVector<Value>> stream = matchResidualStream(region);
+  if (!stream)
+    return emitError(loc)
+           << what << ": " << llvm::toString(stream.takeError())
+           << "; the blocks must be pre-LN transformer blocks (x + "
+              "attention(norm(x)), then + mlp(norm(.)), then a final norm)";
+  return std::move(*stream);
 }

@@ -12,8 +12,14 @@
 #include "mlir/IR/Value.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
 
 namespace kiln {
+
+/// The residual stream of the pre-LN blocks in `region`, or why it has
+/// none (as findResidualStream describes it).
+llvm::Expected<llvm::SmallVector<mlir::Value>>
+matchResidualStream(mlir::Region &region);
 
 /// The residual stream of the pre-LN blocks in `region`: stream[k] enters
 /// block k (and is normalized by its first layer norm); stream[k + 1]

@@ -30,14 +30,16 @@ and output_0.pb (the final latent): the reference for the sampling loops
 kiln-compile --pipeline=diffusion builds. With --cache-interval K, dit
 also gets sample-SAMPLER-cacheK: its blocks computed every K-th step only,
 what they add to the tokens reused in between (kiln-compile
---cache-interval K), and with --cache-threshold T, for the first sampler
-named, sample-SAMPLER-thresholdT:
-the blocks run when the change of their input says so
-(kiln-compile --cache-threshold T). With --cache-forecast N as well, for
-the first sampler named and each order 1..N,
-sample-SAMPLER-cacheK-forecastORDER at --forecast-steps steps (default
---steps): the steps between predict what the blocks add by the polynomial
-through the last ORDER+1 computed residuals (kiln-compile
+--cache-interval K), and unet, for the first sampler named, the same
+with its deeper levels computed every K-th step only, what they hand back
+to the first level reused in between (DeepCache). With --cache-threshold
+T, dit gets, for the first sampler named, sample-SAMPLER-thresholdT: the
+blocks run when the change of their input says so (kiln-compile
+--cache-threshold T). With --cache-forecast N as well, for the first
+sampler named and each order 1..N, sample-SAMPLER-cacheK-forecastORDER at
+--forecast-steps steps (default --steps): the steps between predict what
+the blocks add (dit) or the deeper levels' features (unet) by the
+polynomial through the last ORDER+1 computed ones (kiln-compile
 --cache-forecast ORDER).
 
 usage: /usr/bin/python3 make_denoisers.py OUT [--models dit,unet] [--seed S]
@@ -239,21 +241,35 @@ class UNet(nn.Module):
         self.first_width = widths[0]
 
     def forward(self, x, t):
+        emb, first = self.first_level(x, t)
+        return self.last_level(self.deep(first, emb), first, emb)
+
+    def first_level(self, x, t):
+        """The timestep embedding and the first level's ResBlock output."""
         emb = self.time(timestep_embedding(t, self.first_width))
-        h = self.stem(x)
-        skips = []
-        for level, block in enumerate(self.down):
-            h = block(h, emb)
+        return emb, self.down[0](self.stem(x), emb)
+
+    def deep(self, first, emb):
+        """What the deeper levels hand back to the first (DeepCache's
+        cached features)."""
+        skips = [first]
+        h = self.downsample[0](first)
+        for level in range(1, len(self.down)):
+            h = self.down[level](h, emb)
             skips.append(h)
             if level < len(self.downsample):
                 h = self.downsample[level](h)
         h = self.attention(self.middle(h, emb))
-        for level in range(len(skips)):
+        for level in range(len(skips) - 1):
             h = torch.cat([h, skips.pop()], dim=1)
             h = self.up[2 * level](h, emb)
             h = self.up[2 * level + 1](h, emb)
-            if level < len(self.upsample):
-                h = self.upsample[level](h)
+            h = self.upsample[level](h)
+        return h
+
+    def last_level(self, deep, first, emb):
+        h = torch.cat([deep, first], dim=1)
+        h = self.up[-1](self.up[-2](h, emb), emb)
         return self.out(nn.functional.silu(self.out_norm(h)))
 
 
@@ -282,44 +298,49 @@ def export(model, inputs, folder):
     write_tensor(os.path.join(folder, "output_0.pb"), output, "noise")
 
 
-class CachedBlocks:
-    """model(x, t, y) computing DiT's blocks on every interval-th call only;
-    the calls between add the blocks' last residual (output - input) to
-    their own input tokens. With a threshold instead, the blocks run on the
-    first and last of `steps` calls and whenever the relative L1 change of
-    the first block's modulated input (mean |m - m'| / mean |m'|, m' the
-    previous call's), summed since they last ran, reaches it.
+class Forecast:
+    """What a cache keeps of a value computed on some calls only: the last
+    one, and with an order the value at another call predicted by the
+    polynomial through the last order+1 computed ones (Newton's divided
+    differences; orders not yet reachable count 0), float32 as Kiln
+    computes it."""
 
-    With a forecast order, the calls between add the value at their own
-    index of the polynomial through the last order+1 computed residuals
-    (Newton's divided differences; orders not yet reachable count 0)."""
+    def __init__(self, order):
+        self.differences = [0.0] * (order + 1)
+        self.computed_at = [-1.0] * order  # -1: not yet
 
-    def __init__(self, model, interval=1, threshold=0.0, steps=0,
-                 forecast=0):
-        self.model, self.interval = model, interval
-        self.threshold, self.steps = threshold, steps
-        self.calls = 0
-        # The last residual and its divided differences, and the calls
-        # they were computed at (-1: none yet).
-        self.differences = [0.0] * (forecast + 1)
-        self.computed_at = [-1.0] * forecast
-        self.previous, self.distance, self.margin = None, 0.0, float("inf")
-
-    def store(self, residual):
-        step, updated = float(self.calls), [residual]
+    def store(self, value, call):
+        step, updated = float(call), [value]
         for difference, at in zip(self.differences, self.computed_at):
             factor = np.float32(1 / (step - at)) if at >= 0 else 0.0
             updated.append((updated[-1] - difference) * factor)
         self.differences = updated
         self.computed_at = ([step] + self.computed_at)[:len(self.computed_at)]
 
-    def predict(self):
-        step, product = float(self.calls), np.float32(1.0)
+    def predict(self, call):
+        step, product = float(call), np.float32(1.0)
         predicted = self.differences[0]
         for difference, at in zip(self.differences[1:], self.computed_at):
             product = np.float32(product * np.float32(step - at))
             predicted = predicted + difference * float(product)
         return predicted
+
+
+class CachedBlocks:
+    """model(x, t, y) computing DiT's blocks on every interval-th call only;
+    the calls between add the blocks' last residual (output - input) to
+    their own input tokens. With a threshold instead, the blocks run on the
+    first and last of `steps` calls and whenever the relative L1 change of
+    the first block's modulated input (mean |m - m'| / mean |m'|, m' the
+    previous call's), summed since they last ran, reaches it. With a
+    forecast order, the calls between add the residual Forecast predicts."""
+
+    def __init__(self, model, interval=1, threshold=0.0, steps=0,
+                 forecast=0):
+        self.model, self.interval = model, interval
+        self.threshold, self.steps = threshold, steps
+        self.calls, self.residual = 0, Forecast(forecast)
+        self.previous, self.distance, self.margin = None, 0.0, float("inf")
 
     def compute_now(self, h, c):
         if not self.threshold:
@@ -348,11 +369,31 @@ class CachedBlocks:
             out = h
             for block in self.model.blocks:
                 out = block(out, c)
-            self.store(out - h)
+            self.residual.store(out - h, self.calls)
         else:
-            out = h + self.predict()
+            out = h + self.residual.predict(self.calls)
         self.calls += 1
         return self.model.head(out, c)
+
+
+class DeepCached:
+    """UNet model(x, t) computing its deeper levels on every interval-th
+    call only (DeepCache); the calls between reuse what they handed to the
+    first level, or with a forecast order what Forecast predicts."""
+
+    def __init__(self, model, interval, forecast=0):
+        self.model, self.interval = model, interval
+        self.calls, self.features = 0, Forecast(forecast)
+
+    def __call__(self, x, t):
+        emb, first = self.model.first_level(x, t)
+        if self.calls % self.interval == 0:
+            deep = self.model.deep(first, emb)
+            self.features.store(deep, self.calls)
+        else:
+            deep = self.features.predict(self.calls)
+        self.calls += 1
+        return self.model.last_level(deep, first, emb)
 
 
 def write_samples(model, folder, names, steps, cfg_scale, seed,
@@ -375,23 +416,24 @@ def write_samples(model, folder, names, steps, cfg_scale, seed,
                 return function(*args).numpy().astype(np.float64)
         return call
 
-    runs = [(name, "", lambda: model) for name in names]
-    if conditional and cache_interval > 1:
+    def cached(interval, forecast=0):
+        if conditional:
+            return CachedBlocks(model, interval=interval, forecast=forecast)
+        return DeepCached(model, interval, forecast)
+
+    runs = [(name, "", lambda: model, steps) for name in names]
+    if cache_interval > 1:
         runs += [(name, f"-cache{cache_interval}",
-                  lambda: CachedBlocks(model, interval=cache_interval))
-                 for name in names]
+                  lambda: cached(cache_interval), steps)
+                 for name in (names if conditional else names[:1])]
     if conditional and cache_threshold > 0:
         runs.append((names[0], f"-threshold{cache_threshold:g}",
                      lambda: CachedBlocks(model, threshold=cache_threshold,
-                                          steps=steps)))
-    runs = [(name, suffix, make, steps) for name, suffix, make in runs]
-    if conditional and cache_forecast > 0:
-        runs += [(names[0], f"-cache{cache_interval}-forecast{order}",
-                  lambda order=order: CachedBlocks(model,
-                                                   interval=cache_interval,
-                                                   forecast=order),
-                  forecast_steps or steps)
-                 for order in range(1, cache_forecast + 1)]
+                                          steps=steps), steps))
+    runs += [(names[0], f"-cache{cache_interval}-forecast{order}",
+              lambda order=order: cached(cache_interval, order),
+              forecast_steps or steps)
+             for order in range(1, cache_forecast + 1)]
     for name, suffix, make, steps in runs:
         function = make()
         call = caller(function)

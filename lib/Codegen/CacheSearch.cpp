@@ -8,6 +8,7 @@
 #include "lib/Codegen/Calibration.h"
 #include "lib/Codegen/SearchCandidate.h"
 #include "passes/ResidualStream.h"
+#include "passes/SampleCache.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/STLExtras.h"
@@ -68,6 +69,35 @@ struct Candidate {
 
 } // namespace
 
+FailureOr<CacheKind>
+kiln::denoiserCacheKind(ModuleOp module, const DiffusionOptions &options) {
+  func::FuncOp denoiser;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (isEntryPoint(func))
+      denoiser = func;
+  if (!denoiser)
+    return emitError(module.getLoc()) << "the module has no entry point";
+  Location loc = denoiser.getLoc();
+  llvm::Expected<SmallVector<Value>> stream =
+      matchResidualStream(denoiser.getBody());
+  if (stream)
+    return CacheKind::BlockResiduals;
+  std::string why = llvm::toString(stream.takeError());
+  bool skips = false;
+  denoiser.walk([&](ConcatOp concat) { skips |= isSkipConcat(concat); });
+  if (!skips)
+    return emitError(loc)
+           << "cannot cache: the denoiser has neither pre-LN transformer "
+              "blocks ("
+           << why << ") nor a UNet's skip concatenations";
+  if (options.cacheThreshold > 0 || options.cacheFirst != 0 ||
+      options.cacheLast != -1)
+    return emitError(loc) << "a UNet's deeper levels are cached every "
+                             "--cache-interval-th step: --cache-threshold "
+                             "and --cache-blocks need transformer blocks";
+  return CacheKind::DeepFeatures;
+}
+
 FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
                                                const CompileOptions &options) {
   Location loc = module.getLoc();
@@ -77,11 +107,16 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
       denoiser = func;
   if (!denoiser)
     return emitError(loc) << "cache search: the module has no entry point";
-  FailureOr<SmallVector<Value>> stream =
-      findResidualStream(denoiser.getBody(), denoiser.getLoc(), "cache search");
-  if (failed(stream))
+  FailureOr<CacheKind> kind = denoiserCacheKind(module, *options.diffusion);
+  if (failed(kind))
     return failure();
-  int64_t blocks = static_cast<int64_t>(stream->size()) - 1;
+  // A UNet's deeper levels are one unit of work; a DiT's blocks are
+  // counted so that caching all but the first can be priced.
+  int64_t blocks = 1;
+  if (*kind == CacheKind::BlockResiduals)
+    blocks = static_cast<int64_t>(
+                 cantFail(matchResidualStream(denoiser.getBody())).size()) -
+             1;
   int32_t numInputs = denoiser.getNumArguments() == 3 ? 2 : 1;
   FailureOr<std::vector<std::vector<std::string>>> sets =
       findCalibrationSets(options.calibrationDir, numInputs, loc);
@@ -112,6 +147,7 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
   std::vector<Candidate> candidates;
   for (int64_t interval = 2; interval <= 8; ++interval)
     for (int64_t first = 0; first < std::min<int64_t>(2, blocks); ++first)
+      // Each forecast at one cost, the linear first: it measured best.
       for (int64_t forecast : {1, 2, 0})
         candidates.push_back(
             {interval, first, forecast,
@@ -148,6 +184,8 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
   }
   choice.report = llvm::json::Object{
       {"metric", "psnr"},
+      {"cache", *kind == CacheKind::BlockResiduals ? "block_residuals"
+                                                    : "deep_features"},
       {"calibration_sets", static_cast<int64_t>(sets->size())},
       {"quality_budget_db", options.qualityBudget},
       {"blocks", blocks},

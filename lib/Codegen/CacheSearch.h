@@ -20,6 +20,19 @@
 
 namespace kiln {
 
+/// What a denoiser's steps between full computations reuse: a DiT's
+/// transformer blocks' residual (kiln-cache-block-residuals) or a UNet's
+/// deeper levels' features (kiln-cache-deep-features).
+enum class CacheKind { BlockResiduals, DeepFeatures };
+
+/// The cache the entry point of `module` (the plain denoiser) takes:
+/// block residuals where it has pre-LN transformer blocks, otherwise deep
+/// features where it has skip concatenations; an error where it has
+/// neither, or where `options` ask a UNet for what only blocks support
+/// (an adaptive threshold, a block range).
+mlir::FailureOr<CacheKind> denoiserCacheKind(mlir::ModuleOp module,
+                                             const DiffusionOptions &options);
+
 struct CacheChoice {
   /// The chosen interval and blocks (interval 1: nothing met the budget).
   int64_t interval = 1;
@@ -32,15 +45,16 @@ struct CacheChoice {
 };
 
 /// For options.diffusion->chooseCache: samples the calibration sets in
-/// options.calibrationDir (folders of input_0.pb, the noise, and
-/// input_1.pb, the labels, as the entry `sample` takes them) with the
-/// uncached loop, then tries intervals 2-8 over all the denoiser's blocks
-/// and over all but the first, cheapest first (by the share of block work
-/// left), each with linear, quadratic and no forecast (in that order: the
-/// cost is the same), until one's mean PSNR against the uncached samples
-/// reaches
-/// options.qualityBudget dB. PSNR per sample: 10 log10(range^2 / MSE),
-/// range the uncached sample's max - min. `module` is not changed.
+/// options.calibrationDir (folders of input_0.pb, the noise, and for a
+/// conditional denoiser input_1.pb, the labels, as the entry `sample`
+/// takes them) with the uncached loop, then tries intervals 2-8, cheapest
+/// first (by the share of block work left), each with linear, quadratic
+/// and no forecast (in that order: the cost is the same), until one's mean
+/// PSNR against the uncached samples reaches options.qualityBudget dB. A
+/// DiT's candidates cache all its blocks or all but the first; a UNet's
+/// cache its deeper levels, counted as one block. PSNR per sample:
+/// 10 log10(range^2 / MSE), range the uncached sample's max - min.
+/// `module` is not changed.
 mlir::FailureOr<CacheChoice> chooseSampleCache(mlir::ModuleOp module,
                                                const CompileOptions &options);
 

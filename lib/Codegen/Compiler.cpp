@@ -175,10 +175,19 @@ LogicalResult kiln::compileModule(ModuleOp module,
     sampler.cfgScale = diffusion.cfgScale;
     sampler.nullLabel = diffusion.nullLabel;
     pm.addPass(createCaptureSamplerPass(sampler));
-    if (diffusion.cacheInterval > 1 || diffusion.cacheThreshold > 0)
-      pm.addPass(createCacheBlockResidualsPass(
-          {diffusion.cacheInterval, diffusion.cacheFirst, diffusion.cacheLast,
-           diffusion.cacheThreshold, diffusion.cacheForecast}));
+    if (diffusion.cacheInterval > 1 || diffusion.cacheThreshold > 0) {
+      FailureOr<CacheKind> kind = denoiserCacheKind(module, diffusion);
+      if (failed(kind))
+        return failure();
+      if (*kind == CacheKind::BlockResiduals)
+        pm.addPass(createCacheBlockResidualsPass(
+            {diffusion.cacheInterval, diffusion.cacheFirst,
+             diffusion.cacheLast, diffusion.cacheThreshold,
+             diffusion.cacheForecast}));
+      else
+        pm.addPass(createCacheDeepFeaturesPass(
+            {diffusion.cacheInterval, /*branch=*/0, diffusion.cacheForecast}));
+    }
     if (failed(pm.run(module)))
       return failure();
   }
