@@ -117,6 +117,35 @@ def measure_sampling(name, model, artifact, runtime, threads, steps, runs):
             difference)
 
 
+CACHE_MODES = [("cache 3", ["--cache-interval=3"]),
+               ("cache 3, linear forecast", ["--cache-interval=3",
+                                             "--cache-forecast=1"]),
+               ("cache 5, linear forecast", ["--cache-interval=5",
+                                             "--cache-forecast=1"])]
+
+
+def measure_kiln_loops(name, artifacts, runtime, threads, runs):
+    """Median seconds of one sampling loop of each artifact, alternating."""
+    rng = np.random.default_rng(0)
+    guided = name == "dit"
+    noise = rng.standard_normal((1 if guided else 2, 4, 32, 32)).astype(
+        np.float32)
+    inputs = [noise, np.array([207], np.int64)] if guided else [noise]
+    sessions = {mode: Session(runtime, path, threads=threads)
+                for mode, path in artifacts.items()}
+    times = {mode: [] for mode in artifacts}
+    for session in sessions.values():
+        session.run("sample", inputs)
+    for _ in range(runs):
+        for mode, session in sessions.items():
+            started = time.perf_counter()
+            session.run("sample", inputs)
+            times[mode].append(time.perf_counter() - started)
+    for session in sessions.values():
+        session.close()
+    return {mode: float(np.median(t)) for mode, t in times.items()}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin-dir", required=True)
@@ -202,6 +231,33 @@ def main():
             sampling_rows.append(
                 f"| {name} | {threads} | {kiln_s:.2f} | {ort_s:.2f} | "
                 f"{kiln_s / ort_s:.2f}x | {difference:.1e} |")
+    cache_rows = []
+    equal_steps = max(1, round(args.steps / 3))
+    for name in MODELS:
+        model = os.path.join(folder, name, "model.onnx")
+        base = ["--pipeline=diffusion", "--sampler=ddim"] + (
+            ["--cfg-scale=4"] if name == "dit" else [])
+        artifacts = {"uncached": os.path.join(
+            folder, f"{name}-ddim{args.steps}.so")}
+        modes = [(mode, [f"--steps={args.steps}"] + extra)
+                 for mode, extra in CACHE_MODES] + [
+            (f"steps {equal_steps}", [f"--steps={equal_steps}"])]
+        for mode, extra in modes:
+            artifacts[mode] = os.path.join(
+                folder, f"{name}-" + mode.replace(", ", "-").replace(" ", "-")
+                + ".so")
+            compile_artifact(args.bin_dir, model, artifacts[mode],
+                             base + extra, args.reuse)
+        for threads in (1, 2):
+            medians = measure_kiln_loops(name, artifacts, runtime, threads,
+                                         args.sampling_runs)
+            print(f"{name} caching {threads} thr: " + ", ".join(
+                f"{mode} {t:.2f} s" for mode, t in medians.items()),
+                flush=True)
+            for mode, t in medians.items():
+                cache_rows.append(
+                    f"| {name} | {threads} | {mode} | {t:.3f} | "
+                    f"{medians['uncached'] / t:.2f}x |")
     lines = [
         "# Diffusion denoisers",
         "",
@@ -236,7 +292,24 @@ def main():
         "Kiln / ONNX Runtime latency | max sample difference (relative "
         "to the largest) |",
         "|---|---|---|---|---|---|",
-    ] + sampling_rows + [""]
+    ] + sampling_rows + [
+        "",
+        f"## Caching across the {args.steps} steps (speed only)",
+        "",
+        "Random weights, so only the time is meaningful here; what each "
+        "mode costs in quality is measured on a trained DiT by "
+        "`bench/run_diffusion_caching.py` "
+        "(docs/benchmarks-diffusion-caching.md). The DiT caches its "
+        "transformer blocks' residual, the UNet its deeper levels' "
+        "features (DeepCache), every K-th step (`--cache-interval=K`), "
+        "reused or forecast linearly in between (`--cache-forecast=1`); "
+        f"`steps {equal_steps}` is plain step reduction at about the "
+        "compute of cache 3. Medians over "
+        f"{args.sampling_runs} loops each, the modes alternating.",
+        "",
+        "| model | threads | mode | Kiln (s) | speed-up over uncached |",
+        "|---|---|---|---|---|",
+    ] + cache_rows + [""]
     with open(args.out, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {args.out}")

@@ -365,3 +365,30 @@ func.func @packed_matmul_residual(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %r
   %0 = kiln.packed_matmul %x, %w residual %r : tensor<4x3xf32>, tensor<3x3x2xf32> -> tensor<4x5xf32>
   return %0 : tensor<4x5xf32>
 }
+
+// -----
+
+// Panels of whole output rows (8 wide: 4 rows a panel of 32): per filter
+// tap, the input slice it reads, split into groups of rows, is copied into
+// the panels' (c, i, j) rows by a copy whose innermost dimension reads an
+// input row contiguously; the taps chain through the panels.
+// PANELS-DAG: #[[READ:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d3, d4)>
+// PANELS-DAG: #[[SAME:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+// PANELS-LABEL: func.func @conv_rows
+// PANELS: %[[PAD:.*]] = tensor.pad
+// PANELS: %[[EMPTY:.*]] = tensor.empty() : tensor<1x2x4x3x3x4x8xf32>
+// PANELS: %[[TAP:.*]] = tensor.extract_slice %[[PAD]][0, 0, 0, 0] [1, 4, 8, 8] [1, 1, 1, 1] : tensor<1x4x10x10xf32> to tensor<1x4x8x8xf32>
+// PANELS: %[[ROWS:.*]] = tensor.expand_shape %[[TAP]] {{\[}}[0], [1], [2, 3], [4]] output_shape [1, 4, 2, 4, 8]
+// PANELS: %[[DEST:.*]] = tensor.extract_slice %[[EMPTY]][0, 0, 0, 0, 0, 0, 0] [1, 2, 4, 1, 1, 4, 8] [1, 1, 1, 1, 1, 1, 1] : tensor<1x2x4x3x3x4x8xf32> to tensor<1x2x4x4x8xf32>
+// PANELS: %[[COPY:.*]] = linalg.generic {indexing_maps = [#[[READ]], #[[SAME]]], {{.*}} ins(%[[ROWS]] : tensor<1x4x2x4x8xf32>) outs(%[[DEST]] : tensor<1x2x4x4x8xf32>)
+// PANELS: %[[FIRST:.*]] = tensor.insert_slice %[[COPY]] into %[[EMPTY]][0, 0, 0, 0, 0, 0, 0]
+// PANELS: tensor.extract_slice %[[PAD]][0, 0, 0, 1] [1, 4, 8, 8] [1, 1, 1, 1]
+// PANELS: tensor.extract_slice %[[FIRST]][0, 0, 0, 0, 1, 0, 0]
+// PANELS: tensor.extract_slice %[[PAD]][0, 0, 2, 2] [1, 4, 8, 8] [1, 1, 1, 1]
+// PANELS: %[[LAST:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 0, 2, 2, 0, 0]
+// PANELS: %[[PATCHES:.*]] = tensor.collapse_shape %[[LAST]] {{\[}}[0, 1], [2, 3, 4], [5, 6]] : tensor<1x2x4x3x3x4x8xf32> into tensor<2x36x32xf32>
+// PANELS: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<6x36xf32>, tensor<36x32xf32>)
+func.func @conv_rows(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor<1x6x8x8xf32> {
+  %0 = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x8x8xf32>
+  return %0 : tensor<1x6x8x8xf32>
+}

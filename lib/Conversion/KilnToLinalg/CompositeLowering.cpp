@@ -90,6 +90,111 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   }
 };
 
+/// The patches in panels of `panelColumns` pixels, where every panel holds
+/// whole output rows or an equal part of one: per filter tap (i, j), the
+/// strided slice of the input the tap reads, split into panel rows and
+/// lanes, copied into the panels' (c, i, j) rows by a copy that reads its
+/// innermost dimension contiguously, which kiln-vectorize-generics turns
+/// into SIMD loads (a gather with a division per element stays scalar).
+/// Null where the rows do not tile the panels.
+Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
+                      int64_t kw, RankedTensorType resultType,
+                      ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                      int64_t panelColumns) {
+  MLIRContext *ctx = b.getContext();
+  Type f32 = resultType.getElementType();
+  int64_t channels = cast<RankedTensorType>(input.getType()).getDimSize(1);
+  int64_t images = resultType.getDimSize(0), outH = resultType.getDimSize(2),
+          outW = resultType.getDimSize(3);
+  // A tap's [N, C, Ho, Wo] split as [N, C, A, B, lanes]: rows and parts of
+  // rows (A = Ho, B = Wo / lanes), or groups of rows and rows in a group
+  // (A = Ho / B, B = lanes / Wo).
+  int64_t a, split;
+  if (outW % panelColumns == 0) {
+    a = outH;
+    split = outW / panelColumns;
+  } else if (panelColumns % outW == 0 && outH % (panelColumns / outW) == 0) {
+    split = panelColumns / outW;
+    a = outH / split;
+  } else {
+    return Value();
+  }
+  bool rowParts = outW % panelColumns == 0;
+  // Panels as [N, A, B, C, kh, kw, lanes] (row parts) or
+  // [N, A, C, kh, kw, B, lanes] (row groups).
+  SmallVector<int64_t> panelShape =
+      rowParts ? SmallVector<int64_t>{images, a, split, channels, kh, kw,
+                                      panelColumns}
+               : SmallVector<int64_t>{images, a, channels, kh, kw, split,
+                                      panelColumns / split};
+  auto panelType = RankedTensorType::get(panelShape, f32);
+  auto tapType = RankedTensorType::get({images, channels, outH, outW}, f32);
+  auto splitType = RankedTensorType::get(
+      {images, channels, a, split,
+       rowParts ? panelColumns : panelColumns / split},
+      f32);
+  // The copy's dims are the panels' without (i, j): (n, a, b, c, lane)
+  // or (n, a, c, b, lane); it reads the split tap as (n, c, a, b, lane).
+  AffineExpr d0, d1, d2, d3, d4;
+  bindDims(ctx, d0, d1, d2, d3, d4);
+  AffineMap readMap =
+      rowParts ? AffineMap::get(5, 0, {d0, d3, d1, d2, d4}, ctx)
+               : AffineMap::get(5, 0, {d0, d2, d1, d3, d4}, ctx);
+  SmallVector<int64_t> copyShape(panelShape);
+  unsigned tapDim = rowParts ? 4 : 3;
+  copyShape.erase(copyShape.begin() + tapDim, copyShape.begin() + tapDim + 2);
+  auto copyType = RankedTensorType::get(copyShape, f32);
+  SmallVector<utils::IteratorType> parallel(5, utils::IteratorType::parallel);
+
+  Value panels = createEmptyTensor(b, loc, panelType);
+  for (int64_t i = 0; i < kh; ++i) {
+    for (int64_t j = 0; j < kw; ++j) {
+      Value tap = tensor::ExtractSliceOp::create(
+          b, loc, tapType, input,
+          ValueRange(), ValueRange(), ValueRange(),
+          b.getDenseI64ArrayAttr({0, 0, i * dilations[0], j * dilations[1]}),
+          b.getDenseI64ArrayAttr({images, channels, outH, outW}),
+          b.getDenseI64ArrayAttr({1, 1, strides[0], strides[1]}));
+      Value splitTap = tensor::ExpandShapeOp::create(
+          b, loc, splitType, tap,
+          rowParts
+              ? SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}}
+              : SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+      SmallVector<int64_t> offsets(7, 0), sizes(panelShape), unit(7, 1);
+      offsets[tapDim] = i;
+      offsets[tapDim + 1] = j;
+      sizes[tapDim] = sizes[tapDim + 1] = 1;
+      Value destination = tensor::ExtractSliceOp::create(
+          b, loc, copyType, panels, ValueRange(), ValueRange(), ValueRange(),
+          b.getDenseI64ArrayAttr(offsets), b.getDenseI64ArrayAttr(sizes),
+          b.getDenseI64ArrayAttr(unit));
+      Value copied =
+          linalg::GenericOp::create(
+              b, loc, copyType, splitTap, destination,
+              SmallVector<AffineMap>{
+                  readMap, AffineMap::getMultiDimIdentityMap(5, ctx)},
+              parallel,
+              [](OpBuilder &nb, Location l, ValueRange args) {
+                linalg::YieldOp::create(nb, l, args[0]);
+              })
+              .getResult(0);
+      panels = tensor::InsertSliceOp::create(
+          b, loc, copied, panels, ValueRange(), ValueRange(), ValueRange(),
+          b.getDenseI64ArrayAttr(offsets), b.getDenseI64ArrayAttr(sizes),
+          b.getDenseI64ArrayAttr(unit));
+    }
+  }
+  int64_t panelCount = images * outH * outW / panelColumns;
+  SmallVector<ReassociationIndices> groups =
+      rowParts ? SmallVector<ReassociationIndices>{{0, 1, 2}, {3, 4, 5}, {6}}
+               : SmallVector<ReassociationIndices>{{0, 1}, {2, 3, 4}, {5, 6}};
+  return tensor::CollapseShapeOp::create(
+      b, loc,
+      RankedTensorType::get({panelCount, channels * kh * kw, panelColumns},
+                            f32),
+      panels, groups);
+}
+
 /// A single-group convolution as one matrix product, so it runs on the
 /// tiled and vectorized matmul path: the filter [F, C*kh*kw] times the
 /// patches [C*kh*kw, N*Ho*Wo] gathered from the (padded) images is the
@@ -121,7 +226,12 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
   int64_t rank = patchesType.getRank();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
   SmallVector<utils::IteratorType> parallel(rank, utils::IteratorType::parallel);
-  Value patches =
+  Value patches;
+  if (panelColumns > 0 && pixels % panelColumns == 0)
+    patches = createRowPanels(b, loc, input, kh, kw, resultType, strides,
+                              dilations, panelColumns);
+  if (!patches)
+    patches =
       linalg::GenericOp::create(
           b, loc, patchesType, ValueRange(),
           createEmptyTensor(b, loc, patchesType),
