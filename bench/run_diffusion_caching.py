@@ -19,9 +19,13 @@ mode is a Kiln artifact with the sampling loop inside
                   reaches T (TeaCache-style)
   steps N         --steps N: plain step reduction, the baseline a cache
                   must beat at equal speed
+  cache K, linear / quadratic
+                  --cache-forecast 1 / 2: the steps between extrapolate
+                  what the blocks add from their last 2 / 3 results
   fitted B dB     --choose-cache --quality-budget psnr=B, fitted on 8
                   calibration seeds (1000-1007) that the quality columns
-                  don't use
+                  don't use (interval, blocks, forecast, or an adaptive
+                  threshold if it measured faster)
 
 Quality: each mode samples --seeds seeds (noise from numpy's generator
 with that seed, label seed mod 10); the PSNR of its samples against the
@@ -220,9 +224,13 @@ def main():
     for budget in (30, 35):
         with open(os.path.join(folder, f"fitted-{budget}.json")) as f:
             pick = json.load(f)["chosen"]
-        chosen[f"fitted {budget} dB"] = (
-            f"fitted {budget} dB (cache {pick['interval']}, blocks "
-            f"{pick['first_block']}..{pick['last_block']})")
+        forecast = ("", ", linear", ", quadratic")[pick["forecast"]]
+        if pick["threshold"] > 0:
+            what = f"adaptive {pick['threshold']:g}{forecast}"
+        else:
+            what = (f"cache {pick['interval']}, blocks "
+                    f"{pick['first_block']}..{pick['last_block']}{forecast}")
+        chosen[f"fitted {budget} dB"] = f"fitted {budget} dB ({what})"
     rows = []
     for name in artifacts:
         t1, t2 = timings[1][name], timings[2][name]

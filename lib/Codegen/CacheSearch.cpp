@@ -16,6 +16,7 @@
 #include "llvm/Support/FileUtilities.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <tuple>
 
@@ -24,28 +25,49 @@ using namespace kiln;
 
 namespace {
 
-/// The samples of the artifact at `path` on each calibration set.
-FailureOr<std::vector<std::vector<float>>>
-sampleSets(StringRef path, ArrayRef<std::vector<std::string>> sets,
-           Location loc) {
+/// What a candidate's artifact did on the calibration sets.
+struct Sampled {
+  std::vector<std::vector<float>> samples;
+  /// The time of one sampling loop: per set the least of 3 runs (the
+  /// loop is deterministic; a longer run was interrupted), the median
+  /// over the sets, after an untimed run.
+  double milliseconds = 0;
+};
+
+/// The samples of the artifact at `path` on each calibration set, timed.
+FailureOr<Sampled> sampleSets(StringRef path,
+                              ArrayRef<std::vector<std::string>> sets,
+                              Location loc) {
   FailureOr<ArtifactRunner> runner =
       ArtifactRunner::open(path, "sample", "the sampling loop", loc);
-  if (failed(runner))
+  if (failed(runner) || failed(runner->run(sets.front())))
     return failure();
-  std::vector<std::vector<float>> samples;
+  Sampled sampled;
+  std::vector<double> times;
   for (const std::vector<std::string> &files : sets) {
-    FailureOr<std::vector<TensorPtr>> outputs = runner->run(files);
-    if (failed(outputs))
-      return failure();
+    FailureOr<std::vector<TensorPtr>> outputs;
+    double least = INFINITY;
+    for (int run = 0; run < 3; ++run) {
+      auto started = std::chrono::steady_clock::now();
+      outputs = runner->run(files);
+      if (failed(outputs))
+        return failure();
+      least = std::min(least, std::chrono::duration<double, std::milli>(
+                                  std::chrono::steady_clock::now() - started)
+                                  .count());
+    }
+    times.push_back(least);
     const kiln_tensor *sample = outputs->front().get();
     const auto *data =
         static_cast<const float *>(kiln_tensor_const_data(sample));
     int64_t count = 1;
     for (int32_t d = 0; d < kiln_tensor_rank(sample); ++d)
       count *= kiln_tensor_dims(sample)[d];
-    samples.emplace_back(data, data + count);
+    sampled.samples.emplace_back(data, data + count);
   }
-  return samples;
+  llvm::sort(times);
+  sampled.milliseconds = times[times.size() / 2];
+  return sampled;
 }
 
 /// PSNR of `sample` against `reference`, peak the reference's range;
@@ -129,56 +151,95 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
     return emitError(loc) << "cache search: cannot create a temporary file: "
                           << ec.message();
   llvm::FileRemover remover(path);
-  auto sample = [&](int64_t interval, int64_t first, int64_t forecast)
-      -> FailureOr<std::vector<std::vector<float>>> {
+  // Each candidate: its mean PSNR against the uncached samples and its
+  // time, measured.
+  std::vector<std::vector<float>> reference;
+  auto measure = [&](int64_t interval, int64_t first, int64_t forecast,
+                     double threshold) -> FailureOr<std::pair<double, double>> {
     CompileOptions trial = candidateOptions(options, path);
     trial.diffusion->cacheInterval = interval;
     trial.diffusion->cacheFirst = first;
     trial.diffusion->cacheLast = -1;
     trial.diffusion->cacheForecast = forecast;
+    trial.diffusion->cacheThreshold = threshold;
     if (failed(compileCandidate(module, trial)))
       return failure();
-    return sampleSets(path, *sets, loc);
+    FailureOr<Sampled> sampled = sampleSets(path, *sets, loc);
+    if (failed(sampled))
+      return failure();
+    if (reference.empty())
+      reference = sampled->samples;
+    double total = 0;
+    for (auto [s, r] : llvm::zip(sampled->samples, reference))
+      total += psnr(s, r);
+    return std::make_pair(total / double(reference.size()),
+                          sampled->milliseconds);
   };
 
-  FailureOr<std::vector<std::vector<float>>> reference = sample(1, 0, 0);
-  if (failed(reference))
+  FailureOr<std::pair<double, double>> uncached = measure(1, 0, 0, 0);
+  if (failed(uncached))
     return failure();
   std::vector<Candidate> candidates;
   for (int64_t interval = 2; interval <= 8; ++interval)
     for (int64_t first = 0; first < std::min<int64_t>(2, blocks); ++first)
-      // Each forecast at one cost, the linear first: it measured best.
       for (int64_t forecast : {1, 2, 0})
         candidates.push_back(
             {interval, first, forecast,
              1.0 - (1.0 - 1.0 / double(interval)) * double(blocks - first) /
                        double(blocks)});
-  // Stable: the forecasts keep their order within one cost.
+  // Stable: the forecasts keep their order within one cost, the linear
+  // first (it measured best).
   llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
     return std::tie(a.cost, a.first, a.interval) <
            std::tie(b.cost, b.first, b.interval);
   });
 
   CacheChoice choice;
+  double chosenTime = uncached->second;
   llvm::json::Array tried;
   for (const Candidate &candidate : candidates) {
-    FailureOr<std::vector<std::vector<float>>> samples =
-        sample(candidate.interval, candidate.first, candidate.forecast);
-    if (failed(samples))
+    FailureOr<std::pair<double, double>> measured = measure(
+        candidate.interval, candidate.first, candidate.forecast, 0);
+    if (failed(measured))
       return failure();
-    double total = 0;
-    for (auto [s, r] : llvm::zip(*samples, *reference))
-      total += psnr(s, r);
-    double mean = total / double(samples->size());
     tried.push_back(llvm::json::Object{{"interval", candidate.interval},
                                        {"first_block", candidate.first},
                                        {"forecast", candidate.forecast},
                                        {"block_work", candidate.cost},
-                                       {"psnr", mean}});
-    if (mean >= options.qualityBudget) {
+                                       {"psnr", measured->first},
+                                       {"ms", measured->second}});
+    if (measured->first >= options.qualityBudget) {
       choice.interval = candidate.interval;
       choice.first = candidate.first;
       choice.forecast = candidate.forecast;
+      chosenTime = measured->second;
+      break;
+    }
+  }
+
+  // A DiT's blocks may instead run when their input changed enough; how
+  // often that is depends on the samples, so the adaptive candidate
+  // (the largest threshold within the budget, linear forecast) wins only
+  // if it measured faster.
+  llvm::json::Array triedAdaptive;
+  if (*kind == CacheKind::BlockResiduals) {
+    for (double threshold : {1.0, 0.7, 0.5, 0.35, 0.25, 0.15, 0.1}) {
+      FailureOr<std::pair<double, double>> measured =
+          measure(1, 0, 1, threshold);
+      if (failed(measured))
+        return failure();
+      triedAdaptive.push_back(llvm::json::Object{{"threshold", threshold},
+                                                 {"forecast", 1},
+                                                 {"psnr", measured->first},
+                                                 {"ms", measured->second}});
+      if (measured->first < options.qualityBudget)
+        continue;
+      if (measured->second < chosenTime) {
+        choice.interval = 1;
+        choice.first = 0;
+        choice.forecast = 1;
+        choice.threshold = threshold;
+      }
       break;
     }
   }
@@ -189,10 +250,13 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
       {"calibration_sets", static_cast<int64_t>(sets->size())},
       {"quality_budget_db", options.qualityBudget},
       {"blocks", blocks},
+      {"uncached_ms", uncached->second},
       {"tried", std::move(tried)},
+      {"tried_adaptive", std::move(triedAdaptive)},
       {"chosen", llvm::json::Object{{"interval", choice.interval},
                                     {"first_block", choice.first},
                                     {"forecast", choice.forecast},
+                                    {"threshold", choice.threshold},
                                     {"last_block", blocks}}}};
   return choice;
 }

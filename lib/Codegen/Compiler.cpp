@@ -159,6 +159,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
       diffusion.cacheFirst = choice->first;
       diffusion.cacheLast = choice->last;
       diffusion.cacheForecast = choice->forecast;
+      diffusion.cacheThreshold = choice->threshold;
       if (!options.cacheReportPath.empty())
         cacheReport.os() << llvm::formatv(
                                 "{0:2}",
