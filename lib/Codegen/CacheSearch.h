@@ -53,12 +53,13 @@ struct CacheChoice {
 /// takes them) with the uncached loop, then tries intervals 2-8, cheapest
 /// first (by the share of block work left), each with linear, quadratic
 /// and no forecast (in that order: the cost is the same), until one's mean
-/// PSNR against the uncached samples reaches options.qualityBudget dB. A
+/// PSNR against the uncached samples, less twice its standard error over
+/// the sets, reaches options.qualityBudget dB. A
 /// DiT's candidates cache all its blocks or all but the first; a UNet's
 /// cache its deeper levels, counted as one block. A DiT then tries
 /// adaptive caching (linear forecast) at thresholds 1.0 down to 0.1; the
 /// largest within the budget replaces the interval choice if its sampling
-/// loop measured faster (medians over the calibration sets, after an
+/// loop measured at least 10% faster (medians over the calibration sets, after an
 /// untimed run). PSNR per sample:
 /// 10 log10(range^2 / MSE), range the uncached sample's max - min.
 /// `module` is not changed.

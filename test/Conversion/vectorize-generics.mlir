@@ -134,3 +134,23 @@ func.func @named_transpose(%a: tensor<32x64xf32>) -> tensor<64x32xf32> {
   %0 = linalg.transpose ins(%a : tensor<32x64xf32>) outs(%init : tensor<64x32xf32>) permutation = [1, 0]
   return %0 : tensor<64x32xf32>
 }
+
+// A sum too long for one block (6144 > 4096 elements) is split into two
+// partial sums of 3072 that vectorize, and a short sum of those.
+// CHECK-LABEL: func.func @long_sum
+// CHECK: %[[PARTS:.*]] = tensor.expand_shape %arg0 {{\[}}[0], [1, 2]] output_shape [4, 2, 3072]
+// CHECK: %[[PARTIAL:.*]] = scf.forall (%[[I:.*]], %[[J:.*]]) in (4, 2)
+// CHECK: tensor.extract_slice %[[PARTS]][%[[I]], %[[J]], 0] [1, 1, 3072]
+// CHECK: vector.reduction <add>, %{{.*}}, %{{.*}} : vector<3072xf32> into f32
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[PARTIAL]] : tensor<4x2xf32>)
+func.func @long_sum(%x: tensor<4x6144xf32>) -> tensor<4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %empty = tensor.empty() : tensor<4xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%empty : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<4x6144xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %s = arith.addf %in, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %sum : tensor<4xf32>
+}

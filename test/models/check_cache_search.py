@@ -5,11 +5,12 @@
 usage: check_cache_search.py BIN_DIR RUNTIME_LIBRARY MODEL_DIR WORK_DIR
 
 Four calibration sets of noise and a label; 8 guided DDIM steps; budget
-53 dB. The report must follow the search's rule (candidates by the share of
+53 dB, which the mean PSNR less twice its standard error over the sets
+must reach. The report must follow the search's rule (candidates by the share of
 block work left, cheapest first, at one cost linear, quadratic and no
 forecast in turn, each before the chosen one under the budget, the chosen
 one over it; then adaptive thresholds from the largest down to the first
-within the budget, which wins if its measured time is lower), and its PSNR of the chosen candidate must
+within the budget, which wins if it measured at least 10% faster), and its PSNR of the chosen candidate must
 be what this script measures running the chosen artifact and the uncached
 one on the calibration sets (0.01 dB; PSNR per sample against the uncached
 sample, peak its range). Fresh noise (seeds 100-103) is reported and must
@@ -50,13 +51,13 @@ def psnr(sample, reference):
     return min(200.0, 10 * np.log10(peak * peak / mse)) if mse else 200.0
 
 
-def mean_psnr(runtime, chosen, full, seeds):
+def psnrs(runtime, chosen, full, seeds):
     a, b = Session(runtime, chosen), Session(runtime, full)
     values = [psnr(a.run("sample", list(inputs(s)))[0],
                    b.run("sample", list(inputs(s)))[0]) for s in seeds]
     a.close()
     b.close()
-    return float(np.mean(values))
+    return np.array(values)
 
 
 def main():
@@ -92,10 +93,10 @@ def main():
                 ((1, 2), (2, 0)), "forecasts out of order"
         else:
             assert before["forecast"] == 0, "a forecast left untried"
-    assert all(t["psnr"] < BUDGET for t in tried[:-1]), \
+    assert all(t["psnr_lower"] < BUDGET for t in tried[:-1]), \
         "a candidate within the budget was passed over"
     last = tried[-1]
-    assert last["psnr"] >= BUDGET, "no candidate met the budget"
+    assert last["psnr_lower"] >= BUDGET, "no candidate met the budget"
 
     # Adaptive: thresholds from the largest down, until one meets the
     # budget; it replaces the interval choice only if it measured faster.
@@ -103,28 +104,33 @@ def main():
     thresholds = [t["threshold"] for t in adaptive]
     assert thresholds == sorted(thresholds, reverse=True) and adaptive, \
         "thresholds not largest first"
-    assert all(t["psnr"] < BUDGET for t in adaptive[:-1]), \
+    assert all(t["psnr_lower"] < BUDGET for t in adaptive[:-1]), \
         "a threshold within the budget was passed over"
     chosen_report = report["chosen"]
     if chosen_report["threshold"] > 0:
         pick = adaptive[-1]
-        assert pick["psnr"] >= BUDGET and pick["ms"] < last["ms"], \
+        assert pick["psnr_lower"] >= BUDGET and \
+            pick["ms"] < 0.9 * last["ms"], \
             "an adaptive cache chosen that the rule does not pick"
         assert chosen_report["threshold"] == pick["threshold"]
         assert chosen_report["interval"] == 1
     else:
         pick = last
-        assert adaptive[-1]["psnr"] < BUDGET or \
-            adaptive[-1]["ms"] >= last["ms"], "a faster adaptive cache lost"
+        assert adaptive[-1]["psnr_lower"] < BUDGET or \
+            adaptive[-1]["ms"] >= 0.9 * last["ms"], \
+            "a faster adaptive cache lost"
         key = ("interval", "first_block", "forecast")
         assert [chosen_report[k] for k in key] == [last[k] for k in key], \
             "chose another"
         assert chosen_report["interval"] > 1
 
     runtime = Runtime(library)
-    measured = mean_psnr(runtime, chosen, full, range(4))
+    values = psnrs(runtime, chosen, full, range(4))
+    measured = float(np.mean(values))
+    lower = measured - 2 * float(np.std(values, ddof=1)) / np.sqrt(4)
     assert abs(measured - pick["psnr"]) < 0.01, (measured, pick["psnr"])
-    fresh = mean_psnr(runtime, chosen, full, range(100, 104))
+    assert abs(lower - pick["psnr_lower"]) < 0.01, (lower, pick["psnr_lower"])
+    fresh = float(np.mean(psnrs(runtime, chosen, full, range(100, 104))))
     print(f"chosen {chosen_report}: {measured:.2f} dB on the calibration "
           f"noise, {fresh:.2f} dB on fresh noise")
     assert abs(fresh - measured) < 3, (fresh, measured)

@@ -112,6 +112,29 @@ SmallVector<int64_t> getBlockSizes(linalg::GenericOp op, int64_t width,
   return sizes;
 }
 
+/// For a sum whose one (innermost) reduction is too long for a block: the
+/// least number of equal, `width`-aligned parts that each fit in
+/// `maxElements`. 1: leave it.
+int64_t getSplitRatio(linalg::GenericOp op, int64_t width,
+                      int64_t maxElements) {
+  if (op.getNumReductionLoops() != 1 || op.getNumDpsInits() != 1 ||
+      !op.hasPureTensorSemantics() ||
+      !op.getBody()->getOps<tensor::ExtractOp>().empty())
+    return 1;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned innermost = ranges.size() - 1;
+  int64_t length = ranges[innermost];
+  if (op.getIteratorTypesArray()[innermost] !=
+          utils::IteratorType::reduction ||
+      ShapedType::isDynamic(length) || length <= maxElements)
+    return 1;
+  for (int64_t ratio = 2; ratio <= length / width; ++ratio)
+    if (length % ratio == 0 && length / ratio <= maxElements &&
+        (length / ratio) % width == 0)
+      return ratio;
+  return 1;
+}
+
 struct VectorizeGenericsPass
     : kiln::impl::VectorizeGenericsPassBase<VectorizeGenericsPass> {
   using VectorizeGenericsPassBase::VectorizeGenericsPassBase;
@@ -127,6 +150,27 @@ struct VectorizeGenericsPass
     for (linalg::LinalgOp op : named) {
       rewriter.setInsertionPoint(op);
       (void)linalg::generalizeNamedOp(rewriter, op);
+    }
+
+    // A reduction too long for one block (a group norm's statistics over
+    // a group of large feature maps) becomes blocks that fit, each a
+    // partial sum, and a short reduction of those.
+    SmallVector<std::pair<linalg::GenericOp, int64_t>> longSums;
+    getOperation()->walk([&](linalg::GenericOp op) {
+      int64_t ratio = getSplitRatio(op, vectorWidth, maxElements);
+      if (ratio > 1)
+        longSums.push_back({op, ratio});
+    });
+    for (auto [op, ratio] : longSums) {
+      rewriter.setInsertionPoint(op);
+      unsigned index = static_cast<unsigned>(
+          cast<RankedTensorType>(op.getDpsInits()[0].getType()).getRank());
+      (void)linalg::splitReduction(
+          rewriter, cast<linalg::LinalgOp>(op.getOperation()),
+          [&](linalg::LinalgOp) {
+            return linalg::SplitReductionOptions{ratio, index,
+                                                 /*innerParallel=*/false};
+          });
     }
 
     SmallVector<std::pair<linalg::GenericOp, SmallVector<int64_t>>> work;
