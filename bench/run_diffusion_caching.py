@@ -35,6 +35,11 @@ difference, averaged over the seeds. Speed: the modes run in
 rounds, one sample each per round, at 1 and 2 threads; medians over
 --rounds rounds, with ONNX Runtime running the same 50-step guided DDIM in
 samplers.py's numpy loop. Writes docs/benchmarks-diffusion-caching.md.
+
+With --trained-unet DIR (train_dit.py --model unet's output, trained if
+missing), the same for DeepCache on a trained UNet: unguided 50-step DDIM
+on its batch of 2, its deeper levels every K-th step (reused, or forecast
+linearly / quadratically), against plain step reduction; 1 thread.
 """
 import argparse
 import json
@@ -119,6 +124,62 @@ def ascii_digits(samples):
     return lines
 
 
+def unet_rows(args, runtime, folder):
+    """The DeepCache section's table rows: (mode, ms, speed-up, PSNR, max
+    pixel difference) for the trained UNet."""
+    model = os.path.join(args.trained_unet, "model.onnx")
+    if not os.path.exists(model):
+        run([sys.executable, os.path.join(HERE, "models", "train_dit.py"),
+             args.trained_unet, "--model", "unet"])
+    modes = [("uncached", [f"--steps={args.steps}"])]
+    for k in (2, 3, 4, 6):
+        modes.append((f"cache {k}", [f"--steps={args.steps}",
+                                     f"--cache-interval={k}"]))
+    for k in (3, 4, 6):
+        modes.append((f"cache {k}, linear",
+                      [f"--steps={args.steps}", f"--cache-interval={k}",
+                       "--cache-forecast=1"]))
+        modes.append((f"cache {k}, quadratic",
+                      [f"--steps={args.steps}", f"--cache-interval={k}",
+                       "--cache-forecast=2"]))
+    for n in (25, 17, 13):
+        modes.append((f"steps {n}", [f"--steps={n}"]))
+    sessions = {}
+    for name, extra in modes:
+        path = os.path.join(folder, "unet-" + name.replace(", ", "-")
+                            .replace(" ", "-") + ".so")
+        compile_artifact(args.bin_dir, model, path,
+                         ["--pipeline=diffusion", "--sampler=ddim"] + extra,
+                         args.reuse)
+        sessions[name] = Session(runtime, path, threads=1)
+    noises = [np.random.default_rng(seed).standard_normal(
+        (2, 1, 8, 8)).astype(np.float32) for seed in range(args.seeds)]
+    samples = {name: [s.run("sample", [n])[0] for n in noises]
+               for name, s in sessions.items()}
+    times = {name: [] for name in sessions}
+    for _ in range(args.rounds):
+        for name, session in sessions.items():
+            started = time.perf_counter()
+            session.run("sample", [noises[0]])
+            times[name].append(time.perf_counter() - started)
+    for session in sessions.values():
+        session.close()
+    reference = samples["uncached"]
+    uncached_ms = 1000 * float(np.median(times["uncached"]))
+    rows = []
+    for name in sessions:
+        ms = 1000 * float(np.median(times[name]))
+        value = float(np.mean([psnr(s, r) for s, r in
+                               zip(samples[name], reference)]))
+        error = float(np.mean([np.max(np.abs(s - r)) for s, r in
+                               zip(samples[name], reference)]))
+        shown = "identical" if value == float("inf") else f"{value:.1f}"
+        rows.append(f"| {name} | {ms:.2f} | {uncached_ms / ms:.2f}x | "
+                    f"{shown} | {error:.3f} |")
+    print("unet: " + ", ".join(rows), flush=True)
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin-dir", required=True)
@@ -126,6 +187,10 @@ def main():
     parser.add_argument("--trained", required=True,
                         help="train_dit.py's output folder (trained if "
                              "missing)")
+    parser.add_argument("--trained-unet", default=None,
+                        help="train_dit.py --model unet's output folder "
+                             "(trained if missing): adds the DeepCache "
+                             "section")
     parser.add_argument("--runtime", default=None)
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--cfg-scale", type=float, default=3.0)
@@ -278,6 +343,23 @@ def main():
         "",
         "```",
     ] + ascii_digits(reference[:10]) + ["```", ""]
+    if args.trained_unet:
+        lines += [
+            "## DeepCache on a trained UNet",
+            "",
+            "Model: `train_dit.py --model unet`'s UNet (8x8 digits, widths "
+            "32 / 64 / 64 at 8, 4 and 2 pixels, attention at 2x2), trained "
+            "unconditionally. Unguided 50-step DDIM on its batch of 2 from "
+            "standard normal noise; the cache rows compute its deeper "
+            "levels every K-th step and reuse (or forecast) what they hand "
+            "to the first level in between. Quality against the uncached "
+            f"samples over {args.seeds} seeds; 1 thread, medians over "
+            f"{args.rounds} rounds.",
+            "",
+            "| mode | 1 thread (ms) | speed-up | PSNR (dB) | max pixel "
+            "difference |",
+            "|---|---|---|---|---|",
+        ] + unet_rows(args, runtime, folder) + [""]
     with open(args.out, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {args.out}")
