@@ -160,9 +160,10 @@ llvm::cl::opt<int64_t> nullLabel(
 llvm::cl::opt<int64_t> cacheInterval(
     "cache-interval",
     llvm::cl::desc("With --pipeline=diffusion: compute the denoiser's "
-                   "transformer blocks only every N-th step, reusing what "
-                   "they add to the residual stream in between (1: every "
-                   "step)"),
+                   "transformer blocks (a UNet: its deeper levels) only "
+                   "every N-th step, reusing what they add to the residual "
+                   "stream (a UNet: hand to the first level) in between "
+                   "(1: every step)"),
     llvm::cl::value_desc("N"), llvm::cl::init(1));
 llvm::cl::opt<double> cacheThreshold(
     "cache-threshold",
@@ -186,8 +187,8 @@ llvm::cl::opt<std::string> cacheBlocks(
 llvm::cl::opt<bool> chooseCache(
     "choose-cache",
     llvm::cl::desc("With --pipeline=diffusion: choose --cache-interval, "
-                   "--cache-blocks and --cache-forecast, the cheapest whose "
-                   "samples of the "
+                   "--cache-blocks and --cache-forecast (or a "
+                   "--cache-threshold), the cheapest whose samples of the "
                    "--calibration noise keep --quality-budget psnr=DB"));
 llvm::cl::opt<std::string> cacheReport(
     "cache-report",
