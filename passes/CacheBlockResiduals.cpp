@@ -206,48 +206,25 @@ struct CacheBlockResidualsPass
                                                 accumulated, step, steps,
                                                 distance)
                              : everyIntervalStep(b, loc, step, interval);
-    Value stepValue = stepAsFloat(b, loc, step);
-
-    SmallVector<Type> types{streamType};
-    llvm::append_range(types, differences.getTypes());
-    if (adaptive)
-      types.push_back(scalarType);
-    auto choice =
-        scf::IfOp::create(b, loc, types, compute, /*withElseRegion=*/true);
-    OpBuilder then = choice.getThenBodyBuilder();
-    auto thenYield = scf::YieldOp::create(then, loc, ValueRange{});
-    for (Operation *op : *span)
-      op->moveBefore(thenYield);
-    then.setInsertionPoint(thenYield);
-    SmallVector<Value> computed{out};
-    llvm::append_range(computed,
-                       updateDifferences(then, loc,
-                                         SubOp::create(then, loc, out, in),
-                                         differences, computedAt, stepValue));
-    if (adaptive)
-      computed.push_back(ConstantOp::create(
-          then, loc, scalarType, DenseElementsAttr::get(scalarType, 0.0f)));
-    thenYield->setOperands(computed);
-
-    OpBuilder otherwise = choice.getElseBodyBuilder();
-    Value predicted =
-        extrapolate(otherwise, loc, differences, computedAt, stepValue);
-    SmallVector<Value> reused{AddOp::create(otherwise, loc, in, predicted)};
-    llvm::append_range(reused, differences);
-    if (adaptive)
-      reused.push_back(distance);
-    scf::YieldOp::create(otherwise, loc, reused);
-
-    out.replaceUsesWithIf(choice.getResult(0), [&](OpOperand &use) {
-      return !choice->isAncestor(use.getOwner());
-    });
-    auto yield = cast<YieldOp>(body.getTerminator());
-    yield.getCarriedMutable().append(
-        choice.getResults().slice(1, differences.size()));
-    b.setInsertionPointAfter(choice);
-    yield.getCarriedMutable().append(
-        updateComputedAt(b, loc, computedAt, compute, stepValue));
+    auto zeroDistance = [&](OpBuilder &then) -> SmallVector<Value> {
+      return {ConstantOp::create(then, loc, scalarType,
+                                 DenseElementsAttr::get(scalarType, 0.0f))};
+    };
+    scf::IfOp choice = buildCacheChoice(
+        b, loc, compute,
+        {*span, out,
+         [&](OpBuilder &then) -> Value {
+           return SubOp::create(then, loc, out, in);
+         },
+         [&](OpBuilder &otherwise, Value predicted) -> Value {
+           return AddOp::create(otherwise, loc, in, predicted);
+         }},
+        differences, computedAt, step,
+        adaptive ? function_ref<SmallVector<Value>(OpBuilder &)>(zeroDistance)
+                 : nullptr,
+        adaptive ? ValueRange{distance} : ValueRange{});
     if (adaptive) {
+      auto yield = cast<YieldOp>(body.getTerminator());
       yield.getCarriedMutable().append(probe);
       yield.getCarriedMutable().append(choice.getResults().back());
     }

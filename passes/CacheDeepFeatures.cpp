@@ -99,37 +99,11 @@ struct CacheDeepFeaturesPass
     // value the moved ops use comes earlier.
     b.setInsertionPointAfter(deepOp);
     Value compute = everyIntervalStep(b, loc, step, interval);
-    Value stepValue = stepAsFloat(b, loc, step);
-    SmallVector<Type> types{featureType};
-    llvm::append_range(types, differences.getTypes());
-    auto choice =
-        scf::IfOp::create(b, loc, types, compute, /*withElseRegion=*/true);
-    OpBuilder then = choice.getThenBodyBuilder();
-    auto thenYield = scf::YieldOp::create(then, loc, ValueRange{});
-    for (Operation *op : span)
-      op->moveBefore(thenYield);
-    then.setInsertionPoint(thenYield);
-    SmallVector<Value> computed{deep};
-    llvm::append_range(computed, updateDifferences(then, loc, deep,
-                                                   differences, computedAt,
-                                                   stepValue));
-    thenYield->setOperands(computed);
-
-    OpBuilder otherwise = choice.getElseBodyBuilder();
-    SmallVector<Value> reused{
-        extrapolate(otherwise, loc, differences, computedAt, stepValue)};
-    llvm::append_range(reused, differences);
-    scf::YieldOp::create(otherwise, loc, reused);
-
-    deep.replaceUsesWithIf(choice.getResult(0), [&](OpOperand &use) {
-      return !choice->isAncestor(use.getOwner());
-    });
-    auto yield = cast<YieldOp>(body.getTerminator());
-    yield.getCarriedMutable().append(
-        choice.getResults().slice(1, differences.size()));
-    b.setInsertionPointAfter(choice);
-    yield.getCarriedMutable().append(
-        updateComputedAt(b, loc, computedAt, compute, stepValue));
+    buildCacheChoice(
+        b, loc, compute,
+        {span, deep, [&](OpBuilder &) { return deep; },
+         [](OpBuilder &, Value predicted) { return predicted; }},
+        differences, computedAt, step);
     return success();
   }
 };

@@ -125,3 +125,50 @@ Value kiln::extrapolate(OpBuilder &b, Location loc, ValueRange differences,
   }
   return predicted;
 }
+
+scf::IfOp kiln::buildCacheChoice(
+    OpBuilder &b, Location loc, Value compute,
+    const CachedComputation &computation, ValueRange differences,
+    ValueRange computedAt, Value step,
+    function_ref<SmallVector<Value>(OpBuilder &)> computingExtra,
+    ValueRange otherExtra) {
+  Value stepValue = stepAsFloat(b, loc, step);
+  SmallVector<Type> types{computation.result.getType()};
+  llvm::append_range(types, differences.getTypes());
+  llvm::append_range(types, otherExtra.getTypes());
+  auto choice =
+      scf::IfOp::create(b, loc, types, compute, /*withElseRegion=*/true);
+
+  OpBuilder then = choice.getThenBodyBuilder();
+  auto thenYield = scf::YieldOp::create(then, loc, ValueRange{});
+  for (Operation *op : computation.span)
+    op->moveBefore(thenYield);
+  then.setInsertionPoint(thenYield);
+  SmallVector<Value> computed{computation.result};
+  llvm::append_range(computed,
+                     updateDifferences(then, loc, computation.store(then),
+                                       differences, computedAt, stepValue));
+  if (computingExtra)
+    llvm::append_range(computed, computingExtra(then));
+  thenYield->setOperands(computed);
+
+  OpBuilder otherwise = choice.getElseBodyBuilder();
+  SmallVector<Value> reused{computation.reuse(
+      otherwise,
+      extrapolate(otherwise, loc, differences, computedAt, stepValue))};
+  llvm::append_range(reused, differences);
+  llvm::append_range(reused, otherExtra);
+  scf::YieldOp::create(otherwise, loc, reused);
+
+  Value result = computation.result;
+  result.replaceUsesWithIf(choice.getResult(0), [&](OpOperand &use) {
+    return !choice->isAncestor(use.getOwner());
+  });
+  auto yield = cast<YieldOp>(choice->getBlock()->getTerminator());
+  yield.getCarriedMutable().append(
+      choice.getResults().slice(1, differences.size()));
+  b.setInsertionPointAfter(choice);
+  yield.getCarriedMutable().append(
+      updateComputedAt(b, loc, computedAt, compute, stepValue));
+  return choice;
+}

@@ -14,6 +14,7 @@
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 
 namespace kiln {
@@ -65,6 +66,35 @@ llvm::SmallVector<mlir::Value> updateComputedAt(mlir::OpBuilder &b,
 mlir::Value extrapolate(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::ValueRange differences,
                         mlir::ValueRange computedAt, mlir::Value step);
+
+/// The part of a step a cache computes on some steps only.
+struct CachedComputation {
+  /// The ops that compute `result`, in block order: they move into the
+  /// computing branch.
+  llvm::ArrayRef<mlir::Operation *> span;
+  mlir::Value result;
+  /// Builds, in the computing branch, the value stored for later steps.
+  llvm::function_ref<mlir::Value(mlir::OpBuilder &)> store;
+  /// Builds, in the other branch, what stands in for `result` from the
+  /// stored value as forecast for this step.
+  llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Value)> reuse;
+};
+
+/// Builds `scf.if compute` at `b`'s insertion point in a sample op's body.
+/// Computing, it runs the span and yields `result`, the stored value's
+/// divided differences updated, then what `computingExtra` builds there;
+/// otherwise `reuse` of the forecast, the differences as they were, then
+/// `otherExtra`. Later uses of `result` take the choice's; the body's
+/// kiln.yield gets the differences and the steps of the computations
+/// (`differences` and `computedAt` are the body's arguments for them,
+/// `step` the step index). Returns the scf.if.
+mlir::scf::IfOp buildCacheChoice(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::Value compute,
+    const CachedComputation &computation, mlir::ValueRange differences,
+    mlir::ValueRange computedAt, mlir::Value step,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::OpBuilder &)>
+        computingExtra = nullptr,
+    mlir::ValueRange otherExtra = {});
 
 } // namespace kiln
 

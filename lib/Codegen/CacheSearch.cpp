@@ -200,11 +200,14 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
             {interval, first, forecast,
              1.0 - (1.0 - 1.0 / double(interval)) * double(blocks - first) /
                        double(blocks)});
-  // Stable: the forecasts keep their order within one cost, the linear
-  // first (it measured best).
-  llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
-    return std::tie(a.cost, a.first, a.interval) <
-           std::tie(b.cost, b.first, b.interval);
+  // Within one cost the linear forecast first (it measured best), then
+  // the quadratic, then none.
+  auto forecastRank = [](int64_t forecast) { return (forecast + 2) % 3; };
+  llvm::sort(candidates, [&](const Candidate &a, const Candidate &b) {
+    return std::make_tuple(a.cost, a.first, a.interval,
+                           forecastRank(a.forecast)) <
+           std::make_tuple(b.cost, b.first, b.interval,
+                           forecastRank(b.forecast));
   });
 
   CacheChoice choice;
