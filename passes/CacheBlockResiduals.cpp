@@ -98,11 +98,9 @@ struct CacheBlockResidualsPass
   using CacheBlockResidualsPassBase::CacheBlockResidualsPassBase;
 
   void runOnOperation() override {
-    SmallVector<SampleOp> samples;
-    getOperation().walk([&](SampleOp op) { samples.push_back(op); });
-    for (SampleOp sample : samples)
-      if (failed(cache(sample)))
-        return signalPassFailure();
+    if (failed(forEachSample(getOperation(),
+                             [&](SampleOp sample) { return cache(sample); })))
+      signalPassFailure();
   }
 
   /// Whether the blocks run at `step` of `steps`: once the relative L1

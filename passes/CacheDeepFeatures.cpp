@@ -45,11 +45,9 @@ struct CacheDeepFeaturesPass
   using CacheDeepFeaturesPassBase::CacheDeepFeaturesPassBase;
 
   void runOnOperation() override {
-    SmallVector<SampleOp> samples;
-    getOperation().walk([&](SampleOp op) { samples.push_back(op); });
-    for (SampleOp sample : samples)
-      if (failed(cache(sample)))
-        return signalPassFailure();
+    if (failed(forEachSample(getOperation(),
+                             [&](SampleOp sample) { return cache(sample); })))
+      signalPassFailure();
   }
 
   LogicalResult cache(SampleOp sample) {

@@ -21,6 +21,16 @@ Value scalarOf(OpBuilder &b, Location loc, Value tensor) {
 
 } // namespace
 
+LogicalResult kiln::forEachSample(ModuleOp module,
+                                  function_ref<LogicalResult(SampleOp)> cache) {
+  SmallVector<SampleOp> samples;
+  module.walk([&](SampleOp op) { samples.push_back(op); });
+  for (SampleOp sample : samples)
+    if (failed(cache(sample)))
+      return failure();
+  return success();
+}
+
 bool kiln::isSkipConcat(ConcatOp concat) {
   if (concat.getAxis() != 1 || concat.getInputs().size() != 2)
     return false;

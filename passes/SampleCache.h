@@ -16,8 +16,15 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace kiln {
+
+/// Runs `cache` on every kiln.sample in `module`, collected first: it
+/// replaces the op it is given. Fails at the first that fails.
+mlir::LogicalResult
+forEachSample(mlir::ModuleOp module,
+              llvm::function_ref<mlir::LogicalResult(SampleOp)> cache);
 
 /// Whether `concat` is a UNet's skip concatenation: two feature maps
 /// (rank 4) joined along the channels.
