@@ -150,6 +150,35 @@ def InsertRuntimeChecksPass : Pass<"kiln-insert-runtime-checks", "mlir::ModuleOp
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect"];
 }
 
+def WinogradConvolutionsPass : Pass<"kiln-winograd-convolutions"> {
+  let summary = "Compute 3x3 stride-1 convolutions by Winograd's F(2x2, 3x3)";
+  let description = [{
+    Rewrites each f32 `kiln.conv2d` with a constant 3x3 filter, stride and
+    dilation 1, one group, an even output height and width, and at least
+    `min-channels` input and output channels into a `kiln.winograd_conv2d`
+    on the filter's transform `G g G^T`, computed here at compile time.
+    The output's 2x2 tiles must fill the matmul kernel's column panels
+    (`panel-width` tiles) in whole tile rows or equal parts of one;
+    convolutions whose tiles don't stay direct.
+
+    ```mlir
+    %w = kiln.constant dense<...> : tensor<128x64x3x3xf32>
+    %y = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<2x64x32x32xf32>, tensor<128x64x3x3xf32> -> tensor<2x128x32x32xf32>
+    // becomes
+    %u = kiln.constant dense<...> : tensor<16x128x64xf32>
+    %y = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<2x64x32x32xf32>, tensor<16x128x64xf32> -> tensor<2x128x32x32xf32>
+    ```
+  }];
+  let options = [
+    Option<"panelWidth", "panel-width", "int64_t", "32",
+           "Tiles per column panel: the matmul kernel's register block "
+           "width">,
+    Option<"minChannels", "min-channels", "int64_t", "16",
+           "Fewest input and output channels worth 16 matrix products">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def PackWeightsPass : Pass<"kiln-pack-weights"> {
   let summary = "Store constant matmul weights as contiguous column panels";
   let description = [{

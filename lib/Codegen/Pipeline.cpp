@@ -70,6 +70,9 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   pm.addPass(createLowerSampleLoopsPass());
   if (optimize) {
     pm.addPass(createPackWeightsPass({layout.registerCols}));
+    WinogradConvolutionsPassOptions winograd;
+    winograd.panelWidth = layout.registerCols;
+    pm.addPass(createWinogradConvolutionsPass(winograd));
     pm.addPass(createFuseMatMulEpiloguePass());
   }
   pm.addPass(createLowerStatePass());

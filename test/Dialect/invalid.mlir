@@ -585,3 +585,35 @@ func.func @sample_yield_type(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
   }
   return %s : tensor<1x4xf32>
 }
+
+// -----
+
+func.func @winograd_transform_shape(%x: tensor<1x3x8x8xf32>, %u: tensor<9x4x3xf32>) {
+  // expected-error @+1 {{filter transform must be [16, F, 3], got 'tensor<9x4x3xf32>'}}
+  %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<1x3x8x8xf32>, tensor<9x4x3xf32> -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @winograd_result_shape(%x: tensor<1x3x8x8xf32>, %u: tensor<16x4x3xf32>) {
+  // expected-error @+1 {{result must be 'tensor<1x4x6x6xf32>'}}
+  %0 = kiln.winograd_conv2d %x, %u pads = [0, 0, 0, 0] : tensor<1x3x8x8xf32>, tensor<16x4x3xf32> -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @winograd_odd_output(%x: tensor<1x3x7x8xf32>, %u: tensor<16x4x3xf32>) {
+  // expected-error @+1 {{output height and width must be even and positive, got 7x8}}
+  %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<1x3x7x8xf32>, tensor<16x4x3xf32> -> tensor<1x4x7x8xf32>
+  return
+}
+
+// -----
+
+func.func @winograd_pads(%x: tensor<1x3x8x8xf32>, %u: tensor<16x4x3xf32>) {
+  // expected-error @+1 {{pads must be 4 values, none negative}}
+  %0 = kiln.winograd_conv2d %x, %u pads = [1, 1] : tensor<1x3x8x8xf32>, tensor<16x4x3xf32> -> tensor<1x4x8x8xf32>
+  return
+}

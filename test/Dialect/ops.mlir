@@ -113,6 +113,13 @@ func.func @composites(%x: tensor<1x16x64xf32>, %g: tensor<64xf32>, %img: tensor<
   return %0, %1 : tensor<1x16x64xf32>, tensor<1x6x4x4xf32>
 }
 
+// CHECK-LABEL: func.func @winograd_conv2d
+func.func @winograd_conv2d(%x: tensor<2x3x8x7xf32>, %u: tensor<16x4x3xf32>) -> tensor<2x4x8x6xf32> {
+  // CHECK: kiln.winograd_conv2d %arg0, %arg1 pads = [1, 0, 1, 1] : tensor<2x3x8x7xf32>, tensor<16x4x3xf32> -> tensor<2x4x8x6xf32>
+  %0 = kiln.winograd_conv2d %x, %u pads = [1, 0, 1, 1] : tensor<2x3x8x7xf32>, tensor<16x4x3xf32> -> tensor<2x4x8x6xf32>
+  return %0 : tensor<2x4x8x6xf32>
+}
+
 // CHECK-LABEL: func.func @packed_matmul
 func.func @packed_matmul(%x: tensor<1x4x3xf32>, %w: tensor<3x3x2xf32>) -> tensor<1x4x5xf32> {
   // CHECK: kiln.packed_matmul %arg0, %arg1 : tensor<1x4x3xf32>, tensor<3x3x2xf32> -> tensor<1x4x5xf32>

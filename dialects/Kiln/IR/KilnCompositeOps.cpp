@@ -165,3 +165,39 @@ LogicalResult AttentionOp::verify() {
   }
   return success();
 }
+
+LogicalResult WinogradConv2DOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  auto transformType = cast<RankedTensorType>(getFilterTransform().getType());
+  auto resultType = cast<RankedTensorType>(getResult().getType());
+  if (!inputType.hasStaticShape() || !transformType.hasStaticShape() ||
+      !resultType.hasStaticShape() || inputType.getRank() != 4 ||
+      transformType.getRank() != 3 || resultType.getRank() != 4)
+    return emitOpError("takes a static 4-D input, a static [16, F, C] "
+                       "filter transform and gives a static 4-D result");
+  if (transformType.getElementType() != inputType.getElementType() ||
+      resultType.getElementType() != inputType.getElementType())
+    return emitOpError("input, filter transform and result must have one "
+                       "element type");
+  ArrayRef<int64_t> pads = getPads();
+  if (pads.size() != 4 || llvm::any_of(pads, [](int64_t p) { return p < 0; }))
+    return emitOpError("pads must be 4 values, none negative");
+  ArrayRef<int64_t> input = inputType.getShape(),
+                    transform = transformType.getShape(),
+                    result = resultType.getShape();
+  if (transform[0] != 16 || transform[2] != input[1])
+    return emitOpError("filter transform must be [16, F, ")
+           << input[1] << "], got " << transformType;
+  int64_t height = input[2] + pads[0] + pads[2] - 2,
+          width = input[3] + pads[1] + pads[3] - 2;
+  if (result[0] != input[0] || result[1] != transform[1] ||
+      result[2] != height || result[3] != width)
+    return emitOpError("result must be ")
+           << RankedTensorType::get({input[0], transform[1], height, width},
+                                    inputType.getElementType());
+  if (height <= 0 || width <= 0 || height % 2 != 0 || width % 2 != 0)
+    return emitOpError("output height and width must be even and positive, "
+                       "got ")
+           << height << "x" << width;
+  return success();
+}

@@ -58,6 +58,35 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d",
   }];
 }
 
+def Kiln_WinogradConv2DOp : Kiln_Op<"winograd_conv2d", [Pure]> {
+  let summary = "3x3 stride-1 convolution by Winograd's F(2x2, 3x3)";
+  let description = [{
+    The single-group convolution of an NCHW `input` with a 3x3 filter at
+    stride and dilation 1, zero padding `pads` (`[top, left, bottom,
+    right]`), computed on 4x4 input tiles that each give a 2x2 output tile:
+    `Y = A^T [(G g G^T) . (B^T d B)] A`. The filter comes transformed:
+    `filter_transform[4 * a + b, f, c]` is element `(a, b)` of `G g G^T`
+    for output channel `f` and input channel `c`, with
+    `G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]`. The
+    16 elementwise products become 16 matrix products over the channels,
+    each with 9/4 fewer multiplications per output than the direct
+    convolution's. The output's height and width are even.
+
+    ```mlir
+    %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<2x64x32x32xf32>, tensor<16x128x64xf32> -> tensor<2x128x32x32xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input,
+                       Kiln_FloatTensor:$filter_transform,
+                       DenseI64ArrayAttr:$pads);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $filter_transform `pads` `=` $pads attr-dict `:`
+    type($input) `,` type($filter_transform) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_PackedMatMulOp : Kiln_Op<"packed_matmul",
     [Pure, AttrSizedOperandSegments,
      OptionalTypesMatchWith<"the residual has the result's type", "result",

@@ -90,6 +90,51 @@ struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
   }
 };
 
+/// How a copy writes [N, C, R, S] pixel maps into matmul column panels of
+/// `width` pixels as `split` lays them out: the source expanded by
+/// `sourceGroups` to `sourceType` ([N, C, A, B, lanes]) is read by
+/// `readMap` from the panels' iteration space, `panelShape` ([N, A, B, C,
+/// lanes] for row parts, [N, A, C, B, lanes] for row groups), whose
+/// `collapseGroups` give [N * R * S / width, C, width].
+struct PanelCopy {
+  RankedTensorType sourceType;
+  SmallVector<ReassociationIndices> sourceGroups;
+  SmallVector<int64_t> panelShape;
+  AffineMap readMap;
+  unsigned channelDim;
+  SmallVector<ReassociationIndices> collapseGroups;
+};
+
+PanelCopy getPanelCopy(MLIRContext *ctx, Type elementType,
+                       ArrayRef<int64_t> pixelMapShape, RowPanelSplit split,
+                       int64_t width) {
+  int64_t images = pixelMapShape[0], channels = pixelMapShape[1];
+  int64_t lanes = split.rowParts ? width : width / split.split;
+  PanelCopy copy;
+  copy.sourceType = RankedTensorType::get(
+      {images, channels, split.groups, split.split, lanes}, elementType);
+  // Row parts split a row (S) into (B, lanes); row groups split the rows
+  // (R) into (A, B).
+  copy.sourceGroups =
+      split.rowParts
+          ? SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}}
+          : SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}, {4}};
+  AffineExpr d0, d1, d2, d3, d4;
+  bindDims(ctx, d0, d1, d2, d3, d4);
+  if (split.rowParts) {
+    copy.panelShape = {images, split.groups, split.split, channels, lanes};
+    copy.readMap = AffineMap::get(5, 0, {d0, d3, d1, d2, d4}, ctx);
+    copy.channelDim = 3;
+    copy.collapseGroups = {{0, 1, 2}, {3}, {4}};
+  } else {
+    copy.panelShape = {images, split.groups, channels, split.split, lanes};
+    copy.readMap = AffineMap::get(5, 0, {d0, d2, d1, d3, d4}, ctx);
+    copy.channelDim = 2;
+    copy.collapseGroups = {{0, 1}, {2}, {3, 4}};
+  }
+  return copy;
+}
+
 /// The patches in panels of `panelColumns` pixels, where every panel holds
 /// whole output rows or an equal part of one: per filter tap (i, j), the
 /// strided slice of the input the tap reads, split into panel rows and
@@ -106,44 +151,19 @@ Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
   int64_t channels = cast<RankedTensorType>(input.getType()).getDimSize(1);
   int64_t images = resultType.getDimSize(0), outH = resultType.getDimSize(2),
           outW = resultType.getDimSize(3);
-  // A tap's [N, C, Ho, Wo] split as [N, C, A, B, lanes]: rows and parts of
-  // rows (A = Ho, B = Wo / lanes), or groups of rows and rows in a group
-  // (A = Ho / B, B = lanes / Wo).
-  int64_t a, split;
-  if (outW % panelColumns == 0) {
-    a = outH;
-    split = outW / panelColumns;
-  } else if (panelColumns % outW == 0 && outH % (panelColumns / outW) == 0) {
-    split = panelColumns / outW;
-    a = outH / split;
-  } else {
+  std::optional<RowPanelSplit> split =
+      splitRowsIntoPanels(outH, outW, panelColumns);
+  if (!split)
     return Value();
-  }
-  bool rowParts = outW % panelColumns == 0;
-  // Panels as [N, A, B, C, kh, kw, lanes] (row parts) or
-  // [N, A, C, kh, kw, B, lanes] (row groups).
-  SmallVector<int64_t> panelShape =
-      rowParts ? SmallVector<int64_t>{images, a, split, channels, kh, kw,
-                                      panelColumns}
-               : SmallVector<int64_t>{images, a, channels, kh, kw, split,
-                                      panelColumns / split};
+  PanelCopy copy = getPanelCopy(ctx, f32, {images, channels, outH, outW},
+                                *split, panelColumns);
+  // Panels as the copy's with the taps (kh, kw) after the channels.
+  unsigned tapDim = copy.channelDim + 1;
+  SmallVector<int64_t> panelShape(copy.panelShape);
+  panelShape.insert(panelShape.begin() + tapDim, {kh, kw});
   auto panelType = RankedTensorType::get(panelShape, f32);
   auto tapType = RankedTensorType::get({images, channels, outH, outW}, f32);
-  auto splitType = RankedTensorType::get(
-      {images, channels, a, split,
-       rowParts ? panelColumns : panelColumns / split},
-      f32);
-  // The copy's dims are the panels' without (i, j): (n, a, b, c, lane)
-  // or (n, a, c, b, lane); it reads the split tap as (n, c, a, b, lane).
-  AffineExpr d0, d1, d2, d3, d4;
-  bindDims(ctx, d0, d1, d2, d3, d4);
-  AffineMap readMap =
-      rowParts ? AffineMap::get(5, 0, {d0, d3, d1, d2, d4}, ctx)
-               : AffineMap::get(5, 0, {d0, d2, d1, d3, d4}, ctx);
-  SmallVector<int64_t> copyShape(panelShape);
-  unsigned tapDim = rowParts ? 4 : 3;
-  copyShape.erase(copyShape.begin() + tapDim, copyShape.begin() + tapDim + 2);
-  auto copyType = RankedTensorType::get(copyShape, f32);
+  auto copyType = RankedTensorType::get(copy.panelShape, f32);
   SmallVector<utils::IteratorType> parallel(5, utils::IteratorType::parallel);
 
   Value panels = createEmptyTensor(b, loc, panelType);
@@ -156,10 +176,7 @@ Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
           b.getDenseI64ArrayAttr({images, channels, outH, outW}),
           b.getDenseI64ArrayAttr({1, 1, strides[0], strides[1]}));
       Value splitTap = tensor::ExpandShapeOp::create(
-          b, loc, splitType, tap,
-          rowParts
-              ? SmallVector<ReassociationIndices>{{0}, {1}, {2}, {3, 4}}
-              : SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}, {4}});
+          b, loc, copy.sourceType, tap, copy.sourceGroups);
       SmallVector<int64_t> offsets(7, 0), sizes(panelShape), unit(7, 1);
       offsets[tapDim] = i;
       offsets[tapDim + 1] = j;
@@ -172,7 +189,7 @@ Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
           linalg::GenericOp::create(
               b, loc, copyType, splitTap, destination,
               SmallVector<AffineMap>{
-                  readMap, AffineMap::getMultiDimIdentityMap(5, ctx)},
+                  copy.readMap, AffineMap::getMultiDimIdentityMap(5, ctx)},
               parallel,
               [](OpBuilder &nb, Location l, ValueRange args) {
                 linalg::YieldOp::create(nb, l, args[0]);
@@ -185,9 +202,15 @@ Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
     }
   }
   int64_t panelCount = images * outH * outW / panelColumns;
-  SmallVector<ReassociationIndices> groups =
-      rowParts ? SmallVector<ReassociationIndices>{{0, 1, 2}, {3, 4, 5}, {6}}
-               : SmallVector<ReassociationIndices>{{0, 1}, {2, 3, 4}, {5, 6}};
+  // The taps join the channels in the panels' depth.
+  SmallVector<ReassociationIndices> groups;
+  for (ReassociationIndices group : copy.collapseGroups) {
+    for (int64_t &d : group)
+      d += d > static_cast<int64_t>(copy.channelDim) ? 2 : 0;
+    if (group.front() == static_cast<int64_t>(copy.channelDim))
+      group.append({group.front() + 1, group.front() + 2});
+    groups.push_back(group);
+  }
   return tensor::CollapseShapeOp::create(
       b, loc,
       RankedTensorType::get({panelCount, channels * kh * kw, panelColumns},
@@ -321,22 +344,7 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
       return rewriter.notifyMatchFailure(op, "dynamic convolution");
     Type f32 = resultType.getElementType();
     Value zero = createScalarConstant(rewriter, loc, f32, 0);
-    Value input = adaptor.getInput();
-    ArrayRef<int64_t> pads = op.getPads();
-    if (llvm::any_of(pads, [](int64_t p) { return p != 0; })) {
-      auto inputType = cast<RankedTensorType>(input.getType());
-      SmallVector<OpFoldResult> low, high;
-      for (int64_t p : {int64_t(0), int64_t(0), pads[0], pads[1]})
-        low.push_back(rewriter.getIndexAttr(p));
-      for (int64_t p : {int64_t(0), int64_t(0), pads[2], pads[3]})
-        high.push_back(rewriter.getIndexAttr(p));
-      SmallVector<int64_t> shape(inputType.getShape());
-      for (int d = 0; d < 2; ++d)
-        shape[2 + d] += pads[d] + pads[d + 2];
-      input = tensor::PadOp::create(rewriter, loc,
-                                    RankedTensorType::get(shape, f32), input,
-                                    low, high, zero);
-    }
+    Value input = padImages(rewriter, loc, adaptor.getInput(), op.getPads());
     auto strides = rewriter.getI64TensorAttr(op.getStrides());
     auto dilations = rewriter.getI64TensorAttr(op.getDilations());
     int64_t groups = static_cast<int64_t>(op.getGroups());

@@ -23,9 +23,10 @@ struct ConvertKilnToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<kiln::KilnDialect>();
-    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
-                           math::MathDialect, scf::SCFDialect,
-                           tensor::TensorDialect>();
+    target.addLegalDialect<affine::AffineDialect, arith::ArithDialect,
+                           linalg::LinalgDialect, math::MathDialect,
+                           scf::SCFDialect, tensor::TensorDialect,
+                           vector::VectorDialect>();
     target.addLegalOp<ModuleOp, func::FuncOp, func::ReturnOp>();
 
     RewritePatternSet patterns(ctx);
@@ -33,6 +34,7 @@ struct ConvertKilnToLinalgPass
     kiln::populateElementwiseLoweringPatterns(patterns);
     kiln::populateStructuredLoweringPatterns(patterns);
     kiln::populatePackedMatMulLoweringPatterns(patterns);
+    kiln::populateWinogradLoweringPatterns(patterns, patchColumns);
     kiln::populateQuantLoweringPatterns(patterns);
     kiln::populateQuantizedMatMulLoweringPatterns(patterns);
     kiln::populateAttentionLoweringPatterns(patterns, attentionQueryRows,

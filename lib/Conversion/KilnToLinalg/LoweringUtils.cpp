@@ -172,3 +172,22 @@ Value kiln::createSumStep(OpBuilder &b, Location loc, Value value,
   return arith::AddFOp::create(b, loc, value, accumulator,
                                arith::FastMathFlags::reassoc);
 }
+
+Value kiln::padImages(OpBuilder &b, Location loc, Value input,
+                      ArrayRef<int64_t> pads) {
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; }))
+    return input;
+  auto inputType = cast<RankedTensorType>(input.getType());
+  SmallVector<OpFoldResult> low, high;
+  for (int64_t p : {int64_t(0), int64_t(0), pads[0], pads[1]})
+    low.push_back(b.getIndexAttr(p));
+  for (int64_t p : {int64_t(0), int64_t(0), pads[2], pads[3]})
+    high.push_back(b.getIndexAttr(p));
+  SmallVector<int64_t> shape(inputType.getShape());
+  for (int d = 0; d < 2; ++d)
+    shape[2 + d] += pads[d] + pads[d + 2];
+  Type elementType = inputType.getElementType();
+  return tensor::PadOp::create(
+      b, loc, RankedTensorType::get(shape, elementType), input, low, high,
+      createScalarConstant(b, loc, elementType, 0));
+}

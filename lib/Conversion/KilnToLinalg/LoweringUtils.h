@@ -2,6 +2,8 @@
 #ifndef KILN_LIB_CONVERSION_KILNTOLINALG_LOWERINGUTILS_H
 #define KILN_LIB_CONVERSION_KILNTOLINALG_LOWERINGUTILS_H
 
+#include "dialects/Kiln/IR/Panels.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
@@ -90,6 +92,11 @@ mlir::Value createCast(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::Value value, mlir::Type to,
                        bool fromUnsigned = false, bool toUnsigned = false);
 
+/// `input` (NCHW) with `pads` ([top, left, bottom, right]) rows and
+/// columns of zeros around its images; `input` itself without padding.
+mlir::Value padImages(mlir::OpBuilder &b, mlir::Location loc,
+                      mlir::Value input, llvm::ArrayRef<int64_t> pads);
+
 void populateQuantLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// With `patchColumns` > 0, convolutions gather their patches into column
@@ -99,6 +106,10 @@ void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns,
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populatePackedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// kiln.winograd_conv2d with its tiles in column panels `panelColumns`
+/// wide, multiplied as kiln.packed_matmul does.
+void populateWinogradLoweringPatterns(mlir::RewritePatternSet &patterns,
+                                      int64_t panelColumns);
 /// kiln.attention in blocks of `queryRows` query rows by `keyColumns` keys.
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns,
                                        int64_t queryRows, int64_t keyColumns);
