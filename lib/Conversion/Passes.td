@@ -212,8 +212,13 @@ def PlanMemoryPass : Pass<"kiln-plan-memory", "mlir::ModuleOp"> {
     entry's arena (the `memref<Nxi8>` type of its argument) holds everything
     it calls. A function without buffers gets no arena. A buffer of dynamic
     shape gets the place its largest size needs, the upper bound of each
-    dynamic size (ValueBounds; see kiln-bind-dimensions). Allocations inside
-    loops, of unbounded size or of sub-byte elements stay on the heap.
+    dynamic size (ValueBounds; see kiln-bind-dimensions). The bodies of
+    `scf.for` loops and the branches of `scf.if`s are planned the same way,
+    as frames placed where the loop or branch is live: every iteration of a
+    sampling loop reuses the same places, both branches share theirs. A
+    buffer a loop body yields to its next iteration, the buffers of parallel
+    loop iterations (which run at once), and buffers of unbounded size or
+    of sub-byte elements stay on the heap.
 
     Without it every call mallocs and frees its intermediates, which for
     large ones means fresh pages from the kernel each time.

@@ -9,9 +9,10 @@
 // CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c1024{{.*}}][] : memref<2048xi8> to memref<16x16xf32>
 // CHECK: %[[C:.*]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<2048xi8> to memref<256xf32>
 // CHECK-NOT: memref.dealloc
-// Allocations inside loops stay on the heap.
+// The loop's buffer, dead at the end of each iteration, is placed when
+// nothing else is live.
 // CHECK: scf.for
-// CHECK: memref.alloc() : memref<4xf32>
+// CHECK: memref.view %[[ARENA]][%c0{{.*}}][] : memref<2048xi8> to memref<4xf32>
 func.func @main(%in: memref<16x16xf32>, %out: memref<16x16xf32>, %big: memref<256xf32>) {
   %a = memref.alloc() : memref<16x16xf32>
   memref.copy %in, %a : memref<16x16xf32> to memref<16x16xf32>
@@ -30,6 +31,52 @@ func.func @main(%in: memref<16x16xf32>, %out: memref<16x16xf32>, %big: memref<25
     %t = memref.alloc() : memref<4xf32>
     memref.dealloc %t : memref<4xf32>
   }
+  return
+}
+
+// Loop bodies and branches are planned as frames of their own, at the
+// place of the loop or scf.if: a sequential loop's iterations reuse its
+// buffers, an scf.if's branches share theirs. %keep, live across the loop,
+// keeps its own place. A buffer the body yields to the next iteration, and
+// the buffers of parallel iterations, stay on the heap.
+// CHECK-LABEL: func.func @loops
+// CHECK-SAME: %[[LARENA:[a-z0-9]+]]: memref<192xi8> {kiln.scratch})
+// CHECK: memref.view %[[LARENA]][%c0{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK: scf.for
+// CHECK: memref.view %[[LARENA]][%c64{{.*}}][] : memref<192xi8> to memref<32xf32>
+// CHECK: memref.alloc() : memref<8xf32>
+// CHECK: scf.if
+// CHECK: memref.view %[[LARENA]][%c64{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK: } else {
+// CHECK: memref.view %[[LARENA]][%c64{{.*}}][] : memref<192xi8> to memref<8xf32>
+// CHECK: scf.forall
+// CHECK: memref.alloc() : memref<4xf32>
+func.func @loops(%in: memref<8xf32>, %out: memref<8xf32>, %flag: i1) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %keep = memref.alloc() : memref<16xf32>
+  %last = scf.for %i = %c0 to %c4 step %c1 iter_args(%x = %in) -> (memref<8xf32>) {
+    %scratch = memref.alloc() : memref<32xf32>
+    %sub = memref.subview %scratch[0] [8] [1] : memref<32xf32> to memref<8xf32, strided<[1]>>
+    memref.copy %x, %sub : memref<8xf32> to memref<8xf32, strided<[1]>>
+    %next = memref.alloc() : memref<8xf32>
+    memref.copy %sub, %next : memref<8xf32, strided<[1]>> to memref<8xf32>
+    scf.yield %next : memref<8xf32>
+  }
+  scf.if %flag {
+    %a = memref.alloc() : memref<16xf32>
+    memref.copy %a, %keep : memref<16xf32> to memref<16xf32>
+  } else {
+    %b = memref.alloc() : memref<8xf32>
+    memref.copy %b, %out : memref<8xf32> to memref<8xf32>
+  }
+  scf.forall (%j) in (2) {
+    %t = memref.alloc() : memref<4xf32>
+    memref.copy %t, %t : memref<4xf32> to memref<4xf32>
+  }
+  memref.copy %keep, %keep : memref<16xf32> to memref<16xf32>
+  memref.copy %last, %out : memref<8xf32> to memref<8xf32>
   return
 }
 

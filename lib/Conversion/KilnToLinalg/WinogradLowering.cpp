@@ -70,7 +70,8 @@ Value index(OpBuilder &b, Location loc, int64_t value) {
 }
 
 /// Where a panel of `width` tiles lies in the image: `rows` rows of tiles
-/// of `lanes` tiles each.
+/// of `lanes` tiles each; a row of tiles is `panelsPerRow` panels (1 where
+/// a panel holds whole rows).
 struct PanelTiles {
   int64_t rows, lanes, panelsPerRow;
 };

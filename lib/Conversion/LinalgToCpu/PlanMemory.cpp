@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "llvm/Support/MathExtras.h"
@@ -30,12 +31,22 @@ using namespace mlir;
 
 namespace {
 
-/// A buffer (a memref.alloc) or a callee's frame (a func.call).
+struct Frame;
+
+/// A buffer (a memref.alloc), a callee's frame (a func.call), or a loop or
+/// branch (scf.for, scf.if) whose regions' frames share its place.
 struct Buffer {
   Operation *op;
   int64_t bytes;
   int64_t start, end; // top-level op indices where the buffer is live
   int64_t offset = 0;
+  SmallVector<std::unique_ptr<Frame>> regions;
+};
+
+/// The buffers of one block, placed relative to the block's first byte.
+struct Frame {
+  SmallVector<Buffer> buffers;
+  int64_t size = 0;
 };
 
 /// The last top-level op (index in `order`) that uses `value` or any view of
@@ -58,6 +69,23 @@ int64_t getLastUse(Value value, Block &block,
     }
   }
   return last;
+}
+
+/// Whether `value`, or a view of it, leaves `block` through its terminator
+/// (a loop's next iteration or an scf.if's result holds it).
+bool escapesBlock(Value value, Block &block) {
+  SmallVector<Value> worklist = {value};
+  while (!worklist.empty()) {
+    Value current = worklist.pop_back_val();
+    for (Operation *user : current.getUsers()) {
+      if (user == block.getTerminator())
+        return true;
+      for (Value result : user->getResults())
+        if (isa<MemRefType>(result.getType()))
+          worklist.push_back(result);
+    }
+  }
+  return false;
 }
 
 /// The largest value `size` takes, if known. Clamped sizes (a slice of
@@ -121,64 +149,85 @@ void assignOffsets(MutableArrayRef<Buffer> buffers) {
   }
 }
 
-/// Plans `func`'s buffers, given the frame sizes of the functions it calls;
-/// returns its own frame size (0: it takes no arena).
-int64_t planFunction(func::FuncOp func,
-                     const DenseMap<StringAttr, int64_t> &frames) {
-  Block &block = func.getBody().front();
+/// Plans the buffers of `block`: its statically shaped allocations, the
+/// frames of the functions it calls, and, at the place of each scf.for and
+/// scf.if in it, the frames of their regions, planned the same way (a loop
+/// body's buffers are reused by every iteration, and an scf.if's branches
+/// share theirs). A nested block's buffer that its terminator passes on
+/// stays on the heap. Other ops' regions (parallel loops, whose iterations
+/// run at once) are not planned; their calls reserve frames at the op.
+Frame planBlock(Block &block, const DenseMap<StringAttr, int64_t> &frames,
+                bool nested) {
   DenseMap<Operation *, int64_t> order;
   for (auto [index, op] : llvm::enumerate(block))
     order[&op] = index;
 
-  SmallVector<Buffer> buffers;
-  for (auto alloc : block.getOps<memref::AllocOp>()) {
-    MemRefType type = alloc.getType();
-    unsigned bits = type.getElementTypeBitWidth();
-    if (!type.getLayout().isIdentity() || bits % 8 != 0 ||
-        type.getMemorySpace())
+  Frame frame;
+  for (Operation &op : block) {
+    int64_t at = order[&op];
+    if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+      MemRefType type = alloc.getType();
+      unsigned bits = type.getElementTypeBitWidth();
+      if (!type.getLayout().isIdentity() || bits % 8 != 0 ||
+          type.getMemorySpace() || (nested && escapesBlock(alloc, block)))
+        continue;
+      std::optional<int64_t> elements = getMaxElements(alloc);
+      int64_t bytes;
+      if (!elements || llvm::MulOverflow(*elements, int64_t(bits / 8), bytes))
+        continue;
+      frame.buffers.push_back(
+          {alloc, bytes, at, getLastUse(alloc, block, order), 0, {}});
       continue;
-    std::optional<int64_t> elements = getMaxElements(alloc);
-    int64_t bytes;
-    if (!elements || llvm::MulOverflow(*elements, int64_t(bits / 8), bytes))
+    }
+    if (isa<scf::ForOp, scf::IfOp>(op)) {
+      Buffer regions{&op, 0, at, at, 0, {}};
+      for (Region &region : op.getRegions()) {
+        if (region.empty())
+          continue;
+        auto inner = std::make_unique<Frame>(
+            planBlock(region.front(), frames, /*nested=*/true));
+        regions.bytes = std::max(regions.bytes, inner->size);
+        regions.regions.push_back(std::move(inner));
+      }
+      if (regions.bytes > 0)
+        frame.buffers.push_back(std::move(regions));
       continue;
-    buffers.push_back(
-        {alloc, bytes, order[alloc], getLastUse(alloc, block, order)});
+    }
+    op.walk([&](func::CallOp call) {
+      if (int64_t callee = frames.lookup(call.getCalleeAttr().getAttr()))
+        frame.buffers.push_back({call, callee, at, at, 0, {}});
+    });
   }
-  func.walk([&](func::CallOp call) {
-    int64_t frame = frames.lookup(call.getCalleeAttr().getAttr());
-    if (frame == 0)
-      return;
-    int64_t at = order.lookup(block.findAncestorOpInBlock(*call));
-    buffers.push_back({call, frame, at, at});
-  });
-  assignOffsets(buffers);
-  int64_t size = 0;
-  for (const Buffer &buffer : buffers)
-    size = std::max(size, buffer.offset + buffer.bytes);
-  if (size == 0)
-    return 0;
+  assignOffsets(frame.buffers);
+  for (const Buffer &buffer : frame.buffers)
+    frame.size = std::max(frame.size, buffer.offset + buffer.bytes);
+  return frame;
+}
 
-  OpBuilder b(func.getContext());
-  auto arenaType = MemRefType::get({size}, b.getI8Type());
-  (void)func.insertArgument(
-      func.getNumArguments(), arenaType,
-      b.getDictionaryAttr(b.getNamedAttr(kiln::kScratchAttr, b.getUnitAttr())),
-      func.getLoc());
-  Value arena = func.getArgument(func.getNumArguments() - 1);
-  for (Buffer &buffer : buffers) {
+/// Replaces `frame`'s allocations by views of `arena` from `base` on, and
+/// passes its callees their frames.
+void placeFrame(Frame &frame, int64_t base, Value arena) {
+  OpBuilder b(arena.getContext());
+  for (Buffer &buffer : frame.buffers) {
+    int64_t offset = base + buffer.offset;
+    if (!buffer.regions.empty()) {
+      for (std::unique_ptr<Frame> &region : buffer.regions)
+        placeFrame(*region, offset, arena);
+      continue;
+    }
     b.setInsertionPoint(buffer.op);
     Location loc = buffer.op->getLoc();
-    Value offset = arith::ConstantIndexOp::create(b, loc, buffer.offset);
+    Value start = arith::ConstantIndexOp::create(b, loc, offset);
     if (auto call = dyn_cast<func::CallOp>(buffer.op)) {
       auto frameType = MemRefType::get({buffer.bytes}, b.getI8Type());
-      Value frame = memref::ViewOp::create(b, loc, frameType, arena, offset,
-                                           ValueRange());
-      call.getOperandsMutable().append(frame);
+      Value view = memref::ViewOp::create(b, loc, frameType, arena, start,
+                                          ValueRange());
+      call.getOperandsMutable().append(view);
       continue;
     }
     auto alloc = cast<memref::AllocOp>(buffer.op);
-    Value view = memref::ViewOp::create(b, loc, alloc.getType(), arena,
-                                        offset, alloc.getDynamicSizes());
+    Value view = memref::ViewOp::create(b, loc, alloc.getType(), arena, start,
+                                        alloc.getDynamicSizes());
     // The arena outlives the call; freeing a view of it would be wrong.
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
@@ -186,7 +235,23 @@ int64_t planFunction(func::FuncOp func,
     alloc.replaceAllUsesWith(view);
     alloc.erase();
   }
-  return size;
+}
+
+/// Plans `func`'s buffers, given the frame sizes of the functions it calls;
+/// returns its own frame size (0: it takes no arena).
+int64_t planFunction(func::FuncOp func,
+                     const DenseMap<StringAttr, int64_t> &frames) {
+  Frame frame = planBlock(func.getBody().front(), frames, /*nested=*/false);
+  if (frame.size == 0)
+    return 0;
+  OpBuilder b(func.getContext());
+  auto arenaType = MemRefType::get({frame.size}, b.getI8Type());
+  (void)func.insertArgument(
+      func.getNumArguments(), arenaType,
+      b.getDictionaryAttr(b.getNamedAttr(kiln::kScratchAttr, b.getUnitAttr())),
+      func.getLoc());
+  placeFrame(frame, 0, func.getArgument(func.getNumArguments() - 1));
+  return frame.size;
 }
 
 /// The module's functions with bodies, every callee before its callers.
