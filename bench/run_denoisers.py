@@ -11,9 +11,9 @@ batch of 2 (a classifier-free-guidance step: conditional and unconditional).
 Kiln runs in this process through its C runtime (test/models/kiln_runtime.py),
 ONNX Runtime with graph optimization level ALL, both at 1 and 2 threads;
 each call is timed alone, the two systems alternate in blocks of 5 calls
-(each block opened by an untimed call), and the table gives medians over
---runs calls, with the largest
-difference between their outputs.
+(each block after a pause and opened by an untimed call), and the table
+gives medians over --runs calls, with the largest difference between their
+outputs.
 
 Then whole sampling loops: --steps DDIM steps (classifier-free guidance at
 scale 4 for DiT, one latent; the UNet unguided on its batch of 2), Kiln's
@@ -42,6 +42,10 @@ import samplers  # noqa: E402
 from run_benchmarks import cpu_model, load_tensor, measure_fma_peak  # noqa: E402
 
 BLOCK = 5
+# Seconds between one system's calls and the other's: thread pools' workers
+# spin for a while after a call (Kiln's for 2 ms, ONNX Runtime's its own),
+# and while they spin they hold a core the other system's threads need.
+PAUSE = 0.05
 
 MODELS = {
     "dit": "DiT-S/2 (latent 4x32x32, 12 blocks, width 384, class labels)",
@@ -107,6 +111,7 @@ def measure_sampling(name, model, artifact, runtime, threads, steps, runs):
     times = {"kiln": [], "ort": []}
     for _ in range(runs):
         for system, loop in loops.items():
+            time.sleep(PAUSE)
             started = time.perf_counter()
             results[system] = loop()
             times[system].append(time.perf_counter() - started)
@@ -138,6 +143,7 @@ def measure_kiln_loops(name, artifacts, runtime, threads, runs):
         session.run("sample", inputs)
     for _ in range(runs):
         for mode, session in sessions.items():
+            time.sleep(PAUSE)
             started = time.perf_counter()
             session.run("sample", inputs)
             times[mode].append(time.perf_counter() - started)
@@ -192,14 +198,14 @@ def main():
             ort_out = reference.run(None, feeds)[0]
             difference = float(np.max(np.abs(kiln_out - ort_out)) /
                                max(np.max(np.abs(ort_out)), 1e-30))
-            # Blocks of calls alternate between the systems, each opened by
-            # an untimed call: a thread pool's workers spin for a while
-            # after a call, and would take a core from the other system.
+            # Blocks of calls alternate between the systems, each after a
+            # pause and opened by an untimed call.
             times = {"kiln": [], "ort": []}
             calls = {"kiln": lambda: session.run("main", inputs),
                      "ort": lambda: reference.run(None, feeds)}
             for _ in range(max(args.runs // BLOCK, 1)):
                 for system, call in calls.items():
+                    time.sleep(PAUSE)
                     call()
                     for _ in range(BLOCK):
                         started = time.perf_counter()
@@ -265,8 +271,10 @@ def main():
         f"({platform.machine()}), ONNX Runtime {ort.__version__}. One "
         f"denoiser call on a batch of 2 (conditional and unconditional), "
         f"random weights; medians over {args.runs} calls, Kiln and ONNX "
-        f"Runtime alternating in blocks of {BLOCK} calls (each opened by an "
-        f"untimed one), same thread count. fp32 FMA "
+        f"Runtime alternating in blocks of {BLOCK} calls (each after a "
+        f"{PAUSE * 1000:.0f} ms pause, so that the other system's spinning "
+        f"workers have gone to sleep, and opened by an untimed call), same "
+        f"thread count. fp32 FMA "
         f"peak: {peak:.1f} GFLOP/s per core (bench/fma_peak.c), same run.",
         "",
     ] + [f"- `{name}`: {text}" for name, text in MODELS.items()] + [
