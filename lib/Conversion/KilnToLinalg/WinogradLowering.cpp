@@ -93,12 +93,14 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
                     .getDimSize(1),
                 resultType.getDimSize(1), resultType.getDimSize(2) / 2,
                 resultType.getDimSize(3) / 2};
-    if (!splitRowsIntoPanels(shape.tileRows, shape.tileColumns,
-                             panelColumns))
+    std::optional<RowPanelSplit> split =
+        splitRowsIntoPanels(shape.tileRows, shape.tileColumns, panelColumns);
+    if (!split)
       return rewriter.notifyMatchFailure(op, "tiles don't fill the panels");
-    PanelTiles panel{std::max<int64_t>(1, panelColumns / shape.tileColumns),
-                     std::min(shape.tileColumns, panelColumns),
-                     std::max<int64_t>(1, shape.tileColumns / panelColumns)};
+    PanelTiles panel =
+        split->rowParts
+            ? PanelTiles{1, panelColumns, split->split}
+            : PanelTiles{split->split, shape.tileColumns, 1};
     Location loc = op.getLoc();
     Type f32 = resultType.getElementType();
     Value input = padImages(rewriter, loc, adaptor.getInput(), op.getPads());
