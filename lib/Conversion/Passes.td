@@ -63,6 +63,12 @@ def TileAndVectorizeContractionsPass
     reduction loop. The
     contraction becomes outer products (one broadcast-FMA per row), which
     LLVM turns into FMA instructions for the host's vector width.
+
+    A product inside a parallel loop whose reduction is one cache block and
+    whose output starts as a new fill or elementwise tensor (zeros, a
+    broadcast bias) has that op fused into its register loops: the
+    accumulators start from its tile in registers, so the output is written
+    once instead of initialized in memory, read back and written again.
   }];
   let options = [
     Option<"registerRows", "register-rows", "int64_t", "8",

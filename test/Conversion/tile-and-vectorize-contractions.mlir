@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="thread-rows=16 thread-cols=64" | FileCheck %s
 // RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="thread-rows=8 thread-cols=32" | FileCheck %s --check-prefix=THREADS
+// RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="cache-depth=32" | FileCheck %s --check-prefix=DEEP
 
 // Threads share output blocks of thread-rows x thread-cols (one block here,
 // four with 8x32 blocks); inside one, columns in blocks of 32 outside rows in blocks of 8; the 8x32
@@ -32,3 +33,60 @@ func.func @ragged(%a: tensor<10x8xf32>, %b: tensor<8x40xf32>, %c: tensor<10x40xf
   %0 = linalg.matmul ins(%a, %b : tensor<10x8xf32>, tensor<8x40xf32>) outs(%c : tensor<10x40xf32>) -> tensor<10x40xf32>
   return %0 : tensor<10x40xf32>
 }
+
+// A product in a parallel loop whose reduction fits one cache block starts
+// its accumulators from its output's init, fused tile by tile: zeros for a
+// fill, the bias row for a broadcast; neither is written to memory first.
+// CHECK-LABEL: func.func @zero_init
+// CHECK-NOT: linalg.fill
+// CHECK: %[[ZERO:.*]] = arith.constant dense<0.000000e+00> : vector<8x32xf32>
+// CHECK: scf.forall
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK-NOT: vector.transfer_read {{.*}} vector<8x32xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %[[ZERO]]) -> (vector<8x32xf32>)
+// CHECK-COUNT-8: vector.fma {{.*}} : vector<32xf32>
+// CHECK: vector.transfer_write
+func.func @zero_init(%a: tensor<16x64xf32>, %b: tensor<2x64x32xf32>) -> tensor<2x16x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %out = tensor.empty() : tensor<2x16x32xf32>
+  %0 = scf.forall (%i) in (2) shared_outs(%o = %out) -> (tensor<2x16x32xf32>) {
+    %bi = tensor.extract_slice %b[%i, 0, 0] [1, 64, 32] [1, 1, 1] : tensor<2x64x32xf32> to tensor<64x32xf32>
+    %e = tensor.empty() : tensor<16x32xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16x32xf32>) -> tensor<16x32xf32>
+    %p = linalg.matmul ins(%a, %bi : tensor<16x64xf32>, tensor<64x32xf32>) outs(%f : tensor<16x32xf32>) -> tensor<16x32xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %p into %o[%i, 0, 0] [1, 16, 32] [1, 1, 1] : tensor<16x32xf32> into tensor<2x16x32xf32>
+    }
+  }
+  return %0 : tensor<2x16x32xf32>
+}
+
+// CHECK-LABEL: func.func @bias_init
+// CHECK-NOT: linalg.generic
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK: %[[ROW:.*]] = vector.transfer_read %{{.*}} : tensor<32xf32>, vector<32xf32>
+// CHECK: %[[BIAS:.*]] = vector.broadcast %[[ROW]] : vector<32xf32> to vector<8x32xf32>
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %[[BIAS]]) -> (vector<8x32xf32>)
+func.func @bias_init(%a: tensor<16x64xf32>, %b: tensor<2x64x32xf32>, %bias: tensor<2x32xf32>) -> tensor<2x16x32xf32> {
+  %out = tensor.empty() : tensor<2x16x32xf32>
+  %0 = scf.forall (%i) in (2) shared_outs(%o = %out) -> (tensor<2x16x32xf32>) {
+    %bi = tensor.extract_slice %b[%i, 0, 0] [1, 64, 32] [1, 1, 1] : tensor<2x64x32xf32> to tensor<64x32xf32>
+    %row = tensor.extract_slice %bias[%i, 0] [1, 32] [1, 1] : tensor<2x32xf32> to tensor<32xf32>
+    %e = tensor.empty() : tensor<16x32xf32>
+    %init = linalg.generic {indexing_maps = [affine_map<(m, n) -> (n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]} ins(%row : tensor<32xf32>) outs(%e : tensor<16x32xf32>) {
+    ^bb0(%in: f32, %unused: f32):
+      linalg.yield %in : f32
+    } -> tensor<16x32xf32>
+    %p = linalg.matmul ins(%a, %bi : tensor<16x64xf32>, tensor<64x32xf32>) outs(%init : tensor<16x32xf32>) -> tensor<16x32xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %p into %o[%i, 0, 0] [1, 16, 32] [1, 1, 1] : tensor<16x32xf32> into tensor<2x16x32xf32>
+    }
+  }
+  return %0 : tensor<2x16x32xf32>
+}
+
+// A reduction deeper than a cache block is blocked outside the register
+// loops, so each block reads and writes the output: its init stays in memory.
+// DEEP-LABEL: func.func @zero_init
+// DEEP: linalg.fill
+// DEEP: vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>

@@ -22,12 +22,17 @@ namespace {
 
 /// {0}: the reduction depth of a cache block; {1}: the register tile sizes
 /// (M, N, K); {2}: the (M, N) sizes of the blocks threads share, for
-/// products not already in a parallel loop. Inside a thread's block, loops run
+/// products not already in a parallel loop; {3}: the register tile sizes with
+/// no reduction tiling (M, N, 0). Inside a thread's block, loops run
 /// over reduction blocks, then column blocks, then row blocks, so a block of B
 /// stays in L1 while every row block of A passes by. The register loops over
 /// rows and columns are peeled where they don't divide evenly, so every
 /// register block but the last row and column of blocks has a static shape and
-/// vectorizes without masks.
+/// vectorizes without masks. A product whose whole reduction is one cache
+/// block gets the op that initializes its output (a fill, a bias) fused into
+/// its register loops instead: its accumulators then start from that tile in
+/// registers, and the output is written once rather than initialized in
+/// memory, read back and written again.
 constexpr const char *kScheduleTemplate = R"mlir(
 module attributes {{transform.with_named_sequence} {
   transform.named_sequence @peel(%loop: !transform.any_op {{transform.readonly}) {{
@@ -46,6 +51,24 @@ module attributes {{transform.with_named_sequence} {
                                   !transform.any_op, !transform.any_op)
     transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
     transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @tile_registers_from_init(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %regs, %rl:2 = transform.structured.fuse %op tile_sizes [{3}]
+        interchange [1, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    %steps, %kl = transform.structured.tile_using_for %regs
+        tile_sizes [0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
+    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @vectorize_init(
+      %op: !transform.any_op {{transform.consumed}) {{
+    transform.structured.vectorize %op : !transform.any_op
     transform.yield
   }
   transform.named_sequence @tile_shared_matmul(
@@ -74,6 +97,14 @@ module attributes {{transform.with_named_sequence} {
       transform.include @tile_registers failures(propagate) (%mm)
           : (!transform.any_op) -> ()
     }
+    %from_init = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.init_in_registers} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %from_init : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_registers_from_init failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
     %funcs = transform.structured.match ops{{["func.func"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %funcs {{
@@ -83,6 +114,19 @@ module attributes {{transform.with_named_sequence} {
         attributes {{kiln.in_parallel_loop} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %static_blocks : !transform.any_op
+    %init_blocks = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.init_in_registers} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %init_blocks : !transform.any_op
+    %init_tiles = transform.structured.match
+        ops{{["linalg.fill", "linalg.generic"]}
+        attributes {{kiln.register_init} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %init_tiles : !transform.any_op {{
+    ^bb0(%init: !transform.any_op):
+      transform.include @vectorize_init failures(suppress) (%init)
+          : (!transform.any_op) -> ()
+    }
     %blocks = transform.structured.match ops{{["linalg.matmul"]}
         attributes {{kiln.thread_blocks} in %root
         : (!transform.any_op) -> !transform.any_op
@@ -117,6 +161,48 @@ module attributes {{transform.with_named_sequence} {
 /// sequence it was marked for.
 constexpr StringLiteral kSharedMarker = "kiln.thread_blocks";
 constexpr StringLiteral kNestedMarker = "kiln.in_parallel_loop";
+constexpr StringLiteral kFromInitMarker = "kiln.init_in_registers";
+constexpr StringLiteral kInitMarker = "kiln.register_init";
+
+/// The op that initializes the product's output, when it can be computed
+/// tile by tile in the product's register loops: a fill or an elementwise
+/// op (a broadcast bias) whose every use is the output of such a product,
+/// so that once fused, nothing else needs it in memory, writing a new tensor.
+Operation *registerInit(linalg::MatmulOp op, int64_t cacheDepth) {
+  if (!op->getParentOfType<scf::ForallOp>())
+    return nullptr;
+  auto aType = cast<ShapedType>(op.getInputs()[0].getType());
+  if (aType.isDynamicDim(1) || aType.getDimSize(1) > cacheDepth)
+    return nullptr;
+  Value init = op.getOutputs()[0];
+  Operation *producer = init.getDefiningOp();
+  if (!producer)
+    return nullptr;
+  if (auto generic = dyn_cast<linalg::GenericOp>(producer)) {
+    if (generic.getNumLoops() != generic.getNumParallelLoops() ||
+        generic->getNumResults() != 1)
+      return nullptr;
+  } else if (!isa<linalg::FillOp>(producer)) {
+    return nullptr;
+  }
+  // An init that updates a tensor in place (an accumulator rescaled in a
+  // loop) has to stay where it is.
+  if (!cast<DestinationStyleOpInterface>(producer)
+           .getDpsInitOperand(0)
+           ->get()
+           .getDefiningOp<tensor::EmptyOp>())
+    return nullptr;
+  for (OpOperand &use : init.getUses()) {
+    auto user = dyn_cast<linalg::MatmulOp>(use.getOwner());
+    if (!user || use.getOperandNumber() != 2 ||
+        !user->getParentOfType<scf::ForallOp>())
+      return nullptr;
+    auto userA = cast<ShapedType>(user.getInputs()[0].getType());
+    if (userA.isDynamicDim(1) || userA.getDimSize(1) > cacheDepth)
+      return nullptr;
+  }
+  return producer;
+}
 
 struct TileAndVectorizeContractionsPass
     : kiln::impl::TileAndVectorizeContractionsPassBase<
@@ -129,8 +215,10 @@ struct TileAndVectorizeContractionsPass
         llvm::formatv("{0}, {1}, 1", registerRows, registerCols).str();
     std::string threadBlocks =
         llvm::formatv("{0}, {1}", threadRows, threadCols).str();
-    std::string source =
-        llvm::formatv(kScheduleTemplate, cacheDepth, registers, threadBlocks);
+    std::string registersOnly =
+        llvm::formatv("{0}, {1}, 0", registerRows, registerCols).str();
+    std::string source = llvm::formatv(kScheduleTemplate, cacheDepth,
+                                       registers, threadBlocks, registersOnly);
     schedule = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(source, context));
     return success(static_cast<bool>(*schedule));
@@ -139,10 +227,15 @@ struct TileAndVectorizeContractionsPass
   void runOnOperation() override {
     // A product inside a parallel loop (one of a batch) already has threads
     // enough; blocks for threads inside it would only leave ragged edges.
-    getOperation()->walk([](linalg::MatmulOp op) {
+    getOperation()->walk([&](linalg::MatmulOp op) {
+      MLIRContext *ctx = op.getContext();
+      if (Operation *init = registerInit(op, cacheDepth)) {
+        op->setAttr(kFromInitMarker, UnitAttr::get(ctx));
+        init->setAttr(kInitMarker, UnitAttr::get(ctx));
+        return;
+      }
       bool nested = op->getParentOfType<scf::ForallOp>() != nullptr;
-      op->setAttr(nested ? kNestedMarker : kSharedMarker,
-                  UnitAttr::get(op.getContext()));
+      op->setAttr(nested ? kNestedMarker : kSharedMarker, UnitAttr::get(ctx));
     });
     ModuleOp script = schedule->get();
     Operation *entry = transform::detail::findTransformEntryPoint(
@@ -151,9 +244,11 @@ struct TileAndVectorizeContractionsPass
         failed(transform::applyTransformNamedSequence(
             getOperation(), entry, script, transform::TransformOptions())))
       signalPassFailure();
-    getOperation()->walk([](linalg::MatmulOp op) {
+    getOperation()->walk([](Operation *op) {
       op->removeAttr(kNestedMarker);
       op->removeAttr(kSharedMarker);
+      op->removeAttr(kFromInitMarker);
+      op->removeAttr(kInitMarker);
     });
   }
 
