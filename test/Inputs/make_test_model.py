@@ -448,6 +448,30 @@ def main():
         for name, (array, tensor_name) in tensors.items():
             with open(os.path.join(out_dir, name), "wb") as f:
                 f.write(numpy_helper.from_array(array, tensor_name).SerializeToString())
+    elif kind == "vector-products":
+        # MatMul with 1-D operands (numpy's matmul rules, which ONNX
+        # follows): vector . vector is a scalar, vector . matrix and
+        # batch of matrices . vector drop the vector's axis.
+        nodes = [helper.make_node("MatMul", ["u", "v"], ["dot"], name="dot"),
+                 helper.make_node("MatMul", ["u", "m"], ["row"], name="row"),
+                 helper.make_node("MatMul", ["b", "u"], ["cols"], name="cols")]
+        save(graph_model(
+            nodes,
+            [vinfo("u", TensorProto.FLOAT, [4]),
+             vinfo("v", TensorProto.FLOAT, [4]),
+             vinfo("m", TensorProto.FLOAT, [4, 3]),
+             vinfo("b", TensorProto.FLOAT, [2, 3, 4])],
+            [vinfo("dot", TensorProto.FLOAT, []),
+             vinfo("row", TensorProto.FLOAT, [3]),
+             vinfo("cols", TensorProto.FLOAT, [2, 3])]), out_dir)
+        rng = np.random.default_rng(0)
+        u, v = (rng.standard_normal(4).astype(np.float32) for _ in range(2))
+        m = rng.standard_normal((4, 3)).astype(np.float32)
+        b = rng.standard_normal((2, 3, 4)).astype(np.float32)
+        write_test_data(out_dir, [
+            ("u", u), ("v", v), ("m", m), ("b", b),
+            ("dot", np.asarray(np.matmul(u, v), np.float32)),
+            ("row", np.matmul(u, m)), ("cols", np.matmul(b, u))])
     elif kind == "mlp":
         # Gemm + Relu + MatMul + Softmax with constant weights.
         rng = np.random.default_rng(0)

@@ -131,8 +131,13 @@ Value createGenericMatMul(OpBuilder &b, Location loc, Value lhsValue,
   SmallVector<AffineMap> maps = {
       AffineMap::get(numLoops, 0, lhsExprs, ctx),
       AffineMap::get(numLoops, 0, rhsExprs, ctx),
-      AffineMap::getMultiDimIdentityMap(numLoops, ctx)
-          .getMajorSubMap(resultRank)};
+      // Not getMajorSubMap: it returns a null map for a vector . vector
+      // product's scalar result.
+      AffineMap::get(numLoops, 0,
+                     AffineMap::getMultiDimIdentityMap(numLoops, ctx)
+                         .getResults()
+                         .take_front(resultRank),
+                     ctx)};
   SmallVector<utils::IteratorType> iterators(resultRank,
                                              utils::IteratorType::parallel);
   iterators.push_back(utils::IteratorType::reduction);
