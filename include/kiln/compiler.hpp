@@ -241,6 +241,24 @@ mlir::OwningOpRef<mlir::ModuleOp>
 importOnnxFile(llvm::StringRef path, mlir::MLIRContext &context,
                const ImportOptions &options = {});
 
+/// One op an ONNX model uses.
+struct OnnxOpUsage {
+  /// "ai.onnx" for the default domain.
+  std::string domain;
+  std::string opType;
+  /// The model's opset for the domain; 0 if it imports none.
+  int64_t opset = 0;
+  /// Nodes of this op, in subgraphs (If, Loop, Scan) too.
+  int64_t nodes = 0;
+  /// Whether Kiln's importer has the op (it may still refuse a node of it
+  /// for its types or attributes, with an error naming the node).
+  bool supported = false;
+};
+
+/// The ops of the ONNX model at `path`, most used first. Reads the graph
+/// only, so it answers for models that don't import.
+llvm::Expected<std::vector<OnnxOpUsage>> countOnnxOps(llvm::StringRef path);
+
 /// The same for a model in memory, called `name` in diagnostics. External
 /// data is read from files inside `externalDataDir`; with an empty one, a
 /// model with external data is an error.

@@ -231,6 +231,9 @@ using OpImportFn = llvm::LogicalResult (*)(NodeImporter &node);
 
 /// The importer for ONNX op `opType` in the default domain, or null.
 OpImportFn lookupOpImporter(llvm::StringRef opType);
+/// The importer for ONNX's comparison, logic, rounding and activation op
+/// `opType` (OnnxElementwiseOps.cpp), or null.
+OpImportFn lookupElementwiseOpImporter(llvm::StringRef opType);
 /// The importer for ONNX Runtime's contrib op `opType` (domain
 /// com.microsoft), or null.
 OpImportFn lookupMicrosoftOpImporter(llvm::StringRef opType);

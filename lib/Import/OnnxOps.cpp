@@ -310,5 +310,5 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("QLinearMatMul", importQLinearMatMul)
       .Case("ConvInteger", importConvInteger)
       .Case("QLinearConv", importQLinearConv)
-      .Default(nullptr);
+      .Default(lookupElementwiseOpImporter(opType));
 }

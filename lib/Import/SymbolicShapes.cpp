@@ -167,7 +167,8 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
     Operation *op, function_ref<SymbolicInts(Value)> shapeOf) {
   auto shape = [&](unsigned i) { return shapeOf(op->getOperand(i)); };
   return TypeSwitch<Operation *, FailureOr<SymbolicInts>>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp>(
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp,
+            XorOp, EqualOp, LessOp, LessEqualOp>(
           [&](auto) { return broadcastShapes(shape(0), shape(1)); })
       .Case([&](SelectOp) -> FailureOr<SymbolicInts> {
         FailureOr<SymbolicInts> values = broadcastShapes(shape(1), shape(2));
@@ -176,7 +177,8 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
         return broadcastShapes(shape(0), *values);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
-            ErfOp, SinOp, CosOp, CastOp, SoftmaxOp, LayerNormOp>(
+            ErfOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
+            SoftmaxOp, LayerNormOp>(
           [&](auto) -> FailureOr<SymbolicInts> { return shape(0); })
       .Case([&](MatMulOp) -> FailureOr<SymbolicInts> {
         SymbolicInts lhs = shape(0), rhs = shape(1);

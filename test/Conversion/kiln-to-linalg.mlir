@@ -209,6 +209,37 @@ func.func @unary_and_cast(%a: tensor<4xf32>) -> tensor<4xi64> {
 
 // -----
 
+// Rounding, NaN-propagating minimum and maximum, ordered comparisons (false
+// on NaN) and logic, each one scalar op in its generic.
+// CHECK-LABEL: func.func @rounding_order_logic
+// CHECK: math.floor
+// CHECK: math.ceil
+// CHECK: math.roundeven
+// CHECK: arith.minimumf
+// CHECK: arith.maxsi
+// CHECK: arith.cmpf olt
+// CHECK: arith.cmpi sle
+// CHECK: arith.andi
+// CHECK: arith.ori
+// CHECK: arith.xori
+// CHECK: arith.xori %{{.*}}, %true
+func.func @rounding_order_logic(%a: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor<4xf32>, tensor<4xi64>, tensor<4xi1>) {
+  %0 = kiln.floor %a : tensor<4xf32>
+  %1 = kiln.ceil %0 : tensor<4xf32>
+  %2 = kiln.round %1 : tensor<4xf32>
+  %3 = kiln.min %2, %a : tensor<4xf32>, tensor<4xf32>
+  %4 = kiln.max %i, %i : tensor<4xi64>, tensor<4xi64>
+  %5 = kiln.less %3, %a : tensor<4xf32>, tensor<4xf32>
+  %6 = kiln.less_equal %4, %i : tensor<4xi64>, tensor<4xi64>
+  %7 = kiln.and %5, %6 : tensor<4xi1>, tensor<4xi1>
+  %8 = kiln.or %7, %5 : tensor<4xi1>, tensor<4xi1>
+  %9 = kiln.xor %8, %6 : tensor<4xi1>, tensor<4xi1>
+  %10 = kiln.not %9 : tensor<4xi1>
+  return %3, %4, %10 : tensor<4xf32>, tensor<4xi64>, tensor<4xi1>
+}
+
+// -----
+
 // One reduction over the indices; a non-zero incoming status wins.
 // CHECK-DAG: #[[IDX:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[SCALAR:.*]] = affine_map<(d0, d1) -> ()>

@@ -42,6 +42,34 @@ func.func @elementwise(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xi64>
   return %16, %14 : tensor<2x3xf32>, tensor<4xi64>
 }
 
+// CHECK-LABEL: func.func @rounding_order_logic
+func.func @rounding_order_logic(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tensor<4xi64>)
+    -> (tensor<2x3xf32>, tensor<2x3xi1>, tensor<4xi64>) {
+  // CHECK: kiln.floor %{{.*}} : tensor<2x3xf32>
+  %0 = kiln.floor %a : tensor<2x3xf32>
+  // CHECK: kiln.ceil
+  %1 = kiln.ceil %0 : tensor<2x3xf32>
+  // CHECK: kiln.round
+  %2 = kiln.round %1 : tensor<2x3xf32>
+  // CHECK: kiln.min %{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<3xf32>
+  %3 = kiln.min %2, %b : tensor<2x3xf32>, tensor<3xf32>
+  // CHECK: kiln.max %{{.*}}, %{{.*}} : tensor<4xi64>, tensor<4xi64>
+  %4 = kiln.max %i, %i : tensor<4xi64>, tensor<4xi64>
+  // CHECK: kiln.less %{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<3xf32>
+  %5 = kiln.less %3, %b : tensor<2x3xf32>, tensor<3xf32>
+  // CHECK: kiln.less_equal
+  %6 = kiln.less_equal %3, %a : tensor<2x3xf32>, tensor<2x3xf32>
+  // CHECK: kiln.and %{{.*}}, %{{.*}} : tensor<2x3xi1>, tensor<2x3xi1>
+  %7 = kiln.and %5, %6 : tensor<2x3xi1>, tensor<2x3xi1>
+  // CHECK: kiln.or
+  %8 = kiln.or %7, %5 : tensor<2x3xi1>, tensor<2x3xi1>
+  // CHECK: kiln.xor
+  %9 = kiln.xor %8, %6 : tensor<2x3xi1>, tensor<2x3xi1>
+  // CHECK: kiln.not %{{.*}} : tensor<2x3xi1>
+  %10 = kiln.not %9 : tensor<2x3xi1>
+  return %3, %10, %4 : tensor<2x3xf32>, tensor<2x3xi1>, tensor<4xi64>
+}
+
 // CHECK-LABEL: func.func @structured
 func.func @structured(%a: tensor<8x2x3xf32>, %b: tensor<3x4xf32>) -> tensor<8x2xf32> {
   // CHECK: kiln.matmul %{{.*}}, %{{.*}} : tensor<8x2x3xf32>, tensor<3x4xf32>

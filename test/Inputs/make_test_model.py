@@ -472,6 +472,40 @@ def main():
             ("u", u), ("v", v), ("m", m), ("b", b),
             ("dot", np.asarray(np.matmul(u, v), np.float32)),
             ("row", np.matmul(u, m)), ("cols", np.matmul(b, u))])
+    elif kind == "activations":
+        # Ops imported as formulas over kiln ops: Greater (Less with the
+        # operands swapped), HardSwish, Clip with only a lower bound (an
+        # optional input left out), LeakyRelu, at opset 14; numpy gives the
+        # expected outputs from ONNX's definitions.
+        low = numpy_helper.from_array(np.array(-0.5, np.float32), "low")
+        nodes = [
+            helper.make_node("Greater", ["x", "y"], ["greater"], name="gt"),
+            helper.make_node("HardSwish", ["x"], ["hard_swish"], name="hs"),
+            helper.make_node("Clip", ["x", "low", ""], ["clipped"],
+                             name="clip"),
+            helper.make_node("LeakyRelu", ["x"], ["leaky"], name="leaky",
+                             alpha=0.25)]
+        save(graph_model(
+            nodes,
+            [vinfo("x", TensorProto.FLOAT, [2, 5]),
+             vinfo("y", TensorProto.FLOAT, [5])],
+            [vinfo("greater", TensorProto.BOOL, [2, 5]),
+             vinfo("hard_swish", TensorProto.FLOAT, [2, 5]),
+             vinfo("clipped", TensorProto.FLOAT, [2, 5]),
+             vinfo("leaky", TensorProto.FLOAT, [2, 5])], [low], opset=14),
+             out_dir)
+        x = np.linspace(-4, 4, 10, dtype=np.float32).reshape(2, 5)
+        y = np.array([-3, -1, 0, 1, 3], np.float32)
+        write_test_data(out_dir, [
+            ("x", x), ("y", y), ("greater", x > y),
+            ("hard_swish", x * np.clip(x / 6 + 0.5, 0, 1)),
+            ("clipped", np.maximum(x, np.float32(-0.5))),
+            ("leaky", np.where(x < 0, np.float32(0.25) * x, x))])
+    elif kind == "not-on-floats":
+        save(graph_model(
+            [helper.make_node("Not", ["x"], ["y"], name="negate")],
+            [vinfo("x", TensorProto.FLOAT, [3])],
+            [vinfo("y", TensorProto.BOOL, [3])]), out_dir)
     elif kind == "mlp":
         # Gemm + Relu + MatMul + Softmax with constant weights.
         rng = np.random.default_rng(0)

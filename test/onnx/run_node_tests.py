@@ -31,7 +31,11 @@ SUPPORTED_OPS = {
     "Resize", "Upsample", "Conv", "Expand", "Slice", "Split",
     "Shape", "ConstantOfShape", "QuantizeLinear", "DequantizeLinear",
     "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul", "ConvInteger",
-    "QLinearConv",
+    "QLinearConv", "Floor", "Ceil", "Round", "Not", "And", "Or", "Xor",
+    "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Min", "Max", "Sum",
+    "Mean", "Reciprocal", "Sign", "LeakyRelu", "PRelu", "Elu", "Selu",
+    "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Softplus",
+    "Softsign", "Mish", "Clip",
 }
 SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                    onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT64,
@@ -41,7 +45,12 @@ SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
 # Ops that compute on their inputs' values take only these element types
 # (the others are moved, cast or quantized, but not computed on).
 ARITHMETIC_OPS = {"Add", "Sub", "Mul", "Div", "Neg", "Abs", "Pow", "Relu",
-                  "MatMul", "Gemm", "ReduceMean", "ReduceSum"}
+                  "MatMul", "Gemm", "ReduceMean", "ReduceSum", "Floor",
+                  "Ceil", "Round", "Less", "LessOrEqual", "Greater",
+                  "GreaterOrEqual", "Min", "Max", "Sum", "Mean", "Reciprocal",
+                  "Sign", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu",
+                  "ThresholdedRelu", "HardSigmoid", "HardSwish", "Softplus",
+                  "Softsign", "Mish", "Clip"}
 ARITHMETIC_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64,
                     onnx.TensorProto.INT32}
 

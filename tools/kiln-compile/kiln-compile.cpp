@@ -17,6 +17,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -194,6 +195,10 @@ llvm::cl::opt<std::string> cacheReport(
     "cache-report",
     llvm::cl::desc("Write what --choose-cache measured (JSON)"),
     llvm::cl::value_desc("path"));
+llvm::cl::opt<bool> opStats(
+    "op-stats",
+    llvm::cl::desc("Print the ONNX ops the model uses, how many nodes of "
+                   "each and whether Kiln imports them; compile nothing"));
 llvm::cl::opt<std::string>
     targetCpu("target-cpu",
               llvm::cl::desc("LLVM CPU to generate code for (default: host)"),
@@ -227,7 +232,7 @@ void hideOtherOptions() {
       "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
       "choose-cache",
       "cache-report",
-      "target-cpu",
+      "target-cpu", "op-stats",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
       "mlir-disable-threading", "help", "version"};
@@ -296,6 +301,29 @@ std::string defaultOutputPath() {
   return std::string(path);
 }
 
+/// The --op-stats table: op, domain, opset, nodes, imported or not.
+int printOpStats() {
+  llvm::Expected<std::vector<kiln::OnnxOpUsage>> usage =
+      kiln::countOnnxOps(inputPath);
+  if (!usage) {
+    llvm::errs() << "kiln-compile: error: " << llvm::toString(usage.takeError())
+                 << "\n";
+    return 1;
+  }
+  llvm::raw_ostream &os = llvm::outs();
+  os << llvm::formatv("{0,-28} {1,-16} {2,5} {3,6}  {4}\n", "op", "domain",
+                      "opset", "nodes", "imported");
+  int64_t imported = 0;
+  for (const kiln::OnnxOpUsage &op : *usage) {
+    os << llvm::formatv("{0,-28} {1,-16} {2,5} {3,6}  {4}\n", op.opType,
+                        op.domain, op.opset, op.nodes,
+                        op.supported ? "yes" : "no");
+    imported += op.supported;
+  }
+  os << imported << " of " << usage->size() << " ops imported\n";
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -309,6 +337,8 @@ int main(int argc, char **argv) {
   });
   llvm::cl::ParseCommandLineOptions(
       argc, argv, "Kiln: compile ONNX models to native code\n");
+  if (opStats)
+    return printOpStats();
   if (quantization == kiln::Quantization::Int8Static && calibration.empty()) {
     llvm::errs() << "kiln-compile: error: --quantize=int8-static chooses its "
                     "scales on --calibration inputs: give some\n";

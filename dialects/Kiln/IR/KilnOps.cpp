@@ -295,17 +295,24 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
 // EqualOp and SelectOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult EqualOp::inferReturnTypes(MLIRContext *ctx,
-                                        std::optional<Location> loc,
-                                        Adaptor adaptor,
-                                        SmallVectorImpl<Type> &types) {
-  Type lhs = adaptor.getLhs().getType(), rhs = adaptor.getRhs().getType();
+LogicalResult kiln::inferComparisonResultType(MLIRContext *ctx,
+                                              std::optional<Location> loc,
+                                              Type lhs, Type rhs,
+                                              SmallVectorImpl<Type> &types) {
   if (getElementTypeOrSelf(lhs) != getElementTypeOrSelf(rhs))
     return emitOptionalError(loc, "operands have different element types");
   if (failed(inferBroadcastResultType(loc, lhs, rhs, types)))
     return failure();
   types[0] = cast<RankedTensorType>(types[0]).clone(IntegerType::get(ctx, 1));
   return success();
+}
+
+LogicalResult EqualOp::inferReturnTypes(MLIRContext *ctx,
+                                        std::optional<Location> loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return inferComparisonResultType(ctx, loc, adaptor.getLhs().getType(),
+                                   adaptor.getRhs().getType(), types);
 }
 
 LogicalResult SelectOp::inferReturnTypes(MLIRContext *,

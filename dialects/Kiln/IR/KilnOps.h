@@ -29,6 +29,14 @@ inferBroadcastResultType(std::optional<mlir::Location> loc, mlir::Type lhs,
                          mlir::Type rhs,
                          llvm::SmallVectorImpl<mlir::Type> &types);
 
+/// Result type of comparing `lhs` with `rhs` (same element type) after an
+/// ONNX multidirectional broadcast: booleans.
+llvm::LogicalResult
+inferComparisonResultType(mlir::MLIRContext *ctx,
+                          std::optional<mlir::Location> loc, mlir::Type lhs,
+                          mlir::Type rhs,
+                          llvm::SmallVectorImpl<mlir::Type> &types);
+
 /// Result type of reducing `axes` of `input`, keeping them as 1s or not.
 llvm::LogicalResult
 inferReduceResultType(std::optional<mlir::Location> loc, mlir::Type input,

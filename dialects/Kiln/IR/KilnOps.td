@@ -139,6 +139,47 @@ def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_FloatTensor, "tanh(x)">;
 def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_FloatTensor, "erf(x)">;
 def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_FloatTensor, "sin(x)">;
 def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_FloatTensor, "cos(x)">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_FloatTensor, "floor(x)">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_FloatTensor, "ceil(x)">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_FloatTensor,
+                                "x rounded to the nearest integer, halves to even">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, "!x">;
+
+def Kiln_MinOp : Kiln_BinaryOp<"min", Kiln_NumericTensor, [Commutative]> {
+  let summary = "elementwise minimum with broadcasting";
+  let description = [{
+    The smaller of `lhs` and `rhs` after ONNX multidirectional broadcasting;
+    a NaN in either float operand gives NaN, as ONNX Min does.
+
+    ```mlir
+    %0 = kiln.min %a, %b : tensor<2x3xf32>, tensor<f32>
+    ```
+  }];
+}
+
+def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_NumericTensor, [Commutative]> {
+  let summary = "elementwise maximum with broadcasting";
+  let description = [{
+    The larger of `lhs` and `rhs` after ONNX multidirectional broadcasting;
+    a NaN in either float operand gives NaN, as ONNX Max does.
+
+    ```mlir
+    %0 = kiln.max %a, %b : tensor<2x3xi64>, tensor<3xi64>
+    ```
+  }];
+}
+
+class Kiln_LogicalOp<string mnemonic, string formula>
+    : Kiln_BinaryOp<mnemonic, Kiln_BoolTensor, [Commutative]> {
+  let summary = "elementwise logical " # mnemonic # " with broadcasting";
+  let description = "`" # formula # "` on booleans after ONNX "
+    "multidirectional broadcasting.\n\n"
+    "```mlir\n%0 = kiln." # mnemonic # " %a, %b : tensor<3x4xi1>, tensor<4xi1>\n```";
+}
+
+def Kiln_AndOp : Kiln_LogicalOp<"and", "lhs && rhs">;
+def Kiln_OrOp : Kiln_LogicalOp<"or", "lhs || rhs">;
+def Kiln_XorOp : Kiln_LogicalOp<"xor", "lhs != rhs">;
 
 def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let summary = "element type conversion";
@@ -331,6 +372,32 @@ def Kiln_EqualOp : Kiln_Op<"equal", [Pure, Commutative, InferTypeOpAdaptor]> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
   let hasFolder = 1;
 }
+
+class Kiln_OrderOp<string mnemonic, string formula>
+    : Kiln_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise `" # formula # "` with broadcasting";
+  let description = "`" # formula # "` after ONNX multidirectional "
+    "broadcasting, as booleans (false where a float operand is NaN). Both "
+    "operands have the same element type; the importer swaps them for ONNX's "
+    "Greater and GreaterOrEqual.\n\n"
+    "```mlir\n%0 = kiln." # mnemonic # " %a, %b : tensor<3xf32>, tensor<f32>\n"
+    "// %0 : tensor<3xi1>\n```";
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs);
+  let results = (outs Kiln_BoolTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
+        Adaptor adaptor, ::llvm::SmallVectorImpl<::mlir::Type> &types) {
+      return inferComparisonResultType(context, location,
+                                       adaptor.getLhs().getType(),
+                                       adaptor.getRhs().getType(), types);
+    }
+  }];
+}
+
+def Kiln_LessOp : Kiln_OrderOp<"less", "lhs < rhs">;
+def Kiln_LessEqualOp : Kiln_OrderOp<"less_equal", "lhs <= rhs">;
 
 def Kiln_SelectOp : Kiln_Op<"select", [Pure, InferTypeOpAdaptor]> {
   let summary = "elementwise choice between two tensors";

@@ -78,11 +78,13 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
   Location loc = op->getLoc();
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   return TypeSwitch<Operation *, FailureOr<Sizes>>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, SelectOp>([&](auto) {
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp,
+            XorOp, EqualOp, LessOp, LessEqualOp, SelectOp>([&](auto) {
         return getBroadcastSizes(b, loc, op->getOperands(), resultType);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
-            ErfOp, SinOp, CosOp, CastOp, SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp>(
+            ErfOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
+            SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp>(
           [&](auto) { return getSizes(b, loc, op->getOperand(0)); })
       .Case<MatMulOp, MatMulIntegerOp>([&](auto matmul) -> FailureOr<Sizes> {
         auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
@@ -228,9 +230,11 @@ template <typename... OpTys> void attachShapeModels(MLIRContext &context) {
 } // namespace
 
 void kiln::registerShapeReification(MLIRContext &context) {
-  attachShapeModels<AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, SelectOp,
+  attachShapeModels<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp,
+                    OrOp, XorOp, EqualOp, LessOp, LessEqualOp, SelectOp,
                     NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp,
-                    TanhOp, ErfOp, SinOp, CosOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
+                    TanhOp, ErfOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp,
+                    NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
                     PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
                     ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp,
                     RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,

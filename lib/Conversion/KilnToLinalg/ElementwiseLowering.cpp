@@ -96,6 +96,49 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](ErfOp) { return math::ErfOp::create(b, loc, args[0]); })
       .Case([&](SinOp) { return math::SinOp::create(b, loc, args[0]); })
       .Case([&](CosOp) { return math::CosOp::create(b, loc, args[0]); })
+      .Case([&](FloorOp) { return math::FloorOp::create(b, loc, args[0]); })
+      .Case([&](CeilOp) { return math::CeilOp::create(b, loc, args[0]); })
+      .Case([&](RoundOp) {
+        return math::RoundEvenOp::create(b, loc, args[0]);
+      })
+      .Case([&](NotOp) {
+        return arith::XOrIOp::create(b, loc, args[0],
+                                     createScalarConstant(b, loc, type, 1));
+      })
+      .Case([&](MinOp) -> Value {
+        // minimumf returns NaN if either operand is one, as ONNX Min does.
+        return isFloat ? arith::MinimumFOp::create(b, loc, args[0], args[1])
+                             .getResult()
+                       : arith::MinSIOp::create(b, loc, args[0], args[1])
+                             .getResult();
+      })
+      .Case([&](MaxOp) -> Value {
+        return isFloat ? arith::MaximumFOp::create(b, loc, args[0], args[1])
+                             .getResult()
+                       : arith::MaxSIOp::create(b, loc, args[0], args[1])
+                             .getResult();
+      })
+      .Case([&](AndOp) {
+        return arith::AndIOp::create(b, loc, args[0], args[1]);
+      })
+      .Case([&](OrOp) { return arith::OrIOp::create(b, loc, args[0], args[1]); })
+      .Case([&](XorOp) {
+        return arith::XOrIOp::create(b, loc, args[0], args[1]);
+      })
+      .Case([&](LessOp) -> Value {
+        if (isFloat)
+          return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                       args[0], args[1]);
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                     args[0], args[1]);
+      })
+      .Case([&](LessEqualOp) -> Value {
+        if (isFloat)
+          return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLE,
+                                       args[0], args[1]);
+        return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                     args[0], args[1]);
+      })
       .Case([&](SigmoidOp) -> Value {
         Value one = createScalarConstant(b, loc, type, 1);
         Value negated = arith::NegFOp::create(b, loc, args[0]);
@@ -212,6 +255,12 @@ void kiln::populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
                ElementwiseLowering<SqrtOp>, ElementwiseLowering<TanhOp>,
                ElementwiseLowering<ErfOp>, ElementwiseLowering<SigmoidOp>,
                ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
+               ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
+               ElementwiseLowering<RoundOp>, ElementwiseLowering<NotOp>,
+               ElementwiseLowering<MinOp>, ElementwiseLowering<MaxOp>,
+               ElementwiseLowering<AndOp>, ElementwiseLowering<OrOp>,
+               ElementwiseLowering<XorOp>, ElementwiseLowering<LessOp>,
+               ElementwiseLowering<LessEqualOp>,
                ElementwiseLowering<CastOp>, ElementwiseLowering<EqualOp>,
                ElementwiseLowering<SelectOp>, ElementwiseLowering<BroadcastOp>>(
       patterns.getContext());

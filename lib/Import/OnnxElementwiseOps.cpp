@@ -1,0 +1,359 @@
+//===- OnnxElementwiseOps.cpp - ONNX comparisons, logic and activations ---===//
+//
+// Rounding, minimum and maximum, comparisons and logic map onto kiln ops one
+// to one. The activations ONNX defines as formulas (LeakyRelu, Elu, Selu,
+// HardSigmoid, Softplus, Mish, Clip, ...) are imported as those formulas over
+// the elementwise kiln ops, which the lowering fuses back into one loop.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Import/OnnxOpUtils.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+/// Builds elementwise formulas at one node, in the element type of its first
+/// input; each step is shape-checked, and the first failure (with its error)
+/// makes every later step fail too.
+class Formula {
+public:
+  Formula(NodeImporter &node, Value x)
+      : node(node), elementType(getElementTypeOrSelf(x.getType())) {}
+
+  FailureOr<Value> constant(double value) {
+    return createScalar(node, elementType, value);
+  }
+  template <typename OpTy>
+  FailureOr<Value> apply(FailureOr<Value> lhs, FailureOr<Value> rhs) {
+    if (failed(lhs) || failed(rhs))
+      return failure();
+    return createInferred<OpTy>(node, {*lhs, *rhs});
+  }
+  template <typename OpTy> FailureOr<Value> apply(FailureOr<Value> input) {
+    if (failed(input))
+      return failure();
+    return OpTy::create(node.b, node.loc, *input).getResult();
+  }
+  FailureOr<Value> select(FailureOr<Value> condition, FailureOr<Value> yes,
+                          FailureOr<Value> no) {
+    if (failed(condition) || failed(yes) || failed(no))
+      return failure();
+    return createInferred<SelectOp>(node, {*condition, *yes, *no});
+  }
+  LogicalResult result(FailureOr<Value> value) {
+    if (failed(value))
+      return failure();
+    node.results.push_back(*value);
+    return success();
+  }
+
+private:
+  NodeImporter &node;
+  Type elementType;
+};
+
+/// The node's one input, which must hold f32.
+FailureOr<Value> getFloatInput(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input) || failed(requireFloat(node, *input)))
+    return failure();
+  return input;
+}
+
+/// The node's result as `formula` of its one f32 input.
+template <typename Build>
+LogicalResult importFloatFormula(NodeImporter &node, Build formula) {
+  FailureOr<Value> x = getFloatInput(node);
+  if (failed(x))
+    return failure();
+  Formula f(node, *x);
+  return f.result(formula(f, *x));
+}
+
+LogicalResult requireBool(NodeImporter &node, Value value) {
+  if (getElementTypeOrSelf(value.getType()).isInteger(1))
+    return success();
+  return node.emitError() << "input of type "
+                          << getElementTypeOrSelf(value.getType())
+                          << " is not supported; the op takes booleans";
+}
+
+/// An error at the node unless `value` holds a type kiln computes on: f32,
+/// i64 or i32.
+LogicalResult requireNumeric(NodeImporter &node, Value value) {
+  Type type = getElementTypeOrSelf(value.getType());
+  if (type.isF32() || type.isInteger(64) || type.isInteger(32))
+    return success();
+  return node.emitError() << "input of type " << type
+                          << " is not supported; the op takes f32, i64 or i32";
+}
+
+template <typename OpTy> LogicalResult importFloatUnary(NodeImporter &node) {
+  FailureOr<Value> x = getFloatInput(node);
+  if (failed(x))
+    return failure();
+  node.results.push_back(OpTy::create(node.b, node.loc, *x));
+  return success();
+}
+
+LogicalResult importNot(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireBool(node, *x)))
+    return failure();
+  node.results.push_back(NotOp::create(node.b, node.loc, *x));
+  return success();
+}
+
+/// Less, LessOrEqual, and Greater and GreaterOrEqual with swapped operands.
+template <typename OpTy, bool swapped>
+LogicalResult importOrder(NodeImporter &node) {
+  FailureOr<Value> lhs = node.getOperand(0), rhs = node.getOperand(1);
+  if (failed(lhs) || failed(rhs) || failed(requireNumeric(node, *lhs)) ||
+      failed(requireSameElementType(node, *lhs, *rhs)))
+    return failure();
+  if (swapped)
+    std::swap(lhs, rhs);
+  return addInferredResult<OpTy>(node, {*lhs, *rhs});
+}
+
+template <typename OpTy> LogicalResult importLogical(NodeImporter &node) {
+  FailureOr<Value> lhs = node.getOperand(0), rhs = node.getOperand(1);
+  if (failed(lhs) || failed(rhs) || failed(requireBool(node, *lhs)) ||
+      failed(requireBool(node, *rhs)))
+    return failure();
+  return addInferredResult<OpTy>(node, {*lhs, *rhs});
+}
+
+/// Min, Max, Sum and Mean: the op folded over any number of inputs, all
+/// broadcast together; Mean divides the sum by their count.
+template <typename OpTy, bool mean = false>
+LogicalResult importVariadic(NodeImporter &node) {
+  if (node.operands.empty())
+    return node.emitError() << "needs at least one input";
+  FailureOr<Value> result = node.getOperand(0);
+  if (failed(result) || failed(requireNumeric(node, *result)))
+    return failure();
+  if (mean && !isa<FloatType>(getElementTypeOrSelf(result->getType())))
+    return node.emitError() << "Mean is supported on floats only";
+  Formula f(node, *result);
+  for (unsigned i = 1; i < node.operands.size(); ++i) {
+    FailureOr<Value> next = node.getOperand(i);
+    if (failed(next) || failed(requireSameElementType(node, *result, *next)))
+      return failure();
+    result = f.apply<OpTy>(result, next);
+  }
+  if (mean && node.operands.size() > 1)
+    result = f.apply<DivOp>(result, f.constant(node.operands.size()));
+  return f.result(result);
+}
+
+LogicalResult importReciprocal(NodeImporter &node) {
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return f.apply<DivOp>(f.constant(1), x);
+  });
+}
+
+/// -1, 0 or 1; x * 0 where x is neither positive nor negative keeps a NaN.
+LogicalResult importSign(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireNumeric(node, *x)))
+    return failure();
+  Formula f(node, *x);
+  FailureOr<Value> zero = f.constant(0);
+  return f.result(f.select(f.apply<LessOp>(zero, *x), f.constant(1),
+                           f.select(f.apply<LessOp>(*x, zero), f.constant(-1),
+                                    f.apply<MulOp>(*x, zero))));
+}
+
+/// x where x >= 0, else `negative` (which may read x).
+template <typename Negative>
+LogicalResult importPiecewise(NodeImporter &node, Negative negative) {
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return f.select(f.apply<LessOp>(x, f.constant(0)), negative(f, x), x);
+  });
+}
+
+LogicalResult importLeakyRelu(NodeImporter &node) {
+  float alpha = node.getFloatAttr("alpha", 0.01f);
+  return importPiecewise(node, [&](Formula &f, Value x) {
+    return f.apply<MulOp>(x, f.constant(alpha));
+  });
+}
+
+LogicalResult importPRelu(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), slope = node.getOperand(1);
+  if (failed(input) || failed(slope) ||
+      failed(requireSameElementType(node, *input, *slope)))
+    return failure();
+  // Before opset 7 a 1-D slope holds one value per channel (axis 1), the
+  // broadcast PyTorch's exporter relied on.
+  auto xType = cast<RankedTensorType>(input->getType());
+  auto slopeType = cast<RankedTensorType>(slope->getType());
+  if (node.getOpset() < 7 && slopeType.getRank() == 1 && xType.getRank() > 2 &&
+      slopeType.getDimSize(0) == xType.getDimSize(1) &&
+      slopeType.getDimSize(0) != xType.getShape().back()) {
+    SmallVector<int64_t> perChannel(xType.getRank() - 1, 1);
+    perChannel[0] = slopeType.getDimSize(0);
+    slope = createReshape(node, *slope, perChannel);
+  }
+  return importPiecewise(
+      node, [&](Formula &f, Value x) { return f.apply<MulOp>(x, slope); });
+}
+
+LogicalResult importElu(NodeImporter &node) {
+  float alpha = node.getFloatAttr("alpha", 1.0f);
+  return importPiecewise(node, [&](Formula &f, Value x) {
+    return f.apply<MulOp>(f.constant(alpha),
+                          f.apply<SubOp>(f.apply<ExpOp>(x), f.constant(1)));
+  });
+}
+
+LogicalResult importSelu(NodeImporter &node) {
+  float alpha = node.getFloatAttr("alpha", 1.67326319217681884765625f);
+  float gamma = node.getFloatAttr("gamma", 1.05070102214813232421875f);
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    FailureOr<Value> negative =
+        f.apply<SubOp>(f.apply<MulOp>(f.constant(alpha), f.apply<ExpOp>(x)),
+                       f.constant(alpha));
+    return f.apply<MulOp>(
+        f.constant(gamma),
+        f.select(f.apply<LessEqualOp>(x, f.constant(0)), negative, x));
+  });
+}
+
+/// max(0, x) + min(0, alpha * (exp(x / alpha) - 1)).
+LogicalResult importCelu(NodeImporter &node) {
+  float alpha = node.getFloatAttr("alpha", 1.0f);
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    FailureOr<Value> zero = f.constant(0);
+    FailureOr<Value> expm1 = f.apply<SubOp>(
+        f.apply<ExpOp>(f.apply<DivOp>(x, f.constant(alpha))), f.constant(1));
+    return f.apply<AddOp>(
+        f.apply<MaxOp>(zero, x),
+        f.apply<MinOp>(zero, f.apply<MulOp>(f.constant(alpha), expm1)));
+  });
+}
+
+LogicalResult importThresholdedRelu(NodeImporter &node) {
+  float alpha = node.getFloatAttr("alpha", 1.0f);
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return f.select(f.apply<LessOp>(f.constant(alpha), x), x, f.constant(0));
+  });
+}
+
+/// max(0, min(1, alpha * x + beta)).
+FailureOr<Value> hardSigmoid(Formula &f, Value x, float alpha, float beta) {
+  FailureOr<Value> linear =
+      f.apply<AddOp>(f.apply<MulOp>(x, f.constant(alpha)), f.constant(beta));
+  return f.apply<MaxOp>(f.constant(0), f.apply<MinOp>(f.constant(1), linear));
+}
+
+LogicalResult importHardSigmoid(NodeImporter &node) {
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return hardSigmoid(f, x, node.getFloatAttr("alpha", 0.2f),
+                       node.getFloatAttr("beta", 0.5f));
+  });
+}
+
+LogicalResult importHardSwish(NodeImporter &node) {
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return f.apply<MulOp>(x, hardSigmoid(f, x, 1.0f / 6.0f, 0.5f));
+  });
+}
+
+/// log(exp(x) + 1), as ONNX defines it.
+FailureOr<Value> softplus(Formula &f, Value x) {
+  return f.apply<LogOp>(f.apply<AddOp>(f.apply<ExpOp>(x), f.constant(1)));
+}
+
+LogicalResult importSoftplus(NodeImporter &node) {
+  return importFloatFormula(
+      node, [&](Formula &f, Value x) { return softplus(f, x); });
+}
+
+LogicalResult importSoftsign(NodeImporter &node) {
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return f.apply<DivOp>(x, f.apply<AddOp>(f.constant(1), f.apply<AbsOp>(x)));
+  });
+}
+
+LogicalResult importMish(NodeImporter &node) {
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return f.apply<MulOp>(x, f.apply<TanhOp>(softplus(f, x)));
+  });
+}
+
+/// min(max(x, low), high): bounds from attributes before opset 11, from
+/// optional scalar inputs since.
+LogicalResult importClip(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireNumeric(node, *x)))
+    return failure();
+  Formula f(node, *x);
+  FailureOr<Value> result = *x;
+  auto bound = [&](unsigned input, StringRef attr) -> FailureOr<Value> {
+    if (node.getOpset() < 11) {
+      if (!node.getAttr(attr))
+        return Value();
+      return f.constant(node.getFloatAttr(attr, 0));
+    }
+    if (input >= node.operands.size() || !node.operands[input])
+      return Value();
+    Value value = node.operands[input];
+    if (cast<RankedTensorType>(value.getType()).getRank() != 0)
+      return node.emitError() << "the " << attr << " bound must be a scalar";
+    if (failed(requireSameElementType(node, *x, value)))
+      return failure();
+    return value;
+  };
+  FailureOr<Value> low = bound(1, "min"), high = bound(2, "max");
+  if (failed(low) || failed(high))
+    return failure();
+  if (*low)
+    result = f.apply<MaxOp>(result, low);
+  if (*high)
+    result = f.apply<MinOp>(result, high);
+  return f.result(result);
+}
+
+} // namespace
+
+OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
+  return llvm::StringSwitch<OpImportFn>(opType)
+      .Case("Floor", importFloatUnary<FloorOp>)
+      .Case("Ceil", importFloatUnary<CeilOp>)
+      .Case("Round", importFloatUnary<RoundOp>)
+      .Case("Not", importNot)
+      .Case("And", importLogical<AndOp>)
+      .Case("Or", importLogical<OrOp>)
+      .Case("Xor", importLogical<XorOp>)
+      .Case("Less", importOrder<LessOp, false>)
+      .Case("LessOrEqual", importOrder<LessEqualOp, false>)
+      .Case("Greater", importOrder<LessOp, true>)
+      .Case("GreaterOrEqual", importOrder<LessEqualOp, true>)
+      .Case("Min", importVariadic<MinOp>)
+      .Case("Max", importVariadic<MaxOp>)
+      .Case("Sum", importVariadic<AddOp>)
+      .Case("Mean", importVariadic<AddOp, /*mean=*/true>)
+      .Case("Reciprocal", importReciprocal)
+      .Case("Sign", importSign)
+      .Case("LeakyRelu", importLeakyRelu)
+      .Case("PRelu", importPRelu)
+      .Case("Elu", importElu)
+      .Case("Selu", importSelu)
+      .Case("Celu", importCelu)
+      .Case("ThresholdedRelu", importThresholdedRelu)
+      .Case("HardSigmoid", importHardSigmoid)
+      .Case("HardSwish", importHardSwish)
+      .Case("Softplus", importSoftplus)
+      .Case("Softsign", importSoftsign)
+      .Case("Mish", importMish)
+      .Case("Clip", importClip)
+      .Default(nullptr);
+}
