@@ -234,6 +234,8 @@ OpImportFn lookupOpImporter(llvm::StringRef opType);
 /// The importer for ONNX's comparison, logic, rounding and activation op
 /// `opType` (OnnxElementwiseOps.cpp), or null.
 OpImportFn lookupElementwiseOpImporter(llvm::StringRef opType);
+/// The importer for ONNX's Reduce* op `opType` (OnnxReduceOps.cpp), or null.
+OpImportFn lookupReduceOpImporter(llvm::StringRef opType);
 /// The importer for ONNX Runtime's contrib op `opType` (domain
 /// com.microsoft), or null.
 OpImportFn lookupMicrosoftOpImporter(llvm::StringRef opType);

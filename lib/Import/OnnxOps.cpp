@@ -152,37 +152,6 @@ LogicalResult importSoftmax(NodeImporter &node) {
   return success();
 }
 
-template <typename OpTy> LogicalResult importReduce(NodeImporter &node) {
-  FailureOr<Value> input = node.getOperand(0);
-  if (failed(input))
-    return failure();
-  int64_t rank = node.getOperandType(0).getRank();
-  FailureOr<std::optional<SmallVector<int64_t>>> axesOrNone =
-      node.getIntsFromAttrOrInput("axes", 1);
-  if (failed(axesOrNone))
-    return failure();
-  SmallVector<int64_t> axes;
-  if (*axesOrNone && !(*axesOrNone)->empty()) {
-    FailureOr<SmallVector<int64_t>> normalized =
-        normalizeAxes(node, **axesOrNone, rank);
-    if (failed(normalized))
-      return failure();
-    axes = std::move(*normalized);
-    llvm::sort(axes);
-  } else if (node.getIntAttr("noop_with_empty_axes", 0)) {
-    node.results.push_back(*input);
-    return success();
-  } else {
-    for (int64_t d = 0; d < rank; ++d)
-      axes.push_back(d);
-  }
-  typename OpTy::Properties props;
-  props.axes = node.b.getDenseI64ArrayAttr(axes);
-  if (node.getIntAttr("keepdims", 1))
-    props.keep_dims = node.b.getUnitAttr();
-  return addInferredResult<OpTy>(node, *input, props);
-}
-
 LogicalResult importCast(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
@@ -276,9 +245,6 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("MatMul", importMatMul)
       .Case("Gemm", importGemm)
       .Case("Softmax", importSoftmax)
-      .Case("ReduceMax", importReduce<ReduceMaxOp>)
-      .Case("ReduceMean", importReduce<ReduceMeanOp>)
-      .Case("ReduceSum", importReduce<ReduceSumOp>)
       .Case("Reshape", importReshape)
       .Case("Flatten", importFlatten)
       .Case("Transpose", importTranspose)
@@ -310,5 +276,7 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("QLinearMatMul", importQLinearMatMul)
       .Case("ConvInteger", importConvInteger)
       .Case("QLinearConv", importQLinearConv)
-      .Default(lookupElementwiseOpImporter(opType));
+      .Default(lookupElementwiseOpImporter(opType)
+                   ? lookupElementwiseOpImporter(opType)
+                   : lookupReduceOpImporter(opType));
 }

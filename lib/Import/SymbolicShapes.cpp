@@ -216,7 +216,8 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
         result.append(data.begin() + axis + 1, data.end());
         return result;
       })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto reduce) {
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+            ReduceProdOp>([&](auto reduce) {
         SymbolicInts input = shape(0), result;
         ArrayRef<int64_t> axes = reduce.getAxes();
         for (auto [d, dim] : llvm::enumerate(input)) {

@@ -240,6 +240,27 @@ func.func @rounding_order_logic(%a: tensor<4xf32>, %i: tensor<4xi64>) -> (tensor
 
 // -----
 
+// Minimum and product start from their combiner's identity: +inf (the
+// highest integer) and 1.
+// CHECK-LABEL: func.func @reduce_min_prod
+// CHECK: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK: linalg.fill ins(%[[INF]] : f32)
+// CHECK: arith.minimumf
+// CHECK: %[[MAXINT:.*]] = arith.constant 9223372036854775807 : i64
+// CHECK: linalg.fill ins(%[[MAXINT]] : i64)
+// CHECK: arith.minsi
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: linalg.fill ins(%[[ONE]] : f32)
+// CHECK: arith.mulf
+func.func @reduce_min_prod(%a: tensor<2x3xf32>, %i: tensor<2x3xi64>) -> (tensor<2xf32>, tensor<2xi64>, tensor<3xf32>) {
+  %0 = kiln.reduce_min %a axes = [1] : tensor<2x3xf32> -> tensor<2xf32>
+  %1 = kiln.reduce_min %i axes = [1] : tensor<2x3xi64> -> tensor<2xi64>
+  %2 = kiln.reduce_prod %a axes = [0] : tensor<2x3xf32> -> tensor<3xf32>
+  return %0, %1, %2 : tensor<2xf32>, tensor<2xi64>, tensor<3xf32>
+}
+
+// -----
+
 // One reduction over the indices; a non-zero incoming status wins.
 // CHECK-DAG: #[[IDX:.*]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[SCALAR:.*]] = affine_map<(d0, d1) -> ()>

@@ -67,6 +67,10 @@ func.func @rounding_order_logic(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %i: tens
   %9 = kiln.xor %8, %6 : tensor<2x3xi1>, tensor<2x3xi1>
   // CHECK: kiln.not %{{.*}} : tensor<2x3xi1>
   %10 = kiln.not %9 : tensor<2x3xi1>
+  // CHECK: kiln.reduce_min %{{.*}} axes = [1] keep_dims : tensor<2x3xf32> -> tensor<2x1xf32>
+  %11 = kiln.reduce_min %a axes = [1] keep_dims : tensor<2x3xf32> -> tensor<2x1xf32>
+  // CHECK: kiln.reduce_prod %{{.*}} axes = [0] : tensor<4xi64> -> tensor<i64>
+  %12 = kiln.reduce_prod %i axes = [0] : tensor<4xi64> -> tensor<i64>
   return %3, %10, %4 : tensor<2x3xf32>, tensor<2x3xi1>, tensor<4xi64>
 }
 

@@ -35,7 +35,8 @@ SUPPORTED_OPS = {
     "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Min", "Max", "Sum",
     "Mean", "Reciprocal", "Sign", "LeakyRelu", "PRelu", "Elu", "Selu",
     "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Softplus",
-    "Softsign", "Mish", "Clip",
+    "Softsign", "Mish", "Clip", "ReduceMin", "ReduceProd", "ReduceL1",
+    "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
 }
 SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                    onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT64,
@@ -50,7 +51,9 @@ ARITHMETIC_OPS = {"Add", "Sub", "Mul", "Div", "Neg", "Abs", "Pow", "Relu",
                   "GreaterOrEqual", "Min", "Max", "Sum", "Mean", "Reciprocal",
                   "Sign", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu",
                   "ThresholdedRelu", "HardSigmoid", "HardSwish", "Softplus",
-                  "Softsign", "Mish", "Clip"}
+                  "Softsign", "Mish", "Clip", "ReduceMax", "ReduceMin",
+                  "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+                  "ReduceLogSum", "ReduceLogSumExp"}
 ARITHMETIC_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64,
                     onnx.TensorProto.INT32}
 

@@ -269,6 +269,10 @@ def Kiln_ReduceSumOp : Kiln_ReduceOp<"reduce_sum", "the sum">;
 def Kiln_ReduceMeanOp : Kiln_ReduceOp<"reduce_mean", "the arithmetic mean">;
 def Kiln_ReduceMaxOp : Kiln_ReduceOp<"reduce_max",
     "the maximum (of no elements: -inf, or the lowest integer)">;
+def Kiln_ReduceMinOp : Kiln_ReduceOp<"reduce_min",
+    "the minimum (of no elements: +inf, or the highest integer)">;
+def Kiln_ReduceProdOp : Kiln_ReduceOp<"reduce_prod",
+    "the product (of no elements: 1)">;
 
 //===----------------------------------------------------------------------===//
 // Data movement

@@ -146,7 +146,8 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
         sizes.append(data.begin() + axis + 1, data.end());
         return sizes;
       })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>([&](auto reduce) {
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+            ReduceProdOp>([&](auto reduce) {
         Sizes input = getSizes(b, loc, reduce.getInput()), sizes;
         for (auto [d, size] : llvm::enumerate(input)) {
           if (!llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(d)))
@@ -236,7 +237,8 @@ void kiln::registerShapeReification(MLIRContext &context) {
                     TanhOp, ErfOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp,
                     NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
                     PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
-                    ReduceSumOp, ReduceMeanOp, ReduceMaxOp, SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp,
+                    ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+                    ReduceProdOp, SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp,
                     RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,
                     MatMulIntegerOp, QuantizedMatMulOp, Int4MatMulOp>(context);
 }

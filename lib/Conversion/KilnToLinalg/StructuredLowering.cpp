@@ -305,7 +305,51 @@ struct SoftmaxLowering : OpConversionPattern<SoftmaxOp> {
   }
 };
 
-enum class Reduction { Sum, Mean, Max };
+enum class Reduction { Sum, Mean, Max, Min, Prod };
+
+/// What a reduction of `kind` starts from: the identity of its combiner.
+Value createReductionIdentity(OpBuilder &b, Location loc, Type elementType,
+                              Reduction kind) {
+  bool lowest = kind == Reduction::Max;
+  if (kind == Reduction::Prod)
+    return createScalarConstant(b, loc, elementType, 1);
+  if (kind != Reduction::Max && kind != Reduction::Min)
+    return createScalarConstant(b, loc, elementType, 0);
+  if (auto floatType = dyn_cast<FloatType>(elementType))
+    return arith::ConstantOp::create(
+        b, loc,
+        b.getFloatAttr(floatType,
+                       APFloat::getInf(floatType.getFloatSemantics(),
+                                       /*Negative=*/lowest)));
+  unsigned bits = elementType.getIntOrFloatBitWidth();
+  return arith::ConstantOp::create(
+      b, loc,
+      b.getIntegerAttr(elementType, lowest ? APInt::getSignedMinValue(bits)
+                                           : APInt::getSignedMaxValue(bits)));
+}
+
+/// One step of a reduction of `kind`: `x` combined into `acc`.
+Value createReductionStep(OpBuilder &b, Location l, Value x, Value acc,
+                          Reduction kind) {
+  bool isFloat = isa<FloatType>(x.getType());
+  switch (kind) {
+  case Reduction::Max:
+    return isFloat ? arith::MaximumFOp::create(b, l, x, acc).getResult()
+                   : arith::MaxSIOp::create(b, l, x, acc).getResult();
+  case Reduction::Min:
+    return isFloat ? arith::MinimumFOp::create(b, l, x, acc).getResult()
+                   : arith::MinSIOp::create(b, l, x, acc).getResult();
+  case Reduction::Prod:
+    return isFloat ? arith::MulFOp::create(b, l, x, acc).getResult()
+                   : arith::MulIOp::create(b, l, x, acc).getResult();
+  case Reduction::Sum:
+  case Reduction::Mean:
+    break;
+  }
+  if (isFloat)
+    return createSumStep(b, l, x, acc);
+  return arith::AddIOp::create(b, l, x, acc);
+}
 
 template <typename OpTy, Reduction kind>
 struct ReduceLowering : OpConversionPattern<OpTy> {
@@ -319,30 +363,11 @@ struct ReduceLowering : OpConversionPattern<OpTy> {
     Type elementType = inputType.getElementType();
     bool isFloat = isa<FloatType>(elementType);
     ArrayRef<int64_t> axes = op.getAxes();
-    Value init;
-    if (kind != Reduction::Max)
-      init = createScalarConstant(rewriter, loc, elementType, 0);
-    else if (auto floatType = dyn_cast<FloatType>(elementType))
-      init = arith::ConstantOp::create(
-          rewriter, loc,
-          rewriter.getFloatAttr(floatType,
-                                APFloat::getInf(floatType.getFloatSemantics(),
-                                                /*Negative=*/true)));
-    else
-      init = arith::ConstantOp::create(
-          rewriter, loc,
-          rewriter.getIntegerAttr(
-              elementType,
-              APInt::getSignedMinValue(elementType.getIntOrFloatBitWidth())));
+    Value init = createReductionIdentity(rewriter, loc, elementType, kind);
     Value sum = createReduction(
         rewriter, loc, adaptor.getInput(), axes, init,
-        [&](OpBuilder &b, Location l, Value x, Value acc) -> Value {
-          if (kind == Reduction::Max)
-            return isFloat ? arith::MaximumFOp::create(b, l, x, acc).getResult()
-                           : arith::MaxSIOp::create(b, l, x, acc).getResult();
-          if (isFloat)
-            return createSumStep(b, l, x, acc);
-          return arith::AddIOp::create(b, l, x, acc);
+        [&](OpBuilder &b, Location l, Value x, Value acc) {
+          return createReductionStep(b, l, x, acc, kind);
         });
     if (kind == Reduction::Mean) {
       // The element count, computed at run time where an axis is dynamic.
@@ -423,5 +448,7 @@ void kiln::populateStructuredLoweringPatterns(RewritePatternSet &patterns) {
       .add<MatMulLowering, SoftmaxLowering,
            ReduceLowering<ReduceSumOp, Reduction::Sum>,
            ReduceLowering<ReduceMeanOp, Reduction::Mean>,
-           ReduceLowering<ReduceMaxOp, Reduction::Max>>(patterns.getContext());
+           ReduceLowering<ReduceMaxOp, Reduction::Max>,
+           ReduceLowering<ReduceMinOp, Reduction::Min>,
+           ReduceLowering<ReduceProdOp, Reduction::Prod>>(patterns.getContext());
 }
