@@ -115,6 +115,31 @@ LogicalResult importGemm(NodeImporter &node) {
   return success();
 }
 
+/// log(softmax(x)) along `axis` as x - m - log(sum(exp(x - m))), m the
+/// maximum: no exp overflows and no probability underflows to log(0).
+FailureOr<Value> createLogSoftmax(NodeImporter &node, Value x, int64_t axis) {
+  auto reduce = [&](auto op, Value input) -> FailureOr<Value> {
+    typename decltype(op)::Properties props;
+    props.axes = node.b.getDenseI64ArrayAttr({axis});
+    props.keep_dims = node.b.getUnitAttr();
+    return createInferred<decltype(op)>(node, input, props);
+  };
+  FailureOr<Value> max = reduce(ReduceMaxOp(), x);
+  if (failed(max))
+    return failure();
+  FailureOr<Value> shifted = createInferred<SubOp>(node, {x, *max});
+  if (failed(shifted))
+    return failure();
+  FailureOr<Value> sum =
+      reduce(ReduceSumOp(), ExpOp::create(node.b, node.loc, *shifted));
+  if (failed(sum))
+    return failure();
+  return createInferred<SubOp>(
+      node, {*shifted, LogOp::create(node.b, node.loc, *sum).getResult()});
+}
+
+/// Softmax, or LogSoftmax with `logarithm`.
+template <bool logarithm>
 LogicalResult importSoftmax(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input) || failed(requireFloat(node, *input)))
@@ -140,8 +165,16 @@ LogicalResult importSoftmax(NodeImporter &node) {
     operand = *flat;
     softmaxAxis = 1;
   }
-  Value result = SoftmaxOp::create(node.b, node.loc, operand.getType(), operand,
-                                   node.b.getI64IntegerAttr(softmaxAxis));
+  Value result;
+  if (logarithm) {
+    FailureOr<Value> log = createLogSoftmax(node, operand, softmaxAxis);
+    if (failed(log))
+      return failure();
+    result = *log;
+  } else {
+    result = SoftmaxOp::create(node.b, node.loc, operand.getType(), operand,
+                               node.b.getI64IntegerAttr(softmaxAxis));
+  }
   if (flattened) {
     FailureOr<Value> reshaped = createReshape(node, result, shape);
     if (failed(reshaped))
@@ -244,7 +277,8 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Cos", importUnary<CosOp, true>)
       .Case("MatMul", importMatMul)
       .Case("Gemm", importGemm)
-      .Case("Softmax", importSoftmax)
+      .Case("Softmax", importSoftmax</*logarithm=*/false>)
+      .Case("LogSoftmax", importSoftmax</*logarithm=*/true>)
       .Case("Reshape", importReshape)
       .Case("Flatten", importFlatten)
       .Case("Transpose", importTranspose)

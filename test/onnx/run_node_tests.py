@@ -37,6 +37,7 @@ SUPPORTED_OPS = {
     "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Softplus",
     "Softsign", "Mish", "Clip", "ReduceMin", "ReduceProd", "ReduceL1",
     "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
+    "LogSoftmax",
 }
 SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                    onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT64,
