@@ -115,23 +115,27 @@ LogicalResult importGemm(NodeImporter &node) {
   return success();
 }
 
+/// `OpTy` (a kiln reduction) of `input` over `axis`, kept as size 1.
+template <typename OpTy>
+FailureOr<Value> reduceKeepingAxis(NodeImporter &node, Value input,
+                                   int64_t axis) {
+  typename OpTy::Properties props;
+  props.axes = node.b.getDenseI64ArrayAttr({axis});
+  props.keep_dims = node.b.getUnitAttr();
+  return createInferred<OpTy>(node, input, props);
+}
+
 /// log(softmax(x)) along `axis` as x - m - log(sum(exp(x - m))), m the
 /// maximum: no exp overflows and no probability underflows to log(0).
 FailureOr<Value> createLogSoftmax(NodeImporter &node, Value x, int64_t axis) {
-  auto reduce = [&](auto op, Value input) -> FailureOr<Value> {
-    typename decltype(op)::Properties props;
-    props.axes = node.b.getDenseI64ArrayAttr({axis});
-    props.keep_dims = node.b.getUnitAttr();
-    return createInferred<decltype(op)>(node, input, props);
-  };
-  FailureOr<Value> max = reduce(ReduceMaxOp(), x);
+  FailureOr<Value> max = reduceKeepingAxis<ReduceMaxOp>(node, x, axis);
   if (failed(max))
     return failure();
   FailureOr<Value> shifted = createInferred<SubOp>(node, {x, *max});
   if (failed(shifted))
     return failure();
-  FailureOr<Value> sum =
-      reduce(ReduceSumOp(), ExpOp::create(node.b, node.loc, *shifted));
+  FailureOr<Value> sum = reduceKeepingAxis<ReduceSumOp>(
+      node, ExpOp::create(node.b, node.loc, *shifted), axis);
   if (failed(sum))
     return failure();
   return createInferred<SubOp>(
@@ -258,6 +262,10 @@ LogicalResult importWhere(NodeImporter &node) {
 } // namespace
 
 OpImportFn kiln::lookupOpImporter(StringRef opType) {
+  if (OpImportFn importer = lookupElementwiseOpImporter(opType))
+    return importer;
+  if (OpImportFn importer = lookupReduceOpImporter(opType))
+    return importer;
   return llvm::StringSwitch<OpImportFn>(opType)
       .Case("Add", importBinary<AddOp>)
       .Case("Sub", importBinary<SubOp>)
@@ -310,7 +318,5 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("QLinearMatMul", importQLinearMatMul)
       .Case("ConvInteger", importConvInteger)
       .Case("QLinearConv", importQLinearConv)
-      .Default(lookupElementwiseOpImporter(opType)
-                   ? lookupElementwiseOpImporter(opType)
-                   : lookupReduceOpImporter(opType));
+      .Default(nullptr);
 }
