@@ -164,16 +164,19 @@ constexpr StringLiteral kNestedMarker = "kiln.in_parallel_loop";
 constexpr StringLiteral kFromInitMarker = "kiln.init_in_registers";
 constexpr StringLiteral kInitMarker = "kiln.register_init";
 
+/// Whether `op` is one of a batch (inside a parallel loop) and its whole
+/// reduction is one cache block.
+bool reducesInOneBlock(linalg::MatmulOp op, int64_t cacheDepth) {
+  auto lhsType = cast<ShapedType>(op.getInputs()[0].getType());
+  return op->getParentOfType<scf::ForallOp>() && !lhsType.isDynamicDim(1) &&
+         lhsType.getDimSize(1) <= cacheDepth;
+}
+
 /// The op that initializes the product's output, when it can be computed
 /// tile by tile in the product's register loops: a fill or an elementwise
-/// op (a broadcast bias) whose every use is the output of such a product,
-/// so that once fused, nothing else needs it in memory, writing a new tensor.
+/// op (a broadcast bias) that writes a new tensor and whose every use is the
+/// output of such a product, so that once fused nothing needs it in memory.
 Operation *registerInit(linalg::MatmulOp op, int64_t cacheDepth) {
-  if (!op->getParentOfType<scf::ForallOp>())
-    return nullptr;
-  auto aType = cast<ShapedType>(op.getInputs()[0].getType());
-  if (aType.isDynamicDim(1) || aType.getDimSize(1) > cacheDepth)
-    return nullptr;
   Value init = op.getOutputs()[0];
   Operation *producer = init.getDefiningOp();
   if (!producer)
@@ -195,10 +198,7 @@ Operation *registerInit(linalg::MatmulOp op, int64_t cacheDepth) {
   for (OpOperand &use : init.getUses()) {
     auto user = dyn_cast<linalg::MatmulOp>(use.getOwner());
     if (!user || use.getOperandNumber() != 2 ||
-        !user->getParentOfType<scf::ForallOp>())
-      return nullptr;
-    auto userA = cast<ShapedType>(user.getInputs()[0].getType());
-    if (userA.isDynamicDim(1) || userA.getDimSize(1) > cacheDepth)
+        !reducesInOneBlock(user, cacheDepth))
       return nullptr;
   }
   return producer;
