@@ -25,6 +25,11 @@ std::string describeLocation(Location loc) {
   return text;
 }
 
+/// The ONNX op a checked gather comes from.
+std::string getOnnxName(Operation *op) {
+  return isa<GatherElementsOp>(op) ? "GatherElements" : "Gather";
+}
+
 /// The size of the state `update` writes along its axis.
 int64_t getStateSize(StateUpdateOp update) {
   auto state = SymbolTable::lookupNearestSymbolFrom<StateOp>(
@@ -55,7 +60,7 @@ Value getLastWrittenIndex(OpBuilder &b, StateUpdateOp update) {
 LogicalResult insertChecks(func::FuncOp func) {
   SmallVector<Operation *> checked;
   func.walk([&](Operation *op) {
-    if (isa<GatherOp>(op) ||
+    if (isa<GatherOp, GatherElementsOp>(op) ||
         (isa<StateUpdateOp>(op) && op->hasAttr(kOverflowErrorAttr)))
       checked.push_back(op);
   });
@@ -68,17 +73,23 @@ LogicalResult insertChecks(func::FuncOp func) {
   SmallVector<Attribute> errors;
   for (Operation *op : checked) {
     auto code = b.getI32IntegerAttr(static_cast<int32_t>(errors.size() + 1));
-    if (auto gather = dyn_cast<GatherOp>(op)) {
+    if (isa<GatherOp, GatherElementsOp>(op)) {
+      Value data = op->getOperand(0), indices = op->getOperand(1);
+      int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
       // The status is computed where the entry returns.
-      if (gather.getIndices().getParentRegion() != &func.getBody())
-        return gather.emitError("cannot check Gather indices computed inside "
-                                "a loop (a sampler step) at run time");
-      int64_t size = gather.getData().getType().getDimSize(
-          static_cast<int64_t>(gather.getAxis()));
-      errors.push_back(b.getStringAttr("Gather index out of range at " +
-                                       describeLocation(gather.getLoc())));
-      status = CheckIndexRangeOp::create(b, gather.getLoc(),
-                                         gather.getIndices(), status,
+      if (indices.getParentRegion() != &func.getBody())
+        return op->emitError() << "cannot check " << getOnnxName(op)
+                               << " indices computed inside a loop (a "
+                                  "sampler step) at run time";
+      // Along a dynamic axis the lowering's clamping alone keeps reads
+      // inside the data.
+      int64_t size = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+      if (ShapedType::isDynamic(size))
+        continue;
+      errors.push_back(b.getStringAttr(getOnnxName(op) +
+                                       " index out of range at " +
+                                       describeLocation(op->getLoc())));
+      status = CheckIndexRangeOp::create(b, op->getLoc(), indices, status,
                                          b.getI64IntegerAttr(size), code);
       continue;
     }

@@ -124,8 +124,9 @@ def InsertRuntimeChecksPass : Pass<"kiln-insert-runtime-checks", "mlir::ModuleOp
   let summary = "Give every entry point an error status computed from run-time checks";
   let description = [{
     Data-dependent indices can't be checked at compile time. For each public
-    function this pass chains one `kiln.check_index_range` per `kiln.gather`
-    (in program order) and returns the result as an extra, last
+    function this pass chains one `kiln.check_index_range` per
+    `kiln.gather` and `kiln.gather_elements` along a static axis (in program
+    order) and returns the result as an extra, last
     `tensor<i32>` result marked `kiln.status`. The function's
     `kiln.errors` attribute holds one message per code (code `k` is entry
     `k - 1`), naming the ONNX node. The artifact's entry wrapper returns the

@@ -13,50 +13,12 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace kiln;
 
 namespace {
-
-/// Builds elementwise formulas at one node, in the element type of its first
-/// input; each step is shape-checked, and the first failure (with its error)
-/// makes every later step fail too.
-class Formula {
-public:
-  Formula(NodeImporter &node, Value x)
-      : node(node), elementType(getElementTypeOrSelf(x.getType())) {}
-
-  FailureOr<Value> constant(double value) {
-    return createScalar(node, elementType, value);
-  }
-  template <typename OpTy>
-  FailureOr<Value> apply(FailureOr<Value> lhs, FailureOr<Value> rhs) {
-    if (failed(lhs) || failed(rhs))
-      return failure();
-    return createInferred<OpTy>(node, {*lhs, *rhs});
-  }
-  template <typename OpTy> FailureOr<Value> apply(FailureOr<Value> input) {
-    if (failed(input))
-      return failure();
-    return OpTy::create(node.b, node.loc, *input).getResult();
-  }
-  FailureOr<Value> select(FailureOr<Value> condition, FailureOr<Value> yes,
-                          FailureOr<Value> no) {
-    if (failed(condition) || failed(yes) || failed(no))
-      return failure();
-    return createInferred<SelectOp>(node, {*condition, *yes, *no});
-  }
-  LogicalResult result(FailureOr<Value> value) {
-    if (failed(value))
-      return failure();
-    node.results.push_back(*value);
-    return success();
-  }
-
-private:
-  NodeImporter &node;
-  Type elementType;
-};
 
 /// The node's one input, which must hold f32.
 FailureOr<Value> getFloatInput(NodeImporter &node) {
@@ -322,6 +284,46 @@ LogicalResult importClip(NodeImporter &node) {
   return f.result(result);
 }
 
+/// x != x holds for NaN only.
+LogicalResult importIsNaN(NodeImporter &node) {
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return f.apply<NotOp>(f.apply<EqualOp>(x, x));
+  });
+}
+
+LogicalResult importIsInf(NodeImporter &node) {
+  bool positive = node.getIntAttr("detect_positive", 1) != 0;
+  bool negative = node.getIntAttr("detect_negative", 1) != 0;
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    double inf = std::numeric_limits<double>::infinity();
+    FailureOr<Value> isPositive = f.apply<EqualOp>(x, f.constant(inf));
+    FailureOr<Value> isNegative = f.apply<EqualOp>(x, f.constant(-inf));
+    if (positive && negative)
+      return f.apply<OrOp>(isPositive, isNegative);
+    if (positive)
+      return isPositive;
+    if (negative)
+      return isNegative;
+    // Detecting neither: false everywhere (x < x never holds).
+    return f.apply<LessOp>(x, x);
+  });
+}
+
+/// x + bias below -lambd, x - bias above lambd, else 0.
+LogicalResult importShrink(NodeImporter &node) {
+  float lambd = node.getFloatAttr("lambd", 0.5f);
+  float bias = node.getFloatAttr("bias", 0.0f);
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireNumeric(node, *x)))
+    return failure();
+  Formula f(node, *x);
+  return f.result(
+      f.select(f.apply<LessOp>(*x, f.constant(-lambd)),
+               f.apply<AddOp>(*x, f.constant(bias)),
+               f.select(f.apply<LessOp>(f.constant(lambd), *x),
+                        f.apply<SubOp>(*x, f.constant(bias)), f.constant(0))));
+}
+
 } // namespace
 
 OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
@@ -355,5 +357,8 @@ OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
       .Case("Softsign", importSoftsign)
       .Case("Mish", importMish)
       .Case("Clip", importClip)
+      .Case("IsNaN", importIsNaN)
+      .Case("IsInf", importIsInf)
+      .Case("Shrink", importShrink)
       .Default(nullptr);
 }

@@ -4,6 +4,10 @@
 
 #include "lib/Import/GraphImporter.h"
 
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
 namespace kiln {
 
 /// Creates `OpTy` with its result type inferred; a shape error becomes a
@@ -67,6 +71,54 @@ llvm::LogicalResult requireFloat(NodeImporter &node, mlir::Value value);
 llvm::LogicalResult requireSameElementType(NodeImporter &node, mlir::Value lhs,
                                            mlir::Value rhs);
 
+/// Builds elementwise formulas at one node, in the element type of its first
+/// input; each step is shape-checked, and the first failure (with its error)
+/// makes every later step fail too.
+class Formula {
+public:
+  Formula(NodeImporter &node, mlir::Value x)
+      : node(node), elementType(mlir::getElementTypeOrSelf(x.getType())) {}
+
+  mlir::FailureOr<mlir::Value> constant(double value) {
+    return createScalar(node, elementType, value);
+  }
+  template <typename OpTy>
+  mlir::FailureOr<mlir::Value> apply(mlir::FailureOr<mlir::Value> lhs,
+                                     mlir::FailureOr<mlir::Value> rhs) {
+    if (failed(lhs) || failed(rhs))
+      return mlir::failure();
+    return createInferred<OpTy>(node, {*lhs, *rhs});
+  }
+  template <typename OpTy>
+  mlir::FailureOr<mlir::Value> apply(mlir::FailureOr<mlir::Value> input) {
+    if (failed(input))
+      return mlir::failure();
+    return OpTy::create(node.b, node.loc, *input).getResult();
+  }
+  mlir::FailureOr<mlir::Value> select(mlir::FailureOr<mlir::Value> condition,
+                                      mlir::FailureOr<mlir::Value> yes,
+                                      mlir::FailureOr<mlir::Value> no) {
+    if (failed(condition) || failed(yes) || failed(no))
+      return mlir::failure();
+    return createInferred<SelectOp>(node, {*condition, *yes, *no});
+  }
+  llvm::LogicalResult result(mlir::FailureOr<mlir::Value> value) {
+    if (failed(value))
+      return mlir::failure();
+    node.results.push_back(*value);
+    return mlir::success();
+  }
+
+private:
+  NodeImporter &node;
+  mlir::Type elementType;
+};
+
+/// log(softmax(x)) along `axis` as x - m - log(sum(exp(x - m))), m the
+/// maximum: no exp overflows and no probability underflows to log(0).
+mlir::FailureOr<mlir::Value> createLogSoftmax(NodeImporter &node, mlir::Value x,
+                                              int64_t axis);
+
 // Importers of neural-network layers (OnnxNeuralOps.cpp).
 /// The 1-D or 2-D convolution of `input` by `filter` (both f32 or both
 /// i32) with the node's convolution attributes.
@@ -83,7 +135,6 @@ llvm::LogicalResult importUpsample(NodeImporter &node);
 // Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
 llvm::LogicalResult importTranspose(NodeImporter &node);
 llvm::LogicalResult importConcat(NodeImporter &node);
-llvm::LogicalResult importGather(NodeImporter &node);
 llvm::LogicalResult importReshape(NodeImporter &node);
 llvm::LogicalResult importFlatten(NodeImporter &node);
 llvm::LogicalResult importUnsqueeze(NodeImporter &node);
@@ -94,6 +145,20 @@ llvm::LogicalResult importSplit(NodeImporter &node);
 llvm::LogicalResult importShape(NodeImporter &node);
 llvm::LogicalResult importConstantOfShape(NodeImporter &node);
 llvm::LogicalResult importRange(NodeImporter &node);
+llvm::LogicalResult importSize(NodeImporter &node);
+
+// Importers of indexed reads (OnnxGatherOps.cpp).
+/// Operand `i` as int64 indices (int32 ones widened); an error for other
+/// types.
+mlir::FailureOr<mlir::Value> getIndicesOperand(NodeImporter &node, unsigned i);
+llvm::LogicalResult importGather(NodeImporter &node);
+llvm::LogicalResult importGatherElements(NodeImporter &node);
+
+// Training-time ops in their inference form (OnnxInferenceForms.cpp).
+llvm::LogicalResult importDropout(NodeImporter &node);
+llvm::LogicalResult importBatchNormalization(NodeImporter &node);
+llvm::LogicalResult importNegativeLogLikelihoodLoss(NodeImporter &node);
+llvm::LogicalResult importSoftmaxCrossEntropyLoss(NodeImporter &node);
 
 // Importers of the quantization ops (OnnxQuantOps.cpp).
 llvm::LogicalResult importQuantizeLinear(NodeImporter &node);

@@ -125,9 +125,10 @@ FailureOr<Value> reduceKeepingAxis(NodeImporter &node, Value input,
   return createInferred<OpTy>(node, input, props);
 }
 
-/// log(softmax(x)) along `axis` as x - m - log(sum(exp(x - m))), m the
-/// maximum: no exp overflows and no probability underflows to log(0).
-FailureOr<Value> createLogSoftmax(NodeImporter &node, Value x, int64_t axis) {
+} // namespace
+
+FailureOr<Value> kiln::createLogSoftmax(NodeImporter &node, Value x,
+                                        int64_t axis) {
   FailureOr<Value> max = reduceKeepingAxis<ReduceMaxOp>(node, x, axis);
   if (failed(max))
     return failure();
@@ -141,6 +142,8 @@ FailureOr<Value> createLogSoftmax(NodeImporter &node, Value x, int64_t axis) {
   return createInferred<SubOp>(
       node, {*shifted, LogOp::create(node.b, node.loc, *sum).getResult()});
 }
+
+namespace {
 
 /// Softmax, or LogSoftmax with `logarithm`.
 template <bool logarithm>
@@ -189,11 +192,11 @@ LogicalResult importSoftmax(NodeImporter &node) {
   return success();
 }
 
-LogicalResult importCast(NodeImporter &node) {
+/// Input 0 cast to the ONNX element type `to`.
+LogicalResult importCastTo(NodeImporter &node, int64_t to) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  int64_t to = node.getIntAttr("to", 0);
   Type elementType = getElementType(node.b.getContext(), to);
   if (!elementType)
     return node.emitError() << "cast to " << getOnnxTypeName(to)
@@ -210,6 +213,22 @@ LogicalResult importCast(NodeImporter &node) {
   node.graph.setValueType(node.node.output(0), to);
   node.results.push_back(cast);
   return success();
+}
+
+LogicalResult importCast(NodeImporter &node) {
+  return importCastTo(node, node.getIntAttr("to", 0));
+}
+
+/// Cast to the element type of input 1, as the model declares it (which
+/// tells uint8 from int8).
+LogicalResult importCastLike(NodeImporter &node) {
+  if (failed(node.getOperand(1)))
+    return failure();
+  int32_t to = node.graph.getValueType(node.node.input(1));
+  if (to == 0)
+    return node.emitError() << "the element type of input '"
+                            << node.node.input(1) << "' is unknown";
+  return importCastTo(node, to);
 }
 
 LogicalResult importConstant(NodeImporter &node) {
@@ -283,6 +302,15 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Erf", importUnary<ErfOp, true>)
       .Case("Sin", importUnary<SinOp, true>)
       .Case("Cos", importUnary<CosOp, true>)
+      .Case("Tan", importUnary<TanOp, true>)
+      .Case("Asin", importUnary<AsinOp, true>)
+      .Case("Acos", importUnary<AcosOp, true>)
+      .Case("Atan", importUnary<AtanOp, true>)
+      .Case("Sinh", importUnary<SinhOp, true>)
+      .Case("Cosh", importUnary<CoshOp, true>)
+      .Case("Asinh", importUnary<AsinhOp, true>)
+      .Case("Acosh", importUnary<AcoshOp, true>)
+      .Case("Atanh", importUnary<AtanhOp, true>)
       .Case("MatMul", importMatMul)
       .Case("Gemm", importGemm)
       .Case("Softmax", importSoftmax</*logarithm=*/false>)
@@ -294,6 +322,13 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Squeeze", importSqueeze)
       .Case("Concat", importConcat)
       .Case("Gather", importGather)
+      .Case("GatherElements", importGatherElements)
+      .Case("Dropout", importDropout)
+      .Case("BatchNormalization", importBatchNormalization)
+      .Case("NegativeLogLikelihoodLoss", importNegativeLogLikelihoodLoss)
+      .Case("SoftmaxCrossEntropyLoss", importSoftmaxCrossEntropyLoss)
+      .Case("Size", importSize)
+      .Case("CastLike", importCastLike)
       .Case("Constant", importConstant)
       .Case("Identity", importIdentity)
       .Case("Cast", importCast)

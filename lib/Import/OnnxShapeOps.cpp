@@ -54,21 +54,6 @@ LogicalResult kiln::importConcat(NodeImporter &node) {
   return addInferredResult<ConcatOp>(node, inputs, props);
 }
 
-LogicalResult kiln::importGather(NodeImporter &node) {
-  FailureOr<Value> data = node.getOperand(0), indices = node.getOperand(1);
-  if (failed(data) || failed(indices))
-    return failure();
-  if (!node.getOperandType(1).getElementType().isInteger(64))
-    return node.emitError() << "indices must be int64";
-  FailureOr<int64_t> axis = node.normalizeAxis(
-      node.getIntAttr("axis", 0), node.getOperandType(0).getRank());
-  if (failed(axis))
-    return failure();
-  GatherOp::Properties props;
-  props.axis = node.b.getI64IntegerAttr(*axis);
-  return addInferredResult<GatherOp>(node, {*data, *indices}, props);
-}
-
 /// Computes Reshape's output shape: 0 copies the input dimension (unless
 /// allowzero) and one -1 takes the remaining elements. Entries may depend
 /// on the named dimensions (the target shape computed from Shape ops).
@@ -553,6 +538,36 @@ LogicalResult kiln::importShape(NodeImporter &node) {
 }
 
 /// A tensor of the given shape filled with one value.
+/// The element count of the input as an int64 scalar: a constant for a
+/// static shape, else the product of the sizes at run time.
+LogicalResult kiln::importSize(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input))
+    return failure();
+  SymbolicInts shape = node.graph.getShape(*input);
+  RankedTensorType type = node.getOperandType(0);
+  if (type.hasStaticShape()) {
+    onnx::TensorProto tensor;
+    tensor.set_name(node.node.output(0));
+    tensor.set_data_type(onnx::TensorProto::INT64);
+    tensor.add_int64_data(type.getNumElements());
+    node.graph.bindOwnedConstant(node.node.output(0), std::move(tensor));
+    return success();
+  }
+  AffineExpr count = getProduct(node.b.getContext(), shape);
+  FailureOr<Value> size = node.graph.materialize(count, node.loc);
+  if (failed(size))
+    return failure();
+  Value element =
+      arith::IndexCastOp::create(node.b, node.loc, node.b.getI64Type(), *size);
+  Value result = tensor::FromElementsOp::create(
+      node.b, node.loc, RankedTensorType::get({}, node.b.getI64Type()),
+      element);
+  node.graph.setContents(result, {count});
+  node.results.push_back(result);
+  return success();
+}
+
 LogicalResult kiln::importConstantOfShape(NodeImporter &node) {
   FailureOr<std::optional<SymbolicInts>> shapeOrNone =
       node.getSymbolicIntsFromAttrOrInput("shape", 0);

@@ -167,8 +167,8 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
     Operation *op, function_ref<SymbolicInts(Value)> shapeOf) {
   auto shape = [&](unsigned i) { return shapeOf(op->getOperand(i)); };
   return TypeSwitch<Operation *, FailureOr<SymbolicInts>>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp,
-            XorOp, EqualOp, LessOp, LessEqualOp>(
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp, XorOp,
+            EqualOp, LessOp, LessEqualOp>(
           [&](auto) { return broadcastShapes(shape(0), shape(1)); })
       .Case([&](SelectOp) -> FailureOr<SymbolicInts> {
         FailureOr<SymbolicInts> values = broadcastShapes(shape(1), shape(2));
@@ -177,7 +177,8 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
         return broadcastShapes(shape(0), *values);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
-            ErfOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
+            ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp,
+            AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
             SoftmaxOp, LayerNormOp>(
           [&](auto) -> FailureOr<SymbolicInts> { return shape(0); })
       .Case([&](MatMulOp) -> FailureOr<SymbolicInts> {
@@ -208,6 +209,8 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
           result[axis] = result[axis] + shape(i)[axis];
         return result;
       })
+      .Case(
+          [&](GatherElementsOp) -> FailureOr<SymbolicInts> { return shape(1); })
       .Case([&](GatherOp gather) -> FailureOr<SymbolicInts> {
         SymbolicInts data = shape(0), indices = shape(1);
         int64_t axis = gather.getAxis();
@@ -216,18 +219,18 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
         result.append(data.begin() + axis + 1, data.end());
         return result;
       })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-            ReduceProdOp>([&](auto reduce) {
-        SymbolicInts input = shape(0), result;
-        ArrayRef<int64_t> axes = reduce.getAxes();
-        for (auto [d, dim] : llvm::enumerate(input)) {
-          if (!llvm::is_contained(axes, static_cast<int64_t>(d)))
-            result.push_back(dim);
-          else if (reduce.getKeepDims())
-            result.push_back(getAffineConstantExpr(1, op->getContext()));
-        }
-        return FailureOr<SymbolicInts>(result);
-      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(
+          [&](auto reduce) {
+            SymbolicInts input = shape(0), result;
+            ArrayRef<int64_t> axes = reduce.getAxes();
+            for (auto [d, dim] : llvm::enumerate(input)) {
+              if (!llvm::is_contained(axes, static_cast<int64_t>(d)))
+                result.push_back(dim);
+              else if (reduce.getKeepDims())
+                result.push_back(getAffineConstantExpr(1, op->getContext()));
+            }
+            return FailureOr<SymbolicInts>(result);
+          })
       .Case([&](SliceOp slice) -> FailureOr<SymbolicInts> {
         // Sliced dimensions have static sizes; the others keep the input's.
         SymbolicInts input = shape(0), result;

@@ -110,6 +110,28 @@ func.func @gather(%table: tensor<5x4xf32>, %ids: tensor<2xi64>) -> tensor<2x4xf3
 
 // -----
 
+// GatherElements reads the axis coordinate from the indices and keeps the
+// others; a dimension where the indices are larger than the data (1: 3 > 2)
+// is clamped as well, one where they are not (0) is used as is.
+// CHECK-LABEL: func.func @gather_elements
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[IDX:.*]]: i64, %{{.*}}: f32):
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK-NOT: arith.index_cast %[[I]]
+// CHECK: %[[J:.*]] = linalg.index 1
+// CHECK: %[[J64:.*]] = arith.index_cast %[[J]] : index to i64
+// CHECK: arith.cmpi slt, %[[J64]]
+// CHECK: %[[JC:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: arith.cmpi slt, %[[IDX]]
+// CHECK: %[[K:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: tensor.extract %{{.*}}[%[[I]], %[[JC]], %[[K]]] : tensor<3x2x4xf32>
+func.func @gather_elements(%x: tensor<3x2x4xf32>, %ids: tensor<2x3x1xi64>) -> tensor<2x3x1xf32> {
+  %0 = kiln.gather_elements %x[%ids], axis = 2 : tensor<3x2x4xf32>, tensor<2x3x1xi64> -> tensor<2x3x1xf32>
+  return %0 : tensor<2x3x1xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @concat
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<2x5xf32>
 // CHECK: %[[FIRST:.*]] = tensor.insert_slice %arg0 into %[[EMPTY]][0, 0] [2, 3] [1, 1]

@@ -118,6 +118,15 @@ func.func @gather_axis(%a: tensor<2x3xf32>, %i: tensor<2xi64>) {
 
 // -----
 
+func.func @gather_elements_rank(%a: tensor<2x3xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{gather_elements indices have rank 1 but data has rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.gather_elements %a[%i], axis = 0 : tensor<2x3xf32>, tensor<2xi64> -> tensor<2xf32>
+  return
+}
+
+// -----
+
 func.func @gather_float_indices(%a: tensor<2x3xf32>, %i: tensor<2xf32>) {
   // expected-error @+1 {{must be ranked tensor of 64-bit signless integer values}}
   %0 = "kiln.gather"(%a, %i) {axis = 0 : i64} : (tensor<2x3xf32>, tensor<2xf32>) -> tensor<2x3xf32>

@@ -97,6 +97,9 @@ func.func @data_movement(%x: tensor<2x3xf32>, %ids: tensor<4xi64>) -> tensor<4x4
   %1 = kiln.transpose %0, perm = [1, 0] : tensor<4x3xf32> -> tensor<3x4xf32>
   // CHECK: kiln.gather %{{.*}}[%{{.*}}], axis = 1 : tensor<3x4xf32>, tensor<4xi64> -> tensor<3x4xf32>
   %2 = kiln.gather %1[%ids], axis = 1 : tensor<3x4xf32>, tensor<4xi64> -> tensor<3x4xf32>
+  // CHECK: kiln.gather_elements %{{.*}}[%{{.*}}], axis = 0 : tensor<3x4xf32>, tensor<1x4xi64> -> tensor<1x4xf32>
+  %rows = kiln.reshape %ids : tensor<4xi64> -> tensor<1x4xi64>
+  %picked = kiln.gather_elements %2[%rows], axis = 0 : tensor<3x4xf32>, tensor<1x4xi64> -> tensor<1x4xf32>
   // CHECK: kiln.reshape %{{.*}} : tensor<3x4xf32> -> tensor<12xf32>
   %3 = kiln.reshape %2 : tensor<3x4xf32> -> tensor<12xf32>
   // CHECK: kiln.cast %{{.*}} : tensor<12xf32> -> tensor<12xi64>

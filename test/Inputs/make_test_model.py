@@ -285,6 +285,62 @@ def group_norm_model(spelling, out_dir):
     write_test_data(out_dir, [("x", x), ("y", expected.astype(np.float32))])
 
 
+def inference_forms_model(out_dir, training=False):
+    """Training-time ops in their inference form, on a batch of symbolic
+    size n: BatchNormalization, Dropout with its mask, Size, and
+    SoftmaxCrossEntropyLoss (class weights, ignore_index, its log-prob
+    output) over x [n, 3, 4] with labels [n, 4]. numpy evaluates ONNX's
+    definitions in float64 for the expected outputs (n = 2). With
+    `training`, BatchNormalization asks for training mode."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    labels = np.array([[0, 2, 1, -1], [2, -1, 0, 1]], np.int64)
+    scale, bias = (np.array([1.5, -0.5, 2.0], np.float32),
+                   np.array([0.1, 0.2, -0.3], np.float32))
+    mean, var = (np.array([0.2, -0.1, 0.0], np.float32),
+                 np.array([0.5, 2.0, 1.0], np.float32))
+    weights = np.array([0.2, 0.3, 0.5], np.float32)
+    epsilon = 1e-3
+    x64 = x.astype(np.float64)
+    bn = ((x64 - mean[:, None]) / np.sqrt(var[:, None] + epsilon) *
+          scale[:, None] + bias[:, None])
+    shifted = x64 - x64.max(axis=1, keepdims=True)
+    log_prob = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    counted = labels != -1
+    safe = np.where(counted, labels, 0)
+    picked = np.take_along_axis(log_prob, safe[:, None, :], axis=1)[:, 0]
+    w = np.where(counted, weights[safe], 0)
+    loss = (-picked * w).sum() / w.sum()
+    initializers = [numpy_helper.from_array(a, name) for a, name in
+                    [(scale, "scale"), (bias, "bias"), (mean, "mean"),
+                     (var, "var"), (weights, "weights")]]
+    bn_attrs = {"training_mode": 1} if training else {}
+    nodes = [
+        helper.make_node("BatchNormalization",
+                         ["x", "scale", "bias", "mean", "var"], ["bn"],
+                         name="bn", epsilon=epsilon, **bn_attrs),
+        helper.make_node("Dropout", ["bn"], ["dropped", "mask"], name="drop"),
+        helper.make_node("Size", ["x"], ["size"], name="size"),
+        helper.make_node("SoftmaxCrossEntropyLoss",
+                         ["x", "labels", "weights"], ["loss", "log_prob"],
+                         name="sce", ignore_index=-1)]
+    save(graph_model(
+        nodes,
+        [vinfo("x", TensorProto.FLOAT, ["n", 3, 4]),
+         vinfo("labels", TensorProto.INT64, ["n", 4])],
+        [vinfo("dropped", TensorProto.FLOAT, ["n", 3, 4]),
+         vinfo("mask", TensorProto.BOOL, ["n", 3, 4]),
+         vinfo("size", TensorProto.INT64, []),
+         vinfo("loss", TensorProto.FLOAT, []),
+         vinfo("log_prob", TensorProto.FLOAT, ["n", 3, 4])],
+        initializers, opset=15), out_dir)
+    write_test_data(out_dir, [
+        ("x", x), ("labels", labels), ("dropped", bn.astype(np.float32)),
+        ("mask", np.ones(x.shape, bool)), ("size", np.array(x.size, np.int64)),
+        ("loss", np.array(loss, np.float32)),
+        ("log_prob", log_prob.astype(np.float32))])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -501,6 +557,10 @@ def main():
             ("hard_swish", x * np.clip(x / 6 + 0.5, 0, 1)),
             ("clipped", np.maximum(x, np.float32(-0.5))),
             ("leaky", np.where(x < 0, np.float32(0.25) * x, x))])
+    elif kind == "inference-forms":
+        inference_forms_model(out_dir)
+    elif kind == "batchnorm-training":
+        inference_forms_model(out_dir, training=True)
     elif kind == "not-on-floats":
         save(graph_model(
             [helper.make_node("Not", ["x"], ["y"], name="negate")],

@@ -17,6 +17,19 @@ func.func @main(%t: tensor<5x4xf32>, %i: tensor<2xi64>, %j: tensor<4xi64>)
   return %1 : tensor<2x4xf32>
 }
 
+// GatherElements is checked against the data's size along its axis; along
+// a dynamic axis the lowering's clamping is all there is.
+// CHECK-LABEL: func.func @gather_elements
+// CHECK-SAME: attributes {kiln.errors = ["GatherElements index out of range at node 'pick'"]}
+// CHECK: kiln.check_index_range %arg1, %{{.*}}, size = 3, code = 1 : tensor<2x1xi64>
+// CHECK-NOT: kiln.check_index_range
+func.func @gather_elements(%x: tensor<2x3xf32>, %i: tensor<2x1xi64>,
+                           %d: tensor<2x?xf32>) -> (tensor<2x1xf32>, tensor<2x1xf32>) {
+  %0 = kiln.gather_elements %x[%i], axis = 1 : tensor<2x3xf32>, tensor<2x1xi64> -> tensor<2x1xf32> loc("pick")
+  %1 = kiln.gather_elements %d[%i], axis = 1 : tensor<2x?xf32>, tensor<2x1xi64> -> tensor<2x1xf32> loc("dynamic")
+  return %0, %1 : tensor<2x1xf32>, tensor<2x1xf32>
+}
+
 // Without checks the status is a constant 0.
 // CHECK-LABEL: func.func @no_checks
 // CHECK-SAME: -> (tensor<3xf32>, tensor<i32> {kiln.status}) attributes {kiln.errors = []}

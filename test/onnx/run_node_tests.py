@@ -1,19 +1,21 @@
 #!/usr/bin/python3
-"""Runs ONNX's own backend tests (libonnx-testdata) through Kiln.
+"""Runs ONNX's own backend tests through Kiln: every model of a folder.
 
-Every test whose model uses only the ONNX ops and element types Kiln
-supports is compiled with kiln-compile and run with kiln-run on each of its
-test_data_set_N folders, comparing against the expected outputs shipped with
-the test. Which tests are in scope is decided here, independently of Kiln,
-by reading the models with the onnx Python package.
+Each test's model is compiled with kiln-compile and run with kiln-run on each
+of its test_data_set_N folders, comparing against the expected outputs
+shipped with the test. Nothing is filtered out by op or type: a model Kiln
+cannot handle must be listed in expected-failures.txt (next to this script)
+with the reason.
 
 Prints one line per test and closes with
-  "N passed, N failed" (plus unsupported and expected-failure counts).
-Exits non-zero if an in-scope test fails unexpectedly, an expected failure
-passes (so the list below stays honest), or fewer than --min-passed pass.
+  "N passed, N failed" (plus expected-failure counts).
+Exits non-zero if a test fails that is not listed, a listed test passes (so
+the list stays honest), a test crashes or times out (never an expected
+failure), or fewer than --min-passed pass.
 """
 import argparse
 import concurrent.futures
+import json
 import os
 import pathlib
 import subprocess
@@ -22,111 +24,33 @@ import tempfile
 
 import onnx
 
-SUPPORTED_OPS = {
-    "Add", "Sub", "Mul", "Div", "Neg", "Abs", "Exp", "Log", "Sqrt", "Pow",
-    "Relu", "Sigmoid", "Tanh", "Erf", "Sin", "Cos", "MatMul", "Gemm", "Softmax",
-    "ReduceMean", "ReduceSum", "Reshape", "Transpose", "Unsqueeze", "Squeeze",
-    "Concat", "Gather", "Constant", "Identity", "Cast", "Flatten",
-    "Equal", "Where", "LayerNormalization", "InstanceNormalization", "GroupNormalization",
-    "Resize", "Upsample", "Conv", "Expand", "Slice", "Split",
-    "Shape", "ConstantOfShape", "QuantizeLinear", "DequantizeLinear",
-    "DynamicQuantizeLinear", "MatMulInteger", "QLinearMatMul", "ConvInteger",
-    "QLinearConv", "Floor", "Ceil", "Round", "Not", "And", "Or", "Xor",
-    "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Min", "Max", "Sum",
-    "Mean", "Reciprocal", "Sign", "LeakyRelu", "PRelu", "Elu", "Selu",
-    "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish", "Softplus",
-    "Softsign", "Mish", "Clip", "ReduceMin", "ReduceProd", "ReduceL1",
-    "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp",
-    "LogSoftmax",
-}
-SUPPORTED_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
-                   onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT64,
-                   onnx.TensorProto.INT32, onnx.TensorProto.INT8,
-                   onnx.TensorProto.UINT8, onnx.TensorProto.BOOL}
-
-# Ops that compute on their inputs' values take only these element types
-# (the others are moved, cast or quantized, but not computed on).
-ARITHMETIC_OPS = {"Add", "Sub", "Mul", "Div", "Neg", "Abs", "Pow", "Relu",
-                  "MatMul", "Gemm", "ReduceMean", "ReduceSum", "Floor",
-                  "Ceil", "Round", "Less", "LessOrEqual", "Greater",
-                  "GreaterOrEqual", "Min", "Max", "Sum", "Mean", "Reciprocal",
-                  "Sign", "LeakyRelu", "PRelu", "Elu", "Selu", "Celu",
-                  "ThresholdedRelu", "HardSigmoid", "HardSwish", "Softplus",
-                  "Softsign", "Mish", "Clip", "ReduceMax", "ReduceMin",
-                  "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-                  "ReduceLogSum", "ReduceLogSumExp"}
-ARITHMETIC_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT64,
-                    onnx.TensorProto.INT32}
-
-# In-scope tests Kiln is known to get wrong, each with the reason. A test
-# listed here that passes makes the run fail, so fixes get noticed.
-CONV3D = "3-D convolution; Kiln supports 1-D and 2-D"
-BF16_AS_UINT16 = "bfloat16 test data stored as UINT16"
-EXPECTED_FAILURES = {
-    "test_Conv3d": CONV3D,
-    "test_Conv3d_dilated": CONV3D,
-    "test_Conv3d_dilated_strided": CONV3D,
-    "test_Conv3d_groups": CONV3D,
-    "test_Conv3d_no_bias": CONV3D,
-    "test_Conv3d_stride": CONV3D,
-    "test_Conv3d_stride_padding": CONV3D,
-    "test_slice_neg_steps": "Slice with negative steps",
-    "test_resize_tf_crop_and_resize":
-        "Resize's tf_crop_and_resize (a region of interest) is not supported",
-    # The data files of these tests (written by an older onnx) hold their
-    # bfloat16 tensors as UINT16, the same bits under another type, which
-    # kiln-run compares by type.
-    "test_cast_BFLOAT16_to_FLOAT": BF16_AS_UINT16,
-    "test_cast_FLOAT_to_BFLOAT16": BF16_AS_UINT16,
-    "test_castlike_BFLOAT16_to_FLOAT_expanded": BF16_AS_UINT16,
-    "test_castlike_FLOAT_to_BFLOAT16_expanded": BF16_AS_UINT16,
-}
+HERE = pathlib.Path(__file__).resolve().parent
+EXPECTED_FAILURES_FILE = HERE / "expected-failures.txt"
 
 # Tolerances: ONNX's backend tests compare with rtol=1e-3, atol=1e-7 by
-# default; Kiln's float32 code is held to the same.
+# default; Kiln holds every floating-point type to rtol=1e-3, atol=1e-6
+# (kiln-run compares integer and boolean outputs exactly).
 RTOL = "1e-3"
-BIN_DIR = None  # --bin-dir
 ATOL = "1e-6"
+BIN_DIR = None  # --bin-dir
+COMPILE_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 300
 
 
-def tensor_types(model):
-    graph = model.graph
-    for value in list(graph.input) + list(graph.output):
-        if not value.type.HasField("tensor_type"):
-            yield None
-        else:
-            yield value.type.tensor_type.elem_type
-    for tensor in graph.initializer:
-        yield tensor.data_type
-    for node in graph.node:
-        if node.op_type == "Cast":
-            for attr in node.attribute:
-                if attr.name == "to":
-                    yield attr.i
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.TENSOR:
-                yield attr.t.data_type
-
-
-def has_arithmetic_on_other_types(model):
-    graph = model.graph
-    types = {value.name: value.type.tensor_type.elem_type
-             for value in list(graph.input) + list(graph.value_info)}
-    types.update({tensor.name: tensor.data_type
-                  for tensor in graph.initializer})
-    return any(types.get(name, onnx.TensorProto.FLOAT) not in ARITHMETIC_TYPES
-               for node in graph.node if node.op_type in ARITHMETIC_OPS
-               for name in node.input if name)
-
-
-def has_static_inputs(model):
-    for value in list(model.graph.input) + list(model.graph.output):
-        if not value.type.tensor_type.HasField("shape"):
-            return False
-        for dim in value.type.tensor_type.shape.dim:
-            if not dim.HasField("dim_value"):
-                return False
-    return True
+def read_expected_failures(path):
+    """{'folder/test_name': reason} from `path`; lines starting with '#'
+    are comments."""
+    expected = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, reason = line.partition(":")
+        if not sep or not reason.strip() or "/" not in key:
+            raise SystemExit(f"{path}:{number}: expected "
+                             "'folder/test_name: reason'")
+        expected[key.strip()] = reason.strip()
+    return expected
 
 
 # Inputs that decide a result's shape; Kiln compiles static shapes, so these
@@ -157,39 +81,38 @@ def runtime_shape_inputs(model):
     return names
 
 
-def classify(model_path):
-    """Returns None if Kiln should handle the model, else why not."""
-    model = onnx.load(str(model_path))
-    ops = {node.op_type for node in model.graph.node
-           if node.domain in ("", "ai.onnx")}
-    foreign = {node.domain for node in model.graph.node
-               if node.domain not in ("", "ai.onnx")}
-    if foreign:
-        return "domain " + ",".join(sorted(foreign))
-    missing = ops - SUPPORTED_OPS
-    if missing:
-        return "ops " + ",".join(sorted(missing))
-    types = set(tensor_types(model))
-    if not types <= SUPPORTED_TYPES:
-        names = sorted(onnx.TensorProto.DataType.Name(t) if t else "non-tensor"
-                       for t in types - SUPPORTED_TYPES)
-        return "types " + ",".join(names)
-    if has_arithmetic_on_other_types(model):
-        return "arithmetic on types other than FLOAT and INT64"
-    if not has_static_inputs(model):
-        return "dynamic shapes"
-    return None
+class Crash(Exception):
+    """A tool died from a signal or ran past its time limit."""
+
+
+def run_tool(cmd, timeout):
+    """(returncode, the first error line of stderr, or its last line)."""
+    try:
+        result = subprocess.run(cmd, capture_output=True, text=True,
+                                timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise Crash(f"{os.path.basename(cmd[0])} ran past {timeout} s")
+    if result.returncode < 0:
+        raise Crash(f"{os.path.basename(cmd[0])} died from signal "
+                    f"{-result.returncode}")
+    lines = result.stderr.strip().splitlines()
+    errors = [line for line in lines if ": error: " in line]
+    message = (errors or lines or [f"exit {result.returncode}"])[0]
+    # The model's path (a temporary one where inputs were folded) says
+    # nothing about the failure.
+    if ".onnx: " in message:
+        message = message.split(".onnx: ", 1)[1]
+    elif ": error: " in message:
+        message = message.split(": error: ", 1)[1]
+    return result.returncode, message
 
 
 def compile_model(model_path, artifact):
-    """None if kiln-compile succeeds, else its last error line."""
-    result = subprocess.run([os.path.join(BIN_DIR, "kiln-compile"),
-                             str(model_path), "-o", artifact],
-                            capture_output=True, text=True, timeout=300)
-    if result.returncode == 0:
-        return None
-    lines = result.stderr.strip().splitlines()
-    return "compile: " + (lines[-1] if lines else "failed")
+    """None if kiln-compile succeeds, else its error."""
+    returncode, message = run_tool(
+        [os.path.join(BIN_DIR, "kiln-compile"), str(model_path), "-o",
+         artifact], COMPILE_TIMEOUT_S)
+    return None if returncode == 0 else "compile: " + message
 
 
 def fold_inputs(model, data_set, names, path):
@@ -216,8 +139,15 @@ def fold_inputs(model, data_set, names, path):
 
 
 def run_test(test_dir, work_dir):
-    """Returns (status, detail) with status 'pass' or 'fail'."""
-    model = onnx.load(str(test_dir / "model.onnx"))
+    """Returns (status, detail) with status 'pass', 'fail' or 'crash'."""
+    try:
+        return check_test(test_dir, work_dir)
+    except Crash as crash:
+        return "crash", str(crash)
+
+
+def check_test(test_dir, work_dir):
+    model = onnx.load(str(test_dir / "model.onnx"), load_external_data=False)
     folded = runtime_shape_inputs(model)
     artifact = os.path.join(work_dir, test_dir.name + ".so")
     if not folded:
@@ -244,14 +174,35 @@ def run_test(test_dir, work_dir):
         for path in sorted(data_set.glob("output_*.pb"),
                            key=lambda p: int(p.stem.split("_")[1])):
             run_cmd += ["--expect", str(path)]
-        result = subprocess.run(run_cmd, capture_output=True, text=True,
-                                timeout=300)
-        if result.returncode != 0:
-            lines = result.stderr.strip().splitlines()
-            return "fail", f"{data_set.name}: " + (lines[-1] if lines else
-                                                   f"exit {result.returncode}")
+        returncode, message = run_tool(run_cmd, RUN_TIMEOUT_S)
+        if returncode != 0:
+            return "fail", f"{data_set.name}: run: {message}"
     suffix = f", {len(folded)} shape input(s) folded" if folded else ""
     return "pass", f"{len(data_sets)} data set(s){suffix}"
+
+
+def is_tool_error(reason):
+    """Whether `reason` is a failure message of kiln-compile or kiln-run
+    (which --update-expected refreshes) rather than a reason written by
+    hand (which it keeps)."""
+    return reason.startswith(("compile: ", "test_data_set_"))
+
+
+def update_expected_failures(path, folder, failures):
+    """Replaces `folder`'s entries in `path` by `failures`, keeping the
+    header comment and the other folders' entries."""
+    lines = path.read_text().splitlines()
+    header = []
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            break
+        header.append(line)
+    entries = {key: reason for key, reason
+               in read_expected_failures(path).items()
+               if not key.startswith(folder + "/")}
+    entries.update(failures)
+    body = [f"{key}: {entries[key]}" for key in sorted(entries)]
+    path.write_text("\n".join(header + body) + "\n")
 
 
 def main():
@@ -262,32 +213,42 @@ def main():
     parser.add_argument("--min-passed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--filter", default="", help="run tests containing this")
+    parser.add_argument("--results", help="write each test's status to this "
+                        "JSON file (for the conformance report)")
+    parser.add_argument("--update-expected", action="store_true",
+                        help="rewrite this folder's entries of "
+                        "expected-failures.txt: drop tests that pass, give "
+                        "failures Kiln's error as the reason unless a reason "
+                        "was written by hand")
     args = parser.parse_args()
     global BIN_DIR
     BIN_DIR = args.bin_dir
 
-    tests = sorted(p for p in pathlib.Path(args.data_dir).iterdir()
+    data_dir = pathlib.Path(args.data_dir)
+    folder = data_dir.name
+    tests = sorted(p for p in data_dir.iterdir()
                    if (p / "model.onnx").exists() and args.filter in p.name)
     if not tests:
-        print(f"no ONNX node tests found under {args.data_dir}")
+        print(f"no ONNX tests found under {args.data_dir}")
         return 1
-    in_scope, unsupported = [], 0
-    for test in tests:
-        reason = classify(test / "model.onnx")
-        if reason is None:
-            in_scope.append(test)
-        else:
-            unsupported += 1
+    expected_failures = read_expected_failures(EXPECTED_FAILURES_FILE)
 
-    counts = {"passed": 0, "failed": 0, "xfailed": 0, "xpassed": 0}
-    with tempfile.TemporaryDirectory(prefix="kiln-node-tests-") as work_dir, \
+    counts = {"passed": 0, "failed": 0, "xfailed": 0, "xpassed": 0,
+              "crashed": 0}
+    results, failures = {}, {}
+    with tempfile.TemporaryDirectory(prefix="kiln-onnx-tests-") as work_dir, \
             concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = {test: pool.submit(run_test, test, work_dir)
-                   for test in in_scope}
-        for test in in_scope:
+                   for test in tests}
+        for test in tests:
             status, detail = futures[test].result()
-            expected = EXPECTED_FAILURES.get(test.name)
-            if status == "pass" and expected:
+            key = f"{folder}/{test.name}"
+            expected = expected_failures.get(key)
+            results[test.name] = status
+            if status == "crash":
+                counts["crashed"] += 1
+                label = "CRASH"
+            elif status == "pass" and expected:
                 counts["xpassed"] += 1
                 label = "XPASS"
             elif status == "pass":
@@ -296,18 +257,28 @@ def main():
             elif expected:
                 counts["xfailed"] += 1
                 label = "XFAIL"
-                detail += f" [known: {expected}]"
             else:
                 counts["failed"] += 1
                 label = "FAIL"
+            if status == "fail":
+                failures[key] = (expected if expected and
+                                 not is_tool_error(expected) else detail)
+            if expected and status != "pass":
+                detail += f" [listed: {expected}]"
             print(f"{label:5} {test.name}: {detail}")
 
-    print(f"{len(tests)} tests in {args.data_dir}: {len(in_scope)} in scope, "
-          f"{unsupported} unsupported (ops or types outside Kiln's set), "
+    print(f"{len(tests)} tests in {args.data_dir}: "
           f"{counts['xfailed']} expected failures, "
-          f"{counts['xpassed']} unexpected passes")
+          f"{counts['xpassed']} unexpected passes, "
+          f"{counts['crashed']} crashes")
     print(f"{counts['passed']} passed, {counts['failed']} failed")
-    ok = counts["failed"] == 0 and counts["xpassed"] == 0
+    if args.results:
+        pathlib.Path(args.results).write_text(
+            json.dumps({"folder": folder, "results": results}, indent=1))
+    if args.update_expected:
+        update_expected_failures(EXPECTED_FAILURES_FILE, folder, failures)
+    ok = counts["failed"] == 0 and counts["xpassed"] == 0 and \
+        counts["crashed"] == 0
     if counts["passed"] < args.min_passed:
         print(f"error: fewer than {args.min_passed} tests passed")
         ok = False

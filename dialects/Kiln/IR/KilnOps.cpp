@@ -270,24 +270,60 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
 // GatherOp
 //===----------------------------------------------------------------------===//
 
+/// The checks Gather and GatherElements share: `axis` lies within `data`
+/// and, if the axis is empty, there is nothing to gather.
+static LogicalResult verifyGatherAxis(std::optional<Location> loc,
+                                      StringRef opName,
+                                      RankedTensorType dataType,
+                                      RankedTensorType indicesType,
+                                      int64_t axis) {
+  int64_t rank = dataType.getRank();
+  if (axis < 0 || axis >= rank)
+    return emitOptionalError(loc, opName, " axis ", axis,
+                             " is out of range for rank ", rank);
+  if (dataType.getDimSize(axis) == 0 && indicesType.hasStaticShape() &&
+      indicesType.getNumElements() != 0)
+    return emitOptionalError(loc, opName, " from an empty axis");
+  return success();
+}
+
 LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
                                          std::optional<Location> loc,
                                          Adaptor adaptor,
                                          SmallVectorImpl<Type> &types) {
   auto dataType = cast<RankedTensorType>(adaptor.getData().getType());
   auto indicesType = cast<RankedTensorType>(adaptor.getIndices().getType());
-  int64_t rank = dataType.getRank();
   int64_t axis = adaptor.getAxis();
-  if (axis < 0 || axis >= rank)
-    return emitOptionalError(loc, "gather axis ", axis,
-                             " is out of range for rank ", rank);
-  if (dataType.getDimSize(axis) == 0 && indicesType.hasStaticShape() &&
-      indicesType.getNumElements() != 0)
-    return emitOptionalError(loc, "gather from an empty axis");
+  if (failed(verifyGatherAxis(loc, "gather", dataType, indicesType, axis)))
+    return failure();
   SmallVector<int64_t> shape(dataType.getShape().take_front(axis));
   llvm::append_range(shape, indicesType.getShape());
   llvm::append_range(shape, dataType.getShape().drop_front(axis + 1));
   types.push_back(RankedTensorType::get(shape, dataType.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GatherElementsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *,
+                                                 std::optional<Location> loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  auto dataType = cast<RankedTensorType>(adaptor.getData().getType());
+  auto indicesType = cast<RankedTensorType>(adaptor.getIndices().getType());
+  int64_t rank = dataType.getRank();
+  int64_t axis = adaptor.getAxis();
+  if (indicesType.getRank() != rank)
+    return emitOptionalError(loc, "gather_elements indices have rank ",
+                             indicesType.getRank(), " but data has rank ",
+                             rank);
+  if (failed(verifyGatherAxis(loc, "gather_elements", dataType, indicesType,
+                              axis)))
+    return failure();
+  types.push_back(
+      RankedTensorType::get(indicesType.getShape(), dataType.getElementType()));
   return success();
 }
 

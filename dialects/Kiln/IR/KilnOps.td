@@ -139,6 +139,15 @@ def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_FloatTensor, "tanh(x)">;
 def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_FloatTensor, "erf(x)">;
 def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_FloatTensor, "sin(x)">;
 def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_FloatTensor, "cos(x)">;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", Kiln_FloatTensor, "tan(x)">;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", Kiln_FloatTensor, "asin(x)">;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", Kiln_FloatTensor, "acos(x)">;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", Kiln_FloatTensor, "atan(x)">;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", Kiln_FloatTensor, "sinh(x)">;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", Kiln_FloatTensor, "cosh(x)">;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", Kiln_FloatTensor, "asinh(x)">;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", Kiln_FloatTensor, "acosh(x)">;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", Kiln_FloatTensor, "atanh(x)">;
 def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_FloatTensor, "floor(x)">;
 def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_FloatTensor, "ceil(x)">;
 def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_FloatTensor,
@@ -346,6 +355,27 @@ def Kiln_GatherOp : Kiln_Op<"gather",
 
     ```mlir
     %0 = kiln.gather %table[%ids], axis = 0 : tensor<100x16xf32>, tensor<2x8xi64> -> tensor<2x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, I64Attr:$axis);
+  let results = (outs Kiln_Tensor:$result);
+  let assemblyFormat = [{
+    $data `[` $indices `]` `,` `axis` `=` $axis attr-dict
+    `:` type($data) `,` type($indices) `->` type($result)
+  }];
+}
+
+def Kiln_GatherElementsOp : Kiln_Op<"gather_elements",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "take elements of `data` along `axis` at `indices`";
+  let description = [{
+    ONNX GatherElements: `result[i0, .., ik, ..] = data[i0, .., indices[i0,
+    .., ik, ..], ..]` with the index replacing coordinate `axis`; the result
+    has the shape of `indices`. Negative indices count from the end. Indices
+    out of range are clamped, so generated code never reads outside `data`.
+
+    ```mlir
+    %0 = kiln.gather_elements %logp[%target], axis = 1 : tensor<4x10xf32>, tensor<4x1xi64> -> tensor<4x1xf32>
     ```
   }];
   let arguments = (ins Kiln_Tensor:$data, Kiln_IndexTensor:$indices, I64Attr:$axis);

@@ -78,12 +78,13 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
   Location loc = op->getLoc();
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   return TypeSwitch<Operation *, FailureOr<Sizes>>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp,
-            XorOp, EqualOp, LessOp, LessEqualOp, SelectOp>([&](auto) {
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp, XorOp,
+            EqualOp, LessOp, LessEqualOp, SelectOp>([&](auto) {
         return getBroadcastSizes(b, loc, op->getOperands(), resultType);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
-            ErfOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
+            ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp,
+            AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
             SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp>(
           [&](auto) { return getSizes(b, loc, op->getOperand(0)); })
       .Case<MatMulOp, MatMulIntegerOp>([&](auto matmul) -> FailureOr<Sizes> {
@@ -138,6 +139,9 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
         }
         return sizes;
       })
+      .Case([&](GatherElementsOp gather) {
+        return getSizes(b, loc, gather.getIndices());
+      })
       .Case([&](GatherOp gather) {
         Sizes data = getSizes(b, loc, gather.getData());
         int64_t axis = gather.getAxis();
@@ -146,17 +150,18 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
         sizes.append(data.begin() + axis + 1, data.end());
         return sizes;
       })
-      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-            ReduceProdOp>([&](auto reduce) {
-        Sizes input = getSizes(b, loc, reduce.getInput()), sizes;
-        for (auto [d, size] : llvm::enumerate(input)) {
-          if (!llvm::is_contained(reduce.getAxes(), static_cast<int64_t>(d)))
-            sizes.push_back(size);
-          else if (reduce.getKeepDims())
-            sizes.push_back(b.getIndexAttr(1));
-        }
-        return FailureOr<Sizes>(sizes);
-      })
+      .Case<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp>(
+          [&](auto reduce) {
+            Sizes input = getSizes(b, loc, reduce.getInput()), sizes;
+            for (auto [d, size] : llvm::enumerate(input)) {
+              if (!llvm::is_contained(reduce.getAxes(),
+                                      static_cast<int64_t>(d)))
+                sizes.push_back(size);
+              else if (reduce.getKeepDims())
+                sizes.push_back(b.getIndexAttr(1));
+            }
+            return FailureOr<Sizes>(sizes);
+          })
       .Case([&](SliceOp slice) {
         Sizes sizes;
         for (auto [d, size] : llvm::enumerate(slice.getSizes()))
@@ -231,14 +236,15 @@ template <typename... OpTys> void attachShapeModels(MLIRContext &context) {
 } // namespace
 
 void kiln::registerShapeReification(MLIRContext &context) {
-  attachShapeModels<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp,
-                    OrOp, XorOp, EqualOp, LessOp, LessEqualOp, SelectOp,
-                    NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp,
-                    TanhOp, ErfOp, SinOp, CosOp, FloorOp, CeilOp, RoundOp,
-                    NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
-                    PackedMatMulOp, TransposeOp, ConcatOp, GatherOp,
-                    ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-                    ReduceProdOp, SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp,
-                    RangeOp, AttentionOp, Conv2DOp, QuantizeOp, DequantizeOp,
-                    MatMulIntegerOp, QuantizedMatMulOp, Int4MatMulOp>(context);
+  attachShapeModels<
+      AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp, XorOp,
+      EqualOp, LessOp, LessEqualOp, SelectOp, NegOp, AbsOp, ReluOp, ExpOp,
+      LogOp, SqrtOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, TanOp, AsinOp,
+      AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, FloorOp,
+      CeilOp, RoundOp, NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
+      PackedMatMulOp, TransposeOp, ConcatOp, GatherOp, GatherElementsOp,
+      ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
+      SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp, RangeOp, AttentionOp,
+      Conv2DOp, QuantizeOp, DequantizeOp, MatMulIntegerOp, QuantizedMatMulOp,
+      Int4MatMulOp>(context);
 }

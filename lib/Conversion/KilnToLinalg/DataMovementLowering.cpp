@@ -153,9 +153,34 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
   }
 };
 
+/// The size of `data`'s dimension `axis` as i64, read at run time if it is
+/// dynamic.
+Value getAxisSize(OpBuilder &b, Location loc, Value data, int64_t axis) {
+  auto type = cast<RankedTensorType>(data.getType());
+  if (!type.isDynamicDim(axis))
+    return createScalarConstant(b, loc, b.getI64Type(), type.getDimSize(axis));
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                    tensor::DimOp::create(b, loc, data, axis));
+}
+
+/// The i64 `index` into an axis of `size` elements as an index: wrapped
+/// once if negative, then clamped so the access stays inside the axis.
+Value getClampedIndex(OpBuilder &b, Location loc, Value index, Value size) {
+  Type i64 = b.getI64Type();
+  Value zero = createScalarConstant(b, loc, i64, 0);
+  Value last = b.createOrFold<arith::SubIOp>(
+      loc, size, createScalarConstant(b, loc, i64, 1));
+  Value isNegative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  index = arith::SelectOp::create(
+      b, loc, isNegative, arith::AddIOp::create(b, loc, index, size), index);
+  index = arith::MaxSIOp::create(b, loc, index, zero);
+  index = arith::MinSIOp::create(b, loc, index, last);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), index);
+}
+
 /// Gather as a linalg.generic over the result that reads its index from
-/// `indices` and extracts from `data`. Negative indices wrap once; indices
-/// still out of range are clamped so the access stays inside `data`.
+/// `indices` and extracts from `data`.
 struct GatherLowering : OpConversionPattern<GatherOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -170,22 +195,8 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
     int64_t axis = static_cast<int64_t>(op.getAxis());
     unsigned rank = resultType.getRank();
     int64_t indicesRank = indicesType.getRank();
-    // The size of the gathered axis and its last index, as i64 (computed
-    // at run time if the axis is dynamic).
-    Type i64 = rewriter.getI64Type();
-    Value axisSize, lastIndex;
-    if (dataType.isDynamicDim(axis)) {
-      axisSize = arith::IndexCastOp::create(
-          rewriter, loc, i64,
-          tensor::DimOp::create(rewriter, loc, adaptor.getData(), axis));
-      lastIndex = arith::SubIOp::create(
-          rewriter, loc, axisSize, createScalarConstant(rewriter, loc, i64, 1));
-    } else {
-      axisSize = createScalarConstant(rewriter, loc, i64,
-                                      dataType.getDimSize(axis));
-      lastIndex = createScalarConstant(rewriter, loc, i64,
-                                       dataType.getDimSize(axis) - 1);
-    }
+    Value data = adaptor.getData();
+    Value axisSize = getAxisSize(rewriter, loc, data, axis);
 
     SmallVector<AffineExpr> indexExprs;
     for (int64_t i = 0; i < indicesRank; ++i)
@@ -195,30 +206,74 @@ struct GatherLowering : OpConversionPattern<GatherOp> {
         AffineMap::getMultiDimIdentityMap(rank, ctx)};
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::parallel);
-    Value data = adaptor.getData();
     auto generic = linalg::GenericOp::create(
         rewriter, loc, resultType, adaptor.getIndices(),
         createEmptyTensor(rewriter, loc, resultType,
                           getDynamicResultSizes(rewriter, op)),
         maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
-          Value index = args[0];
-          Value zero = createScalarConstant(b, l, i64, 0);
-          Value size = axisSize, last = lastIndex;
-          Value isNegative = arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::slt, index, zero);
-          index = arith::SelectOp::create(
-              b, l, isNegative, arith::AddIOp::create(b, l, index, size),
-              index);
-          index = arith::MaxSIOp::create(b, l, index, zero);
-          index = arith::MinSIOp::create(b, l, index, last);
           SmallVector<Value> coords;
           for (int64_t d = 0; d < axis; ++d)
             coords.push_back(linalg::IndexOp::create(b, l, d));
-          coords.push_back(
-              arith::IndexCastOp::create(b, l, b.getIndexType(), index));
+          coords.push_back(getClampedIndex(b, l, args[0], axisSize));
           for (int64_t d = axis + 1; d < dataType.getRank(); ++d)
             coords.push_back(
                 linalg::IndexOp::create(b, l, d - 1 + indicesRank));
+          linalg::YieldOp::create(
+              b, l, tensor::ExtractOp::create(b, l, data, coords).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// GatherElements as a linalg.generic over the result (the shape of
+/// `indices`) that extracts from `data` at the result's coordinates with
+/// the axis coordinate read from `indices`.
+struct GatherElementsLowering : OpConversionPattern<GatherElementsOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(GatherElementsOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    int64_t axis = static_cast<int64_t>(op.getAxis());
+    unsigned rank = resultType.getRank();
+    Value data = adaptor.getData();
+    Value axisSize = getAxisSize(rewriter, loc, data, axis);
+    // A dimension other than `axis` may be larger in `indices` than in
+    // `data`; unless the static sizes show it is not, its coordinate is
+    // clamped too rather than read outside `data`.
+    auto dataType = cast<RankedTensorType>(data.getType());
+    SmallVector<Value> clampSizes(rank);
+    for (unsigned d = 0; d < rank; ++d) {
+      if (d != axis &&
+          (resultType.isDynamicDim(d) || dataType.isDynamicDim(d) ||
+           resultType.getDimSize(d) > dataType.getDimSize(d)))
+        clampSizes[d] = getAxisSize(rewriter, loc, data, d);
+    }
+    SmallVector<AffineMap> maps(
+        2, AffineMap::getMultiDimIdentityMap(rank, op.getContext()));
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, adaptor.getIndices(),
+        createEmptyTensor(rewriter, loc, resultType,
+                          getDynamicResultSizes(rewriter, op)),
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+          SmallVector<Value> coords;
+          for (unsigned d = 0; d < rank; ++d) {
+            if (d == axis) {
+              coords.push_back(getClampedIndex(b, l, args[0], axisSize));
+              continue;
+            }
+            Value index = linalg::IndexOp::create(b, l, d);
+            if (clampSizes[d])
+              index = getClampedIndex(
+                  b, l, arith::IndexCastOp::create(b, l, b.getI64Type(), index),
+                  clampSizes[d]);
+            coords.push_back(index);
+          }
           linalg::YieldOp::create(
               b, l, tensor::ExtractOp::create(b, l, data, coords).getResult());
         });
@@ -318,7 +373,7 @@ struct CheckIndexRangeLowering : OpConversionPattern<CheckIndexRangeOp> {
 void kiln::populateDataMovementLoweringPatterns(RewritePatternSet &patterns) {
   patterns
       .add<ConstantLowering, ReshapeLowering, TransposeLowering, SliceLowering,
-           DynamicSliceLowering, ConcatLowering, GatherLowering, RangeLowering,
-           CheckIndexRangeLowering>(
+           DynamicSliceLowering, ConcatLowering, GatherLowering,
+           GatherElementsLowering, RangeLowering, CheckIndexRangeLowering>(
           patterns.getContext());
 }

@@ -96,11 +96,18 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](ErfOp) { return math::ErfOp::create(b, loc, args[0]); })
       .Case([&](SinOp) { return math::SinOp::create(b, loc, args[0]); })
       .Case([&](CosOp) { return math::CosOp::create(b, loc, args[0]); })
+      .Case([&](TanOp) { return math::TanOp::create(b, loc, args[0]); })
+      .Case([&](AsinOp) { return math::AsinOp::create(b, loc, args[0]); })
+      .Case([&](AcosOp) { return math::AcosOp::create(b, loc, args[0]); })
+      .Case([&](AtanOp) { return math::AtanOp::create(b, loc, args[0]); })
+      .Case([&](SinhOp) { return math::SinhOp::create(b, loc, args[0]); })
+      .Case([&](CoshOp) { return math::CoshOp::create(b, loc, args[0]); })
+      .Case([&](AsinhOp) { return math::AsinhOp::create(b, loc, args[0]); })
+      .Case([&](AcoshOp) { return math::AcoshOp::create(b, loc, args[0]); })
+      .Case([&](AtanhOp) { return math::AtanhOp::create(b, loc, args[0]); })
       .Case([&](FloorOp) { return math::FloorOp::create(b, loc, args[0]); })
       .Case([&](CeilOp) { return math::CeilOp::create(b, loc, args[0]); })
-      .Case([&](RoundOp) {
-        return math::RoundEvenOp::create(b, loc, args[0]);
-      })
+      .Case([&](RoundOp) { return math::RoundEvenOp::create(b, loc, args[0]); })
       .Case([&](NotOp) {
         return arith::XOrIOp::create(b, loc, args[0],
                                      createScalarConstant(b, loc, type, 1));
@@ -121,7 +128,8 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](AndOp) {
         return arith::AndIOp::create(b, loc, args[0], args[1]);
       })
-      .Case([&](OrOp) { return arith::OrIOp::create(b, loc, args[0], args[1]); })
+      .Case(
+          [&](OrOp) { return arith::OrIOp::create(b, loc, args[0], args[1]); })
       .Case([&](XorOp) {
         return arith::XOrIOp::create(b, loc, args[0], args[1]);
       })
@@ -255,12 +263,16 @@ void kiln::populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
                ElementwiseLowering<SqrtOp>, ElementwiseLowering<TanhOp>,
                ElementwiseLowering<ErfOp>, ElementwiseLowering<SigmoidOp>,
                ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
-               ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
-               ElementwiseLowering<RoundOp>, ElementwiseLowering<NotOp>,
-               ElementwiseLowering<MinOp>, ElementwiseLowering<MaxOp>,
-               ElementwiseLowering<AndOp>, ElementwiseLowering<OrOp>,
-               ElementwiseLowering<XorOp>, ElementwiseLowering<LessOp>,
-               ElementwiseLowering<LessEqualOp>,
+               ElementwiseLowering<TanOp>, ElementwiseLowering<AsinOp>,
+               ElementwiseLowering<AcosOp>, ElementwiseLowering<AtanOp>,
+               ElementwiseLowering<SinhOp>, ElementwiseLowering<CoshOp>,
+               ElementwiseLowering<AsinhOp>, ElementwiseLowering<AcoshOp>,
+               ElementwiseLowering<AtanhOp>, ElementwiseLowering<FloorOp>,
+               ElementwiseLowering<CeilOp>, ElementwiseLowering<RoundOp>,
+               ElementwiseLowering<NotOp>, ElementwiseLowering<MinOp>,
+               ElementwiseLowering<MaxOp>, ElementwiseLowering<AndOp>,
+               ElementwiseLowering<OrOp>, ElementwiseLowering<XorOp>,
+               ElementwiseLowering<LessOp>, ElementwiseLowering<LessEqualOp>,
                ElementwiseLowering<CastOp>, ElementwiseLowering<EqualOp>,
                ElementwiseLowering<SelectOp>, ElementwiseLowering<BroadcastOp>>(
       patterns.getContext());
