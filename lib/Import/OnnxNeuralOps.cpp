@@ -23,6 +23,38 @@ std::pair<int64_t, int64_t> getSamePads(int64_t input, int64_t kernel,
 
 } // namespace
 
+FailureOr<WindowAttrs> kiln::getWindowAttrs(NodeImporter &node,
+                                            ArrayRef<int64_t> inputSizes,
+                                            ArrayRef<int64_t> kernel) {
+  size_t spatial = kernel.size();
+  auto ints = [&](StringRef name, int64_t fill, size_t count) {
+    return node.getIntsAttr(name).value_or(SmallVector<int64_t>(count, fill));
+  };
+  WindowAttrs attrs{ints("strides", 1, spatial), ints("dilations", 1, spatial),
+                    ints("pads", 0, 2 * spatial)};
+  if (attrs.strides.size() != spatial || attrs.dilations.size() != spatial ||
+      attrs.pads.size() != 2 * spatial)
+    return node.emitError() << "strides, dilations and pads do not match the "
+                            << spatial << "-D input";
+  const onnx::AttributeProto *autoPad = node.getAttr("auto_pad");
+  std::string padMode = autoPad ? autoPad->s() : "NOTSET";
+  if (padMode == "VALID") {
+    attrs.pads.assign(2 * spatial, 0);
+  } else if (padMode == "SAME_UPPER" || padMode == "SAME_LOWER") {
+    for (size_t d = 0; d < spatial; ++d) {
+      if (ShapedType::isDynamic(inputSizes[d]))
+        return node.emitError()
+               << "auto_pad " << padMode << " needs static spatial dimensions";
+      std::tie(attrs.pads[d], attrs.pads[spatial + d]) =
+          getSamePads(inputSizes[d], kernel[d], attrs.strides[d],
+                      attrs.dilations[d], padMode == "SAME_UPPER");
+    }
+  } else if (padMode != "NOTSET") {
+    return node.emitError() << "unknown auto_pad '" << padMode << "'";
+  }
+  return attrs;
+}
+
 /// The 1-D or 2-D convolution of `input` by `filter` (f32 or i32) with the
 /// node's strides, dilations, pads, auto_pad and group. A 1-D convolution
 /// runs as a 2-D one of height 1.
@@ -35,29 +67,13 @@ FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
     return node.emitError() << "only 1-D and 2-D convolutions are supported; "
                                "the input has rank "
                             << inputType.getRank();
-  auto ints = [&](StringRef name, int64_t fill, size_t count) {
-    return node.getIntsAttr(name).value_or(SmallVector<int64_t>(count, fill));
-  };
-  SmallVector<int64_t> strides = ints("strides", 1, spatial);
-  SmallVector<int64_t> dilations = ints("dilations", 1, spatial);
-  SmallVector<int64_t> pads = ints("pads", 0, 2 * spatial);
-  if (static_cast<int64_t>(strides.size()) != spatial ||
-      static_cast<int64_t>(dilations.size()) != spatial ||
-      static_cast<int64_t>(pads.size()) != 2 * spatial)
-    return node.emitError() << "strides, dilations and pads do not match the "
-                            << spatial << "-D input";
-  const onnx::AttributeProto *autoPad = node.getAttr("auto_pad");
-  std::string padMode = autoPad ? autoPad->s() : "NOTSET";
-  if (padMode == "VALID") {
-    pads.assign(2 * spatial, 0);
-  } else if (padMode == "SAME_UPPER" || padMode == "SAME_LOWER") {
-    for (int64_t d = 0; d < spatial; ++d)
-      std::tie(pads[d], pads[spatial + d]) =
-          getSamePads(inputType.getDimSize(2 + d), filterType.getDimSize(2 + d),
-                      strides[d], dilations[d], padMode == "SAME_UPPER");
-  } else if (padMode != "NOTSET") {
-    return node.emitError() << "unknown auto_pad '" << padMode << "'";
-  }
+  FailureOr<WindowAttrs> window =
+      getWindowAttrs(node, inputType.getShape().drop_front(2),
+                     filterType.getShape().drop_front(2));
+  if (failed(window))
+    return failure();
+  SmallVector<int64_t> strides = window->strides, dilations = window->dilations,
+                       pads = window->pads;
 
   Value x = input, w = filter;
   if (spatial == 1) {

@@ -119,7 +119,15 @@ private:
 mlir::FailureOr<mlir::Value> createLogSoftmax(NodeImporter &node, mlir::Value x,
                                               int64_t axis);
 
-// Importers of neural-network layers (OnnxNeuralOps.cpp).
+// Importers of neural-network layers (OnnxNeuralOps.cpp, OnnxPoolOps.cpp).
+/// The strides, dilations and pads (all begins, then all ends) of a window
+/// op (Conv, pools), auto_pad resolved against the spatial `inputSizes`.
+struct WindowAttrs {
+  llvm::SmallVector<int64_t> strides, dilations, pads;
+};
+mlir::FailureOr<WindowAttrs> getWindowAttrs(NodeImporter &node,
+                                            llvm::ArrayRef<int64_t> inputSizes,
+                                            llvm::ArrayRef<int64_t> kernel);
 /// The 1-D or 2-D convolution of `input` by `filter` (both f32 or both
 /// i32) with the node's convolution attributes.
 mlir::FailureOr<mlir::Value> createConvolution(NodeImporter &node,
@@ -131,6 +139,12 @@ llvm::LogicalResult importInstanceNormalization(NodeImporter &node);
 llvm::LogicalResult importGroupNormalization(NodeImporter &node);
 llvm::LogicalResult importResize(NodeImporter &node);
 llvm::LogicalResult importUpsample(NodeImporter &node);
+llvm::LogicalResult importMaxPool(NodeImporter &node);
+llvm::LogicalResult importAveragePool(NodeImporter &node);
+llvm::LogicalResult importLpPool(NodeImporter &node);
+llvm::LogicalResult importGlobalAveragePool(NodeImporter &node);
+llvm::LogicalResult importGlobalMaxPool(NodeImporter &node);
+llvm::LogicalResult importGlobalLpPool(NodeImporter &node);
 
 // Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
 llvm::LogicalResult importTranspose(NodeImporter &node);

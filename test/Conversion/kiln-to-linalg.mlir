@@ -132,6 +132,40 @@ func.func @gather_elements(%x: tensor<3x2x4xf32>, %ids: tensor<2x3x1xi64>) -> te
 
 // -----
 
+// A pool reads the input padded with its neutral element (the ceil-mode
+// overhang included: 5 + 1 + 0 + 1), iterates window elements as
+// reductions, and an average divides by each window's count of input
+// elements, a constant: 2, 3 and 2 per dimension here.
+// CHECK-DAG: #[[WINDOW:.*]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>
+// CHECK-LABEL: func.func @pool_average
+// CHECK: %[[PADDED:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
+// CHECK: linalg.generic {indexing_maps = [#[[WINDOW]], {{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[PADDED]], %{{.*}} : tensor<1x2x7x7xf32>, tensor<3x3xf32>)
+// CHECK: arith.addf
+// CHECK: arith.constant dense<{{\[\[}}4.000000e+00, 6.000000e+00, 4.000000e+00], [6.000000e+00, 9.000000e+00, 6.000000e+00], [4.000000e+00, 6.000000e+00, 4.000000e+00]]> : tensor<3x3xf32>
+// CHECK: arith.divf
+func.func @pool_average(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
+  %0 = kiln.pool average %x kernel = [3, 3] strides = [2, 2] dilations = [1, 1] pads = [1, 1, 0, 0] ceil_mode : tensor<1x2x5x5xf32> -> tensor<1x2x3x3xf32>
+  return %0 : tensor<1x2x3x3xf32>
+}
+
+// -----
+
+// A max pool pads with -inf and starts from it; a dynamic batch stays
+// dynamic.
+// CHECK-LABEL: func.func @pool_max
+// CHECK: %[[NEG_INF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK: tensor.pad %arg0 low[0, 0, 1] high[0, 0, 1]
+// CHECK: tensor.yield %[[NEG_INF]]
+// CHECK: linalg.fill ins(%[[NEG_INF]] : f32) outs(%{{.*}} : tensor<?x3x4xf32>)
+// CHECK: arith.maximumf
+// CHECK-NOT: arith.divf
+func.func @pool_max(%x: tensor<?x3x8xf32>) -> tensor<?x3x4xf32> {
+  %0 = kiln.pool max %x kernel = [3] strides = [2] dilations = [1] pads = [1, 1] : tensor<?x3x8xf32> -> tensor<?x3x4xf32>
+  return %0 : tensor<?x3x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @concat
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<2x5xf32>
 // CHECK: %[[FIRST:.*]] = tensor.insert_slice %arg0 into %[[EMPTY]][0, 0] [2, 3] [1, 1]

@@ -626,3 +626,21 @@ func.func @winograd_pads(%x: tensor<1x3x8x8xf32>, %u: tensor<16x4x3xf32>) {
   %0 = kiln.winograd_conv2d %x, %u pads = [1, 1] : tensor<1x3x8x8xf32>, tensor<16x4x3xf32> -> tensor<1x4x8x8xf32>
   return
 }
+
+// -----
+
+func.func @pool_window_too_large(%x: tensor<1x3x4x4xf32>) {
+  // expected-error @+2 {{the window is larger than the padded input}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pool max %x kernel = [5, 5] strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<1x3x4x4xf32> -> tensor<1x3x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @pool_dynamic_spatial(%x: tensor<1x3x?xf32>) {
+  // expected-error @+2 {{pool needs static spatial dimensions}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = kiln.pool max %x kernel = [2] strides = [1] dilations = [1] pads = [0, 0] : tensor<1x3x?xf32> -> tensor<1x3x1xf32>
+  return
+}

@@ -233,3 +233,12 @@ func.func @sample(%n: tensor<1x4xf32>) -> tensor<1x4xf32> {
   }
   return %s : tensor<1x4xf32>
 }
+
+// CHECK-LABEL: func.func @pool
+// CHECK: kiln.pool max %arg0 kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<1x3x8x8xf32> -> tensor<1x3x4x4xf32>
+// CHECK: kiln.pool average %arg0 kernel = [3, 3] strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] ceil_mode count_include_pad : tensor<1x3x8x8xf32> -> tensor<1x3x8x8xf32>
+func.func @pool(%x: tensor<1x3x8x8xf32>) -> (tensor<1x3x4x4xf32>, tensor<1x3x8x8xf32>) {
+  %0 = kiln.pool max %x kernel = [2, 2] strides = [2, 2] dilations = [1, 1] pads = [0, 0, 0, 0] : tensor<1x3x8x8xf32> -> tensor<1x3x4x4xf32>
+  %1 = kiln.pool average %x kernel = [3, 3] strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] ceil_mode count_include_pad : tensor<1x3x8x8xf32> -> tensor<1x3x8x8xf32>
+  return %0, %1 : tensor<1x3x4x4xf32>, tensor<1x3x8x8xf32>
+}

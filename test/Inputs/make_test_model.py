@@ -341,6 +341,45 @@ def inference_forms_model(out_dir, training=False):
         ("log_prob", log_prob.astype(np.float32))])
 
 
+def lp_pool_model(out_dir):
+    """LpPool (p = 2, 3x3 windows, stride 2, pads 1) and GlobalLpPool
+    (p = 3) of x [1, 2, 5, 5]; numpy evaluates ONNX's definitions in
+    float64 (padding adds nothing to a sum of powers)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 2, 5, 5)).astype(np.float32)
+    padded = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    lp = np.zeros((1, 2, 3, 3))
+    for i in range(3):
+        for j in range(3):
+            window = padded[:, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3]
+            lp[:, :, i, j] = np.sqrt((window ** 2).sum(axis=(2, 3)))
+    global_lp = np.cbrt((np.abs(x.astype(np.float64)) ** 3).sum(
+        axis=(2, 3), keepdims=True))
+    nodes = [
+        helper.make_node("LpPool", ["x"], ["lp"], name="lp",
+                         kernel_shape=[3, 3], strides=[2, 2],
+                         pads=[1, 1, 1, 1], p=2),
+        helper.make_node("GlobalLpPool", ["x"], ["global_lp"],
+                         name="global_lp", p=3)]
+    save(graph_model(
+        nodes, [vinfo("x", TensorProto.FLOAT, [1, 2, 5, 5])],
+        [vinfo("lp", TensorProto.FLOAT, [1, 2, 3, 3]),
+         vinfo("global_lp", TensorProto.FLOAT, [1, 2, 1, 1])]), out_dir)
+    write_test_data(out_dir, [
+        ("x", x), ("lp", lp.astype(np.float32)),
+        ("global_lp", global_lp.astype(np.float32))])
+
+
+def max_pool_indices_model(out_dir):
+    """MaxPool asked for its Indices output."""
+    save(graph_model(
+        [helper.make_node("MaxPool", ["x"], ["y", "indices"], name="pool",
+                          kernel_shape=[2, 2])],
+        [vinfo("x", TensorProto.FLOAT, [1, 1, 4, 4])],
+        [vinfo("y", TensorProto.FLOAT, [1, 1, 3, 3]),
+         vinfo("indices", TensorProto.INT64, [1, 1, 3, 3])]), out_dir)
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -557,6 +596,10 @@ def main():
             ("hard_swish", x * np.clip(x / 6 + 0.5, 0, 1)),
             ("clipped", np.maximum(x, np.float32(-0.5))),
             ("leaky", np.where(x < 0, np.float32(0.25) * x, x))])
+    elif kind == "lp-pool":
+        lp_pool_model(out_dir)
+    elif kind == "max-pool-indices":
+        max_pool_indices_model(out_dir)
     elif kind == "inference-forms":
         inference_forms_model(out_dir)
     elif kind == "batchnorm-training":

@@ -94,6 +94,18 @@ def Kiln_ActivationAttr : EnumAttr<Kiln_Dialect, Kiln_Activation, "activation"> 
   let assemblyFormat = "$value";
 }
 
+def Kiln_PoolKind : I32EnumAttr<"PoolKind", "reduction of a pooling window", [
+    I32EnumAttrCase<"Max", 0, "max">,
+    I32EnumAttrCase<"Sum", 1, "sum">,
+    I32EnumAttrCase<"Average", 2, "average">]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+
+def Kiln_PoolKindAttr : EnumAttr<Kiln_Dialect, Kiln_PoolKind, "pool_kind"> {
+  let assemblyFormat = "$value";
+}
+
 def Kiln_TargetKind : I32EnumAttr<"TargetKind", "kind of machine", [
     I32EnumAttrCase<"Cpu", 0, "cpu">,
     I32EnumAttrCase<"Cuda", 1, "cuda">]> {

@@ -100,6 +100,79 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// PoolOp
+//===----------------------------------------------------------------------===//
+
+/// The number of windows along one spatial dimension of `input` elements,
+/// or nullopt if the window is larger than the padded input.
+static std::optional<int64_t> getWindowCount(int64_t input, int64_t kernel,
+                                             int64_t stride, int64_t dilation,
+                                             int64_t padBegin, int64_t padEnd,
+                                             bool ceilMode) {
+  int64_t extent = dilation * (kernel - 1) + 1;
+  int64_t padded = input + padBegin + padEnd;
+  if (padded < extent)
+    return std::nullopt;
+  int64_t span = padded - extent;
+  int64_t count = (ceilMode ? (span + stride - 1) / stride : span / stride) + 1;
+  // A window may not start in the end padding.
+  if (ceilMode && (count - 1) * stride >= input + padBegin)
+    --count;
+  return count;
+}
+
+LogicalResult PoolOp::inferReturnTypes(MLIRContext *,
+                                       std::optional<Location> loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  auto inputType = cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> kernel = adaptor.getKernel(),
+                    strides = adaptor.getStrides(),
+                    dilations = adaptor.getDilations(),
+                    pads = adaptor.getPads();
+  size_t spatial = kernel.size();
+  if (spatial < 1 || spatial > 3 ||
+      inputType.getRank() != static_cast<int64_t>(spatial) + 2)
+    return emitOptionalError(loc, "pool takes an input of rank 3 to 5 and one "
+                                  "kernel size per spatial dimension");
+  if (strides.size() != spatial || dilations.size() != spatial ||
+      pads.size() != 2 * spatial)
+    return emitOptionalError(loc, "pool needs one stride and dilation per "
+                                  "spatial dimension and two pads");
+  SmallVector<int64_t> shape(inputType.getShape().take_front(2));
+  for (size_t d = 0; d < spatial; ++d) {
+    int64_t input = inputType.getDimSize(2 + d);
+    if (ShapedType::isDynamic(input))
+      return emitOptionalError(loc, "pool needs static spatial dimensions");
+    if (kernel[d] < 1 || strides[d] < 1 || dilations[d] < 1 || pads[d] < 0 ||
+        pads[spatial + d] < 0)
+      return emitOptionalError(loc, "kernel sizes, strides and dilations "
+                                    "must be positive and pads non-negative");
+    std::optional<int64_t> count =
+        getWindowCount(input, kernel[d], strides[d], dilations[d], pads[d],
+                       pads[spatial + d], adaptor.getCeilMode());
+    if (!count)
+      return emitOptionalError(loc, "the window is larger than the padded "
+                                    "input");
+    shape.push_back(*count);
+  }
+  types.push_back(RankedTensorType::get(shape, inputType.getElementType()));
+  return success();
+}
+
+int64_t PoolOp::getOverhang(unsigned d) {
+  size_t spatial = getKernel().size();
+  int64_t input =
+      cast<RankedTensorType>(getInput().getType()).getDimSize(2 + d);
+  int64_t extent = getDilations()[d] * (getKernel()[d] - 1) + 1;
+  int64_t windows =
+      cast<RankedTensorType>(getResult().getType()).getDimSize(2 + d);
+  int64_t padded = input + getPads()[d] + getPads()[spatial + d];
+  return std::max<int64_t>(0,
+                           (windows - 1) * getStrides()[d] + extent - padded);
+}
+
 /// `shape` in `[..., H, S, D]` order: an operand stored sequence first
 /// (`[..., S, H, D]`) has its two dimensions before the last swapped.
 static SmallVector<int64_t> getHeadsFirstShape(Value value, bool seqFirst) {

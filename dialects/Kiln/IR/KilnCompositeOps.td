@@ -58,6 +58,42 @@ def Kiln_Conv2DOp : Kiln_Op<"conv2d",
   }];
 }
 
+def Kiln_PoolOp : Kiln_Op<"pool", [Pure, InferTypeOpAdaptor]> {
+  let summary = "max, sum or average over sliding windows, NC + 1-3 spatial";
+  let description = [{
+    ONNX MaxPool, AveragePool and (as a sum) LpPool: for each output
+    position, the reduction over the window of `kernel` elements starting at
+    `position * strides - pads_begin`, its elements `dilations` apart.
+    `pads` holds the begin pads of every spatial dimension, then the end
+    pads. Elements outside the input are left out of a max or sum. An
+    average divides by the number of window elements inside the input, or,
+    with `count_include_pad`, inside the padded input. With `ceil_mode` the
+    output size rounds up, so a last window may reach past the end padding;
+    a window that would start in the end padding is dropped. The spatial
+    dimensions must be static.
+
+    ```mlir
+    %0 = kiln.pool max %x kernel = [3, 3] strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] : tensor<1x64x112x112xf32> -> tensor<1x64x56x56xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_PoolKindAttr:$kind,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$dilations, DenseI64ArrayAttr:$pads,
+                       UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    `` $kind $input `kernel` `=` $kernel `strides` `=` $strides `dilations` `=`
+    $dilations `pads` `=` $pads (`ceil_mode` $ceil_mode^)?
+    (`count_include_pad` $count_include_pad^)? attr-dict `:` type($input)
+    `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// How far the last window of spatial dimension `d` reaches past the
+    /// end padding (ceil_mode only; 0 otherwise).
+    int64_t getOverhang(unsigned d);
+  }];
+}
+
 def Kiln_WinogradConv2DOp : Kiln_Op<"winograd_conv2d", [Pure]> {
   let summary = "3x3 stride-1 convolution by Winograd's F(2x2, 3x3)";
   let description = [{

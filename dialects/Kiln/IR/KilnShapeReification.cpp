@@ -197,6 +197,14 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
         sizes.back() = value.back();
         return headsFirst(sizes, attention.getResultSeqFirst());
       })
+      .Case([&](PoolOp pool) -> FailureOr<Sizes> {
+        // N and C as the input's; the windows are static.
+        Sizes sizes = {getSize(b, loc, pool.getInput(), 0),
+                       getSize(b, loc, pool.getInput(), 1)};
+        for (int64_t d = 2; d < resultType.getRank(); ++d)
+          sizes.push_back(b.getIndexAttr(resultType.getDimSize(d)));
+        return sizes;
+      })
       .Case([&](Conv2DOp conv) -> FailureOr<Sizes> {
         // Only the batch may be dynamic.
         Sizes sizes = {getSize(b, loc, conv.getInput(), 0)};
@@ -245,6 +253,6 @@ void kiln::registerShapeReification(MLIRContext &context) {
       PackedMatMulOp, TransposeOp, ConcatOp, GatherOp, GatherElementsOp,
       ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
       SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp, RangeOp, AttentionOp,
-      Conv2DOp, QuantizeOp, DequantizeOp, MatMulIntegerOp, QuantizedMatMulOp,
-      Int4MatMulOp>(context);
+      Conv2DOp, PoolOp, QuantizeOp, DequantizeOp, MatMulIntegerOp,
+      QuantizedMatMulOp, Int4MatMulOp>(context);
 }

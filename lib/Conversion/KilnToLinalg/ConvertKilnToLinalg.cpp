@@ -40,6 +40,7 @@ struct ConvertKilnToLinalgPass
     kiln::populateAttentionLoweringPatterns(patterns, attentionQueryRows,
                                             attentionKeyColumns);
     kiln::populateDataMovementLoweringPatterns(patterns);
+    kiln::populatePoolLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

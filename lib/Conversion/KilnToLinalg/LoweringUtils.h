@@ -114,6 +114,7 @@ void populateWinogradLoweringPatterns(mlir::RewritePatternSet &patterns,
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns,
                                        int64_t queryRows, int64_t keyColumns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
+void populatePoolLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 
