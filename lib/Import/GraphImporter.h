@@ -236,6 +236,9 @@ OpImportFn lookupOpImporter(llvm::StringRef opType);
 OpImportFn lookupElementwiseOpImporter(llvm::StringRef opType);
 /// The importer for ONNX's Reduce* op `opType` (OnnxReduceOps.cpp), or null.
 OpImportFn lookupReduceOpImporter(llvm::StringRef opType);
+/// The importer for ONNX's ops over element positions (ArgMax, Trilu,
+/// OneHot, ...; OnnxIndexOps.cpp), or null.
+OpImportFn lookupIndexOpImporter(llvm::StringRef opType);
 /// The importer for ONNX Runtime's contrib op `opType` (domain
 /// com.microsoft), or null.
 OpImportFn lookupMicrosoftOpImporter(llvm::StringRef opType);

@@ -19,17 +19,8 @@ namespace {
 /// A tensor of `like`'s shape and `elementType` with every element `value`.
 FailureOr<Value> createFilled(NodeImporter &node, Value like, Type elementType,
                               double value) {
-  SymbolicInts shape = node.graph.getShape(like);
-  FailureOr<SmallVector<Value>> dims =
-      node.graph.materializeDynamicSizes(shape, node.loc);
-  if (failed(dims))
-    return failure();
-  auto type = RankedTensorType::get(
-      cast<RankedTensorType>(like.getType()).getShape(), elementType);
-  Value result = BroadcastOp::create(
-      node.b, node.loc, type, createScalar(node, elementType, value), *dims);
-  node.graph.setShape(result, shape);
-  return result;
+  return createBroadcast(node, createScalar(node, elementType, value),
+                         node.graph.getShape(like));
 }
 
 /// Whether output `i` of the node is used (named).

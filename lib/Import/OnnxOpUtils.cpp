@@ -32,6 +32,28 @@ Value kiln::createReshape(NodeImporter &node, Value input,
                         kiln::getConstantInts(node.b.getContext(), shape));
 }
 
+FailureOr<Value> kiln::createIndexSequence(NodeImporter &node,
+                                           AffineExpr length, int64_t axis,
+                                           int64_t rank) {
+  Type i64 = node.b.getI64Type();
+  auto type = RankedTensorType::get({getStaticSizes({length})[0]}, i64);
+  Value size;
+  if (type.isDynamicDim(0)) {
+    FailureOr<Value> materialized = node.graph.materialize(length, node.loc);
+    if (failed(materialized))
+      return failure();
+    size = *materialized;
+  }
+  Value sequence =
+      RangeOp::create(node.b, node.loc, type, createScalar(node, i64, 0),
+                      createScalar(node, i64, 1), size);
+  if (size)
+    node.graph.setShape(sequence, {length});
+  SymbolicInts shape(rank, getAffineConstantExpr(1, node.b.getContext()));
+  shape[axis] = length;
+  return createReshape(node, sequence, shape);
+}
+
 Value kiln::createScalar(NodeImporter &node, Type elementType, double value) {
   auto type = RankedTensorType::get({}, elementType);
   Attribute attr = isa<FloatType>(elementType)

@@ -50,6 +50,17 @@ mlir::FailureOr<mlir::Value> createReshape(NodeImporter &node,
 mlir::Value createReshape(NodeImporter &node, mlir::Value input,
                           llvm::ArrayRef<int64_t> shape);
 
+/// `input` broadcast to `shape` (itself if that changes nothing).
+mlir::FailureOr<mlir::Value>
+createBroadcast(NodeImporter &node, mlir::Value input,
+                llvm::ArrayRef<mlir::AffineExpr> shape);
+
+/// The int64 sequence 0, 1, ..., length - 1 laid along axis `axis` of a
+/// tensor of rank `rank` (every other dimension 1).
+mlir::FailureOr<mlir::Value> createIndexSequence(NodeImporter &node,
+                                                 mlir::AffineExpr length,
+                                                 int64_t axis, int64_t rank);
+
 /// A rank-0 kiln.constant of `elementType` holding `value`.
 mlir::Value createScalar(NodeImporter &node, mlir::Type elementType,
                          double value);
@@ -160,6 +171,11 @@ llvm::LogicalResult importShape(NodeImporter &node);
 llvm::LogicalResult importConstantOfShape(NodeImporter &node);
 llvm::LogicalResult importRange(NodeImporter &node);
 llvm::LogicalResult importSize(NodeImporter &node);
+
+// Rearrangements (OnnxRearrangeOps.cpp).
+llvm::LogicalResult importTile(NodeImporter &node);
+llvm::LogicalResult importDepthToSpace(NodeImporter &node);
+llvm::LogicalResult importSpaceToDepth(NodeImporter &node);
 
 // Importers of indexed reads (OnnxGatherOps.cpp).
 /// Operand `i` as int64 indices (int32 ones widened); an error for other

@@ -285,6 +285,8 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
     return importer;
   if (OpImportFn importer = lookupReduceOpImporter(opType))
     return importer;
+  if (OpImportFn importer = lookupIndexOpImporter(opType))
+    return importer;
   return llvm::StringSwitch<OpImportFn>(opType)
       .Case("Add", importBinary<AddOp>)
       .Case("Sub", importBinary<SubOp>)
@@ -328,6 +330,9 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("NegativeLogLikelihoodLoss", importNegativeLogLikelihoodLoss)
       .Case("SoftmaxCrossEntropyLoss", importSoftmaxCrossEntropyLoss)
       .Case("Size", importSize)
+      .Case("Tile", importTile)
+      .Case("DepthToSpace", importDepthToSpace)
+      .Case("SpaceToDepth", importSpaceToDepth)
       .Case("CastLike", importCastLike)
       .Case("Constant", importConstant)
       .Case("Identity", importIdentity)

@@ -205,9 +205,8 @@ LogicalResult kiln::importSqueeze(NodeImporter &node) {
   return success();
 }
 
-/// `input` broadcast to `shape` (itself if that changes nothing).
-static FailureOr<Value> createBroadcast(NodeImporter &node, Value input,
-                                        ArrayRef<AffineExpr> shape) {
+FailureOr<Value> kiln::createBroadcast(NodeImporter &node, Value input,
+                                       ArrayRef<AffineExpr> shape) {
   auto type = RankedTensorType::get(
       getStaticSizes(shape),
       cast<RankedTensorType>(input.getType()).getElementType());

@@ -380,6 +380,40 @@ def max_pool_indices_model(out_dir):
          vinfo("indices", TensorProto.INT64, [1, 1, 3, 3])]), out_dir)
 
 
+def index_ops_model(out_dir):
+    """Ops over element positions and rearrangements on a batch of symbolic
+    size n: ArgMax (last index of ties), Trilu (upper, k = 1), Hardmax and
+    Tile of x [n, 4, 5]; numpy gives the expected outputs (n = 2)."""
+    x = np.array([[[3, 1, 3, 0, 2], [1, 1, 0, 0, 1], [5, 4, 3, 2, 1],
+                   [0, 2, 2, 1, 0]],
+                  [[-1, -2, -3, -4, -5], [2, 2, 2, 2, 2], [0, 9, 1, 9, 1],
+                   [7, 0, 0, 0, 7]]], np.float32)
+    columns, rows = np.arange(5)[None, :], np.arange(4)[:, None]
+    first = x.argmax(axis=-1)
+    last = 4 - x[..., ::-1].argmax(axis=-1)
+    nodes = [
+        helper.make_node("ArgMax", ["x"], ["argmax"], name="argmax", axis=2,
+                         keepdims=0, select_last_index=1),
+        helper.make_node("Trilu", ["x", "k"], ["upper"], name="trilu"),
+        helper.make_node("Hardmax", ["x"], ["hardmax"], name="hardmax"),
+        helper.make_node("Tile", ["x", "repeats"], ["tiled"], name="tile")]
+    initializers = [numpy_helper.from_array(np.array(1, np.int64), "k"),
+                    numpy_helper.from_array(np.array([1, 2, 1], np.int64),
+                                            "repeats")]
+    save(graph_model(
+        nodes, [vinfo("x", TensorProto.FLOAT, ["n", 4, 5])],
+        [vinfo("argmax", TensorProto.INT64, ["n", 4]),
+         vinfo("upper", TensorProto.FLOAT, ["n", 4, 5]),
+         vinfo("hardmax", TensorProto.FLOAT, ["n", 4, 5]),
+         vinfo("tiled", TensorProto.FLOAT, ["n", 8, 5])], initializers),
+        out_dir)
+    write_test_data(out_dir, [
+        ("x", x), ("argmax", last.astype(np.int64)),
+        ("upper", np.where(columns - rows >= 1, x, 0).astype(np.float32)),
+        ("hardmax", (np.arange(5) == first[..., None]).astype(np.float32)),
+        ("tiled", np.tile(x, (1, 2, 1)))])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -596,6 +630,8 @@ def main():
             ("hard_swish", x * np.clip(x / 6 + 0.5, 0, 1)),
             ("clipped", np.maximum(x, np.float32(-0.5))),
             ("leaky", np.where(x < 0, np.float32(0.25) * x, x))])
+    elif kind == "index-ops":
+        index_ops_model(out_dir)
     elif kind == "lp-pool":
         lp_pool_model(out_dir)
     elif kind == "max-pool-indices":

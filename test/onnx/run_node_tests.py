@@ -59,7 +59,7 @@ def read_expected_failures(path):
 # (what a user compiling for Kiln does) and checks ONNX's expected outputs.
 SHAPE_INPUTS = {"Reshape": 1, "Unsqueeze": 1, "Squeeze": 1, "ReduceSum": 1,
                 "Expand": 1, "Slice": 1, "Split": 1, "ConstantOfShape": 0,
-                "Resize": 1, "Upsample": 1}
+                "Resize": 1, "Upsample": 1, "Tile": 1, "OneHot": 1}
 # Ops all of whose inputs from SHAPE_INPUTS' index on decide the shape.
 ALL_LATER_INPUTS = {"Slice", "Resize"}
 

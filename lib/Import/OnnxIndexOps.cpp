@@ -1,0 +1,278 @@
+//===- OnnxIndexOps.cpp - ONNX ops over element positions -----------------===//
+//
+// ArgMax, ArgMin, Hardmax, Trilu, EyeLike and OneHot compare element
+// positions (int64 sequences laid along an axis) with values; each is a
+// formula over kiln's reductions, comparisons and selects:
+//   ArgMax(x)  = min over the axis of (x == max(x) ? position : 2^62)
+//   Trilu(x)   = (column - row >= k) ? x : 0   (upper; <= k for lower)
+//   OneHot(i)  = (position == i) ? on : off
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Import/OnnxOpUtils.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+template <typename OpTy>
+FailureOr<Value> reduceAxis(NodeImporter &node, FailureOr<Value> input,
+                            int64_t axis, bool keepDims) {
+  if (failed(input))
+    return failure();
+  typename OpTy::Properties props;
+  props.axes = node.b.getDenseI64ArrayAttr({axis});
+  if (keepDims)
+    props.keep_dims = node.b.getUnitAttr();
+  return createInferred<OpTy>(node, *input, props);
+}
+
+/// The position along `axis` of the first (or `last`) maximum of `x` (or
+/// minimum, with ReduceMinOp as `ExtremumOp`).
+template <typename ExtremumOp>
+FailureOr<Value> createArgExtremum(NodeImporter &node, Value x, int64_t axis,
+                                   bool keepDims, bool last) {
+  SymbolicInts shape = node.graph.getShape(x);
+  FailureOr<Value> extremum =
+      reduceAxis<ExtremumOp>(node, x, axis, /*keepDims=*/true);
+  FailureOr<Value> positions =
+      createIndexSequence(node, shape[axis], axis, shape.size());
+  if (failed(extremum) || failed(positions))
+    return failure();
+  FailureOr<Value> hits = createInferred<EqualOp>(node, {x, *extremum});
+  if (failed(hits))
+    return failure();
+  Type i64 = node.b.getI64Type();
+  // Beyond any position, and exact as the double createScalar takes.
+  double miss = last ? -1.0 : 0x1p62;
+  FailureOr<Value> candidates = createInferred<SelectOp>(
+      node, {*hits, *positions, createScalar(node, i64, miss)});
+  if (last)
+    return reduceAxis<ReduceMaxOp>(node, candidates, axis, keepDims);
+  return reduceAxis<ReduceMinOp>(node, candidates, axis, keepDims);
+}
+
+template <typename ExtremumOp> LogicalResult importArg(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x))
+    return failure();
+  Type type = getElementTypeOrSelf(x->getType());
+  if (!type.isF32() && !type.isInteger(64) && !type.isInteger(32))
+    return node.emitError() << "input of type " << type
+                            << " is not supported; the op takes f32, i64 or "
+                               "i32";
+  FailureOr<int64_t> axis = node.normalizeAxis(
+      node.getIntAttr("axis", 0), node.getOperandType(0).getRank());
+  if (failed(axis))
+    return failure();
+  FailureOr<Value> result = createArgExtremum<ExtremumOp>(
+      node, *x, *axis, node.getIntAttr("keepdims", 1) != 0,
+      node.getIntAttr("select_last_index", 0) != 0);
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
+  return success();
+}
+
+/// 1 at the first maximum along the axis, 0 elsewhere; before opset 13 on
+/// the input flattened to 2-D at the axis, as Softmax then was.
+LogicalResult importHardmax(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireFloat(node, *x)))
+    return failure();
+  int64_t rank = node.getOperandType(0).getRank();
+  bool flattened = node.getOpset() < 13;
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.getIntAttr("axis", flattened ? 1 : -1), rank);
+  if (failed(axis))
+    return failure();
+  SymbolicInts shape = node.graph.getShape(*x);
+  FailureOr<Value> input = *x;
+  int64_t hardmaxAxis = *axis;
+  if (flattened) {
+    input = createReshape(node, *x,
+                          getFlattenedShape(node.b.getContext(), shape, *axis));
+    hardmaxAxis = 1;
+  }
+  if (failed(input))
+    return failure();
+  SymbolicInts inputShape = node.graph.getShape(*input);
+  FailureOr<Value> winner = createArgExtremum<ReduceMaxOp>(
+      node, *input, hardmaxAxis, /*keepDims=*/true, /*last=*/false);
+  FailureOr<Value> positions = createIndexSequence(
+      node, inputShape[hardmaxAxis], hardmaxAxis, inputShape.size());
+  if (failed(winner) || failed(positions))
+    return failure();
+  FailureOr<Value> isWinner =
+      createInferred<EqualOp>(node, {*positions, *winner});
+  if (failed(isWinner))
+    return failure();
+  Type f32 = node.b.getF32Type();
+  Value ones = CastOp::create(
+      node.b, node.loc,
+      RankedTensorType::get(
+          cast<RankedTensorType>(isWinner->getType()).getShape(), f32),
+      *isWinner);
+  FailureOr<Value> result = createReshape(node, ones, shape);
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
+  return success();
+}
+
+/// column - row over the last two dimensions of a rank-`rank` tensor whose
+/// last two sizes are `rows` and `columns`.
+FailureOr<Value> createDiagonalOffsets(NodeImporter &node, AffineExpr rows,
+                                       AffineExpr columns, int64_t rank) {
+  FailureOr<Value> row = createIndexSequence(node, rows, rank - 2, rank);
+  FailureOr<Value> column = createIndexSequence(node, columns, rank - 1, rank);
+  if (failed(row) || failed(column))
+    return failure();
+  return createInferred<SubOp>(node, {*column, *row});
+}
+
+/// The lower (upper = 0) or upper triangle from diagonal k on, zeros
+/// elsewhere.
+LogicalResult importTrilu(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x))
+    return failure();
+  int64_t rank = node.getOperandType(0).getRank();
+  if (rank < 2)
+    return node.emitError() << "input must have rank >= 2";
+  Type i64 = node.b.getI64Type();
+  Value k = createScalar(node, i64, 0);
+  if (node.operands.size() > 1 && node.operands[1]) {
+    k = node.operands[1];
+    auto kType = cast<RankedTensorType>(k.getType());
+    if (!kType.getElementType().isInteger(64) || kType.getNumElements() != 1)
+      return node.emitError() << "k must be one int64";
+    if (kType.getRank() != 0)
+      k = createReshape(node, k, ArrayRef<int64_t>{});
+  }
+  SymbolicInts shape = node.graph.getShape(*x);
+  FailureOr<Value> offsets =
+      createDiagonalOffsets(node, shape[rank - 2], shape[rank - 1], rank);
+  if (failed(offsets))
+    return failure();
+  bool upper = node.getIntAttr("upper", 1) != 0;
+  FailureOr<Value> keep =
+      upper ? createInferred<LessEqualOp>(node, {k, *offsets})
+            : createInferred<LessEqualOp>(node, {*offsets, k});
+  if (failed(keep))
+    return failure();
+  return addInferredResult<SelectOp>(
+      node,
+      {*keep, *x, createScalar(node, getElementTypeOrSelf(x->getType()), 0)});
+}
+
+/// Ones on diagonal k of a 2-D shape, in `dtype` (the input's type by
+/// default).
+LogicalResult importEyeLike(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x))
+    return failure();
+  if (node.getOperandType(0).getRank() != 2)
+    return node.emitError() << "input must be 2-D";
+  Type elementType = getElementTypeOrSelf(x->getType());
+  if (const onnx::AttributeProto *dtype = node.getAttr("dtype")) {
+    elementType = getElementType(node.b.getContext(), dtype->i());
+    if (!elementType)
+      return node.emitError()
+             << "dtype " << getOnnxTypeName(dtype->i())
+             << " is not supported; Kiln supports " << kSupportedTypes;
+    node.graph.setValueType(node.node.output(0), dtype->i());
+  }
+  SymbolicInts shape = node.graph.getShape(*x);
+  FailureOr<Value> offsets = createDiagonalOffsets(node, shape[0], shape[1], 2);
+  if (failed(offsets))
+    return failure();
+  FailureOr<Value> diagonal = createInferred<EqualOp>(
+      node, {*offsets,
+             createScalar(node, node.b.getI64Type(), node.getIntAttr("k", 0))});
+  if (failed(diagonal))
+    return failure();
+  node.results.push_back(CastOp::create(
+      node.b, node.loc,
+      RankedTensorType::get(node.getOperandType(0).getShape(), elementType),
+      *diagonal));
+  return success();
+}
+
+/// The value of a one-element constant (of any numeric type), if it is
+/// one.
+std::optional<int64_t> getConstantScalar(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                        : DenseElementsAttr();
+  if (!dense || dense.getNumElements() != 1)
+    return std::nullopt;
+  if (isa<FloatType>(dense.getElementType()))
+    return static_cast<int64_t>(
+        (*dense.getValues<APFloat>().begin()).convertToDouble());
+  return (*dense.getValues<APInt>().begin()).getSExtValue();
+}
+
+/// values[1] where an index (negative ones counting from depth) equals the
+/// position along the new axis, values[0] elsewhere.
+LogicalResult importOneHot(NodeImporter &node) {
+  FailureOr<Value> indices = node.getOperand(0),
+                   depthValue = node.getOperand(1), values = node.getOperand(2);
+  if (failed(indices) || failed(depthValue) || failed(values))
+    return failure();
+  std::optional<int64_t> depth = getConstantScalar(*depthValue);
+  if (!depth || *depth < 1)
+    return node.emitError() << "depth must be a positive compile-time "
+                               "constant";
+  if (cast<RankedTensorType>(values->getType()).getNumElements() != 2)
+    return node.emitError() << "values must hold [off, on]";
+  int64_t rank = node.getOperandType(0).getRank() + 1;
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.getIntAttr("axis", -1), rank);
+  if (failed(axis))
+    return failure();
+  Type i64 = node.b.getI64Type();
+  Value index = *indices;
+  auto indicesType = node.getOperandType(0);
+  if (!indicesType.getElementType().isInteger(64))
+    index = CastOp::create(node.b, node.loc,
+                           RankedTensorType::get(indicesType.getShape(), i64),
+                           index);
+  SymbolicInts shape = node.graph.getShape(*indices);
+  shape.insert(shape.begin() + *axis,
+               getAffineConstantExpr(1, node.b.getContext()));
+  FailureOr<Value> expanded = createReshape(node, index, shape);
+  FailureOr<Value> positions = createIndexSequence(
+      node, getAffineConstantExpr(*depth, node.b.getContext()), *axis, rank);
+  if (failed(expanded) || failed(positions))
+    return failure();
+  Formula f(node, *expanded);
+  FailureOr<Value> wrapped =
+      f.select(f.apply<LessOp>(*expanded, f.constant(0)),
+               f.apply<AddOp>(*expanded, f.constant(*depth)), *expanded);
+  FailureOr<Value> hits = f.apply<EqualOp>(wrapped, *positions);
+  GatherOp::Properties props;
+  props.axis = node.b.getI64IntegerAttr(0);
+  auto pick = [&](int64_t i) {
+    return createInferred<GatherOp>(node, {*values, createScalar(node, i64, i)},
+                                    props);
+  };
+  return f.result(f.select(hits, pick(1), pick(0)));
+}
+
+} // namespace
+
+OpImportFn kiln::lookupIndexOpImporter(StringRef opType) {
+  return llvm::StringSwitch<OpImportFn>(opType)
+      .Case("ArgMax", importArg<ReduceMaxOp>)
+      .Case("ArgMin", importArg<ReduceMinOp>)
+      .Case("Hardmax", importHardmax)
+      .Case("Trilu", importTrilu)
+      .Case("EyeLike", importEyeLike)
+      .Case("OneHot", importOneHot)
+      .Default(nullptr);
+}

@@ -1,0 +1,128 @@
+//===- OnnxRearrangeOps.cpp - ONNX Tile, DepthToSpace, SpaceToDepth -------===//
+//
+// Ops that rearrange elements without computing, as reshapes, transposes
+// and broadcasts: Tile repeats x [d0, d1] r0 x r1 times by broadcasting
+// x as [1, d0, 1, d1] to [r0, d0, r1, d1]; DepthToSpace and SpaceToDepth
+// split a dimension into blocks, transpose them and merge.
+//
+//===----------------------------------------------------------------------===//
+#include "lib/Import/OnnxOpUtils.h"
+
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+LogicalResult kiln::importTile(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  FailureOr<std::optional<SmallVector<int64_t>>> repeats =
+      node.getIntsFromAttrOrInput("repeats", 1);
+  if (failed(input) || failed(repeats))
+    return failure();
+  SymbolicInts shape = node.graph.getShape(*input);
+  if (!*repeats || (*repeats)->size() != shape.size())
+    return node.emitError() << "needs one repeat count per dimension";
+  MLIRContext *context = node.b.getContext();
+  SymbolicInts spread, repeated, result;
+  for (auto [size, count] : llvm::zip(shape, **repeats)) {
+    if (count < 0)
+      return node.emitError() << "repeat counts must not be negative";
+    AffineExpr times = getAffineConstantExpr(count, context);
+    spread.append({getAffineConstantExpr(1, context), size});
+    repeated.append({times, size});
+    result.push_back(times * size);
+  }
+  FailureOr<Value> value = createReshape(node, *input, spread);
+  if (succeeded(value))
+    value = createBroadcast(node, *value, repeated);
+  if (succeeded(value))
+    value = createReshape(node, *value, result);
+  if (failed(value))
+    return failure();
+  node.results.push_back(*value);
+  return success();
+}
+
+namespace {
+
+/// `input` reshaped to `split`, transposed by `perm` and reshaped to
+/// `merged` (all static).
+FailureOr<Value> createBlockShuffle(NodeImporter &node, Value input,
+                                    ArrayRef<int64_t> split,
+                                    ArrayRef<int64_t> perm,
+                                    ArrayRef<int64_t> merged) {
+  Value blocks = createReshape(node, input, split);
+  TransposeOp::Properties props;
+  props.perm = node.b.getDenseI64ArrayAttr(perm);
+  FailureOr<Value> moved = createInferred<TransposeOp>(node, blocks, props);
+  if (failed(moved))
+    return failure();
+  return createReshape(node, *moved, merged);
+}
+
+/// The static [N, C, H, W] input and the blocksize, which must divide
+/// `divided` (C for DepthToSpace as C / blocksize^2, H and W for
+/// SpaceToDepth).
+FailureOr<std::pair<Value, int64_t>> getBlockInput(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  if (type.getRank() != 4 || !type.hasStaticShape())
+    return node.emitError() << "expects a static [N, C, H, W] input";
+  int64_t blocksize = node.getIntAttr("blocksize", 0);
+  if (blocksize < 1)
+    return node.emitError() << "blocksize must be positive";
+  return std::make_pair(*input, blocksize);
+}
+
+LogicalResult addResult(NodeImporter &node, FailureOr<Value> result) {
+  if (failed(result))
+    return failure();
+  node.results.push_back(*result);
+  return success();
+}
+
+} // namespace
+
+/// Moves blocks of channels into b x b spatial blocks: DCR reads the
+/// channels as [b, b, C / b^2], CRD as [C / b^2, b, b].
+LogicalResult kiln::importDepthToSpace(NodeImporter &node) {
+  FailureOr<std::pair<Value, int64_t>> block = getBlockInput(node);
+  if (failed(block))
+    return failure();
+  auto [input, b] = *block;
+  ArrayRef<int64_t> s = node.getOperandType(0).getShape();
+  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  if (c % (b * b) != 0)
+    return node.emitError() << "blocksize^2 = " << b * b
+                            << " does not divide the " << c << " channels";
+  const onnx::AttributeProto *modeAttr = node.getAttr("mode");
+  std::string mode = modeAttr ? modeAttr->s() : "DCR";
+  SmallVector<int64_t> merged = {n, c / (b * b), h * b, w * b};
+  if (mode == "DCR")
+    return addResult(node, createBlockShuffle(node, input,
+                                              {n, b, b, c / (b * b), h, w},
+                                              {0, 3, 4, 1, 5, 2}, merged));
+  if (mode == "CRD")
+    return addResult(node, createBlockShuffle(node, input,
+                                              {n, c / (b * b), b, b, h, w},
+                                              {0, 1, 4, 2, 5, 3}, merged));
+  return node.emitError() << "unknown mode '" << mode << "'";
+}
+
+/// Moves b x b spatial blocks into channels, the block offsets outermost.
+LogicalResult kiln::importSpaceToDepth(NodeImporter &node) {
+  FailureOr<std::pair<Value, int64_t>> block = getBlockInput(node);
+  if (failed(block))
+    return failure();
+  auto [input, b] = *block;
+  ArrayRef<int64_t> s = node.getOperandType(0).getShape();
+  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  if (h % b != 0 || w % b != 0)
+    return node.emitError() << "blocksize " << b << " does not divide the " << h
+                            << "x" << w << " image";
+  return addResult(node, createBlockShuffle(
+                             node, input, {n, c, h / b, b, w / b, b},
+                             {0, 3, 5, 1, 2, 4}, {n, c * b * b, h / b, w / b}));
+}
