@@ -41,6 +41,15 @@ llvm::LogicalResult addInferredResult(NodeImporter &node,
   return mlir::success();
 }
 
+/// Adds `result` as the node's next result, if it was built.
+inline llvm::LogicalResult addResult(NodeImporter &node,
+                                     mlir::FailureOr<mlir::Value> result) {
+  if (mlir::failed(result))
+    return mlir::failure();
+  node.results.push_back(*result);
+  return mlir::success();
+}
+
 /// `input` reshaped to `shape` (itself if the shape is unchanged), the
 /// sizes of its dynamic dimensions computed where the node is.
 mlir::FailureOr<mlir::Value> createReshape(NodeImporter &node,

@@ -88,13 +88,6 @@ FailureOr<Value> reduceSpatial(NodeImporter &node, FailureOr<Value> input) {
   return createInferred<OpTy>(node, *input, props);
 }
 
-LogicalResult addResult(NodeImporter &node, FailureOr<Value> result) {
-  if (failed(result))
-    return failure();
-  node.results.push_back(*result);
-  return success();
-}
-
 } // namespace
 
 LogicalResult kiln::importMaxPool(NodeImporter &node) {

@@ -76,13 +76,6 @@ FailureOr<std::pair<Value, int64_t>> getBlockInput(NodeImporter &node) {
   return std::make_pair(*input, blocksize);
 }
 
-LogicalResult addResult(NodeImporter &node, FailureOr<Value> result) {
-  if (failed(result))
-    return failure();
-  node.results.push_back(*result);
-  return success();
-}
-
 } // namespace
 
 /// Moves blocks of channels into b x b spatial blocks: DCR reads the
