@@ -41,6 +41,26 @@ Type kiln::getElementType(MLIRContext *ctx, int32_t onnxType) {
   }
 }
 
+int32_t kiln::getOnnxType(Type elementType, bool isUnsigned) {
+  if (elementType.isF32())
+    return onnx::TensorProto::FLOAT;
+  if (elementType.isF16())
+    return onnx::TensorProto::FLOAT16;
+  if (elementType.isBF16())
+    return onnx::TensorProto::BFLOAT16;
+  if (elementType.isInteger(64))
+    return onnx::TensorProto::INT64;
+  if (elementType.isInteger(32))
+    return onnx::TensorProto::INT32;
+  if (elementType.isInteger(16))
+    return isUnsigned ? onnx::TensorProto::UINT16 : onnx::TensorProto::INT16;
+  if (elementType.isInteger(8))
+    return isUnsigned ? onnx::TensorProto::UINT8 : onnx::TensorProto::INT8;
+  if (elementType.isInteger(1))
+    return onnx::TensorProto::BOOL;
+  return onnx::TensorProto::UNDEFINED;
+}
+
 std::string kiln::getOnnxTypeName(int32_t onnxType) {
   if (onnx::TensorProto_DataType_IsValid(onnxType))
     return onnx::TensorProto_DataType_Name(

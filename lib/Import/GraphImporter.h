@@ -20,6 +20,10 @@ namespace kiln {
 /// The kiln element type of an ONNX TensorProto data type, or null.
 mlir::Type getElementType(mlir::MLIRContext *ctx, int32_t onnxType);
 
+/// The ONNX data type of a kiln element type; `isUnsigned` picks UINT8 or
+/// UINT16 for i8 and i16. UNDEFINED (0) for types ONNX lacks.
+int32_t getOnnxType(mlir::Type elementType, bool isUnsigned);
+
 /// The ONNX element types Kiln imports, for messages.
 inline constexpr llvm::StringLiteral kSupportedTypes =
     "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT16, UINT16, INT8, UINT8 and "

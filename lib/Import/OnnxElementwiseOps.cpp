@@ -284,6 +284,17 @@ LogicalResult importClip(NodeImporter &node) {
   return f.result(result);
 }
 
+/// x * sigmoid(alpha * x).
+LogicalResult importSwish(NodeImporter &node) {
+  float alpha = node.getFloatAttr("alpha", 1.0f);
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    return f.apply<MulOp>(
+        x, f.apply<SigmoidOp>(alpha == 1.0f
+                                  ? FailureOr<Value>(x)
+                                  : f.apply<MulOp>(x, f.constant(alpha))));
+  });
+}
+
 /// x != x holds for NaN only.
 LogicalResult importIsNaN(NodeImporter &node) {
   return importFloatFormula(node, [&](Formula &f, Value x) {
@@ -324,6 +335,27 @@ LogicalResult importShrink(NodeImporter &node) {
                         f.apply<SubOp>(*x, f.constant(bias)), f.constant(0))));
 }
 
+/// fmod = 1: C's fmod, with the dividend's sign; fmod = 0: the divisor's
+/// sign, as Python's %, by adding the divisor to a non-zero remainder of the
+/// other sign.
+LogicalResult importMod(NodeImporter &node) {
+  FailureOr<Value> lhs = node.getOperand(0), rhs = node.getOperand(1);
+  if (failed(lhs) || failed(rhs) || failed(requireNumeric(node, *lhs)) ||
+      failed(requireSameElementType(node, *lhs, *rhs)))
+    return failure();
+  bool fmod = node.getIntAttr("fmod", 0) != 0;
+  Formula f(node, *lhs);
+  FailureOr<Value> remainder = f.apply<RemOp>(*lhs, *rhs);
+  if (fmod)
+    return f.result(remainder);
+  FailureOr<Value> zero = f.constant(0);
+  FailureOr<Value> otherSign = f.apply<XorOp>(f.apply<LessOp>(remainder, zero),
+                                              f.apply<LessOp>(*rhs, zero));
+  FailureOr<Value> nonZero = f.apply<NotOp>(f.apply<EqualOp>(remainder, zero));
+  return f.result(f.select(f.apply<AndOp>(otherSign, nonZero),
+                           f.apply<AddOp>(remainder, *rhs), remainder));
+}
+
 } // namespace
 
 OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
@@ -360,5 +392,7 @@ OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
       .Case("IsNaN", importIsNaN)
       .Case("IsInf", importIsInf)
       .Case("Shrink", importShrink)
+      .Case("Mod", importMod)
+      .Case("Swish", importSwish)
       .Default(nullptr);
 }

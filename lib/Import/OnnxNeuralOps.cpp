@@ -204,6 +204,36 @@ LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
   return success();
 }
 
+/// X / sqrt(mean(X^2) + epsilon) * scale, the mean over the axes from
+/// `axis` on.
+LogicalResult kiln::importRMSNormalization(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1);
+  if (failed(input) || failed(scale) || failed(requireFloat(node, *input)) ||
+      failed(requireFloat(node, *scale)))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.getIntAttr("axis", -1), type.getRank());
+  if (failed(axis))
+    return failure();
+  ReduceMeanOp::Properties props;
+  props.axes = node.b.getDenseI64ArrayAttr(
+      llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank())));
+  props.keep_dims = node.b.getUnitAttr();
+  Formula f(node, *input);
+  FailureOr<Value> squares = f.apply<MulOp>(*input, *input);
+  if (failed(squares))
+    return failure();
+  FailureOr<Value> meanSquare =
+      createInferred<ReduceMeanOp>(node, *squares, props);
+  FailureOr<Value> rms = f.apply<SqrtOp>(f.apply<AddOp>(
+      meanSquare, f.constant(node.getFloatAttr("epsilon", 1e-5f))));
+  FailureOr<Value> result = f.apply<MulOp>(f.apply<DivOp>(*input, rms), *scale);
+  if (succeeded(result) && result->getType() != type)
+    return node.emitError() << "scale must broadcast to the input";
+  return f.result(result);
+}
+
 namespace {
 
 /// `input` [N, C, spatial...] normalized over each of `groups` groups of

@@ -155,6 +155,7 @@ mlir::FailureOr<mlir::Value> createConvolution(NodeImporter &node,
                                                mlir::Value filter);
 llvm::LogicalResult importConv(NodeImporter &node);
 llvm::LogicalResult importLayerNormalization(NodeImporter &node);
+llvm::LogicalResult importRMSNormalization(NodeImporter &node);
 llvm::LogicalResult importInstanceNormalization(NodeImporter &node);
 llvm::LogicalResult importGroupNormalization(NodeImporter &node);
 llvm::LogicalResult importResize(NodeImporter &node);

@@ -219,15 +219,15 @@ LogicalResult importCast(NodeImporter &node) {
   return importCastTo(node, node.getIntAttr("to", 0));
 }
 
-/// Cast to the element type of input 1, as the model declares it (which
-/// tells uint8 from int8).
+/// Cast to the element type of input 1: as the model declares it (which
+/// tells uint8 from int8), else as kiln typed it.
 LogicalResult importCastLike(NodeImporter &node) {
   if (failed(node.getOperand(1)))
     return failure();
   int32_t to = node.graph.getValueType(node.node.input(1));
   if (to == 0)
-    return node.emitError() << "the element type of input '"
-                            << node.node.input(1) << "' is unknown";
+    to = getOnnxType(node.getOperandType(1).getElementType(),
+                     node.isUnsignedOperand(1));
   return importCastTo(node, to);
 }
 
@@ -340,6 +340,7 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Equal", importEqual)
       .Case("Where", importWhere)
       .Case("LayerNormalization", importLayerNormalization)
+      .Case("RMSNormalization", importRMSNormalization)
       .Case("InstanceNormalization", importInstanceNormalization)
       .Case("GroupNormalization", importGroupNormalization)
       .Case("Resize", importResize)

@@ -104,7 +104,8 @@ LogicalResult kiln::importDepthToSpace(NodeImporter &node) {
   return node.emitError() << "unknown mode '" << mode << "'";
 }
 
-/// Moves b x b spatial blocks into channels, the block offsets outermost.
+/// Moves b x b spatial blocks into channels: DCR puts the block offsets
+/// outermost ([b, b, C]), CRD innermost ([C, b, b]).
 LogicalResult kiln::importSpaceToDepth(NodeImporter &node) {
   FailureOr<std::pair<Value, int64_t>> block = getBlockInput(node);
   if (failed(block))
@@ -115,7 +116,14 @@ LogicalResult kiln::importSpaceToDepth(NodeImporter &node) {
   if (h % b != 0 || w % b != 0)
     return node.emitError() << "blocksize " << b << " does not divide the " << h
                             << "x" << w << " image";
-  return addResult(node, createBlockShuffle(
-                             node, input, {n, c, h / b, b, w / b, b},
-                             {0, 3, 5, 1, 2, 4}, {n, c * b * b, h / b, w / b}));
+  const onnx::AttributeProto *modeAttr = node.getAttr("mode");
+  std::string mode = modeAttr ? modeAttr->s() : "DCR";
+  if (mode != "DCR" && mode != "CRD")
+    return node.emitError() << "unknown mode '" << mode << "'";
+  SmallVector<int64_t> perm = mode == "DCR"
+                                  ? SmallVector<int64_t>{0, 3, 5, 1, 2, 4}
+                                  : SmallVector<int64_t>{0, 1, 3, 5, 2, 4};
+  return addResult(node,
+                   createBlockShuffle(node, input, {n, c, h / b, b, w / b, b},
+                                      perm, {n, c * b * b, h / b, w / b}));
 }

@@ -167,8 +167,8 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
     Operation *op, function_ref<SymbolicInts(Value)> shapeOf) {
   auto shape = [&](unsigned i) { return shapeOf(op->getOperand(i)); };
   return TypeSwitch<Operation *, FailureOr<SymbolicInts>>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp, XorOp,
-            EqualOp, LessOp, LessEqualOp>(
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, RemOp, MinOp, MaxOp, AndOp, OrOp,
+            XorOp, EqualOp, LessOp, LessEqualOp>(
           [&](auto) { return broadcastShapes(shape(0), shape(1)); })
       .Case([&](SelectOp) -> FailureOr<SymbolicInts> {
         FailureOr<SymbolicInts> values = broadcastShapes(shape(1), shape(2));

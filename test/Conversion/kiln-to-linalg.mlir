@@ -166,6 +166,25 @@ func.func @pool_max(%x: tensor<?x3x8xf32>) -> tensor<?x3x4xf32> {
 
 // -----
 
+// An integer remainder by 0 or -1 gives 0 instead of trapping; a float one
+// is frem (C's fmod).
+// CHECK-LABEL: func.func @remainder
+// CHECK: ^bb0(%[[A:.*]]: i64, %[[B:.*]]: i64, %{{.*}}: i64):
+// CHECK: %[[IS_ZERO:.*]] = arith.cmpi eq, %[[B]], %c0_i64
+// CHECK: %[[IS_MINUS_ONE:.*]] = arith.cmpi eq, %[[B]], %c-1_i64
+// CHECK: %[[UNSAFE:.*]] = arith.ori %[[IS_ZERO]], %[[IS_MINUS_ONE]]
+// CHECK: %[[DIVISOR:.*]] = arith.select %[[UNSAFE]], %c1_i64, %[[B]]
+// CHECK: %[[REM:.*]] = arith.remsi %[[A]], %[[DIVISOR]]
+// CHECK: arith.select %[[UNSAFE]], %c0_i64, %[[REM]]
+// CHECK: arith.remf
+func.func @remainder(%a: tensor<4xi64>, %b: tensor<4xi64>, %x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xi64>, tensor<4xf32>) {
+  %0 = kiln.rem %a, %b : tensor<4xi64>, tensor<4xi64>
+  %1 = kiln.rem %x, %y : tensor<4xf32>, tensor<4xf32>
+  return %0, %1 : tensor<4xi64>, tensor<4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @concat
 // CHECK: %[[EMPTY:.*]] = tensor.empty() : tensor<2x5xf32>
 // CHECK: %[[FIRST:.*]] = tensor.insert_slice %arg0 into %[[EMPTY]][0, 0] [2, 3] [1, 1]

@@ -242,3 +242,10 @@ func.func @pool(%x: tensor<1x3x8x8xf32>) -> (tensor<1x3x4x4xf32>, tensor<1x3x8x8
   %1 = kiln.pool average %x kernel = [3, 3] strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] ceil_mode count_include_pad : tensor<1x3x8x8xf32> -> tensor<1x3x8x8xf32>
   return %0, %1 : tensor<1x3x4x4xf32>, tensor<1x3x8x8xf32>
 }
+
+// CHECK-LABEL: func.func @remainder
+// CHECK: kiln.rem %arg0, %arg1 : tensor<4xi64>, tensor<i64>
+func.func @remainder(%a: tensor<4xi64>, %b: tensor<i64>) -> tensor<4xi64> {
+  %0 = kiln.rem %a, %b : tensor<4xi64>, tensor<i64>
+  return %0 : tensor<4xi64>
+}

@@ -414,6 +414,44 @@ def index_ops_model(out_dir):
         ("tiled", np.tile(x, (1, 2, 1)))])
 
 
+def newer_ops_model(out_dir):
+    """Ops newer than Debian's onnx package knows, at opset 24:
+    RMSNormalization over the last axis, Swish (alpha 0.5), and Mod in both
+    of its forms on int64 (Python's sign of the divisor, and C's fmod),
+    including a remainder by zero (0, as numpy gives). numpy evaluates the
+    definitions in float64."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 6)).astype(np.float32)
+    scale = rng.standard_normal(6).astype(np.float32)
+    a = np.array([7, -7, 7, -7, 5, 0], np.int64)
+    b = np.array([3, 3, -3, -3, 0, 4], np.int64)
+    x64 = x.astype(np.float64)
+    rms = np.sqrt((x64 ** 2).mean(axis=-1, keepdims=True) + 1e-5)
+    with np.errstate(divide="ignore"):
+        python_mod = np.where(b == 0, 0, np.mod(a, np.where(b == 0, 1, b)))
+        c_fmod = np.where(b == 0, 0, np.fmod(a, np.where(b == 0, 1, b)))
+    nodes = [
+        helper.make_node("RMSNormalization", ["x", "scale"], ["rms_norm"],
+                         name="rms"),
+        helper.make_node("Swish", ["x"], ["swish"], name="swish", alpha=0.5),
+        helper.make_node("Mod", ["a", "b"], ["mod"], name="mod"),
+        helper.make_node("Mod", ["a", "b"], ["fmod"], name="fmod", fmod=1)]
+    save(graph_model(
+        nodes,
+        [vinfo("x", TensorProto.FLOAT, [2, 6]),
+         vinfo("a", TensorProto.INT64, [6]), vinfo("b", TensorProto.INT64, [6])],
+        [vinfo("rms_norm", TensorProto.FLOAT, [2, 6]),
+         vinfo("swish", TensorProto.FLOAT, [2, 6]),
+         vinfo("mod", TensorProto.INT64, [6]),
+         vinfo("fmod", TensorProto.INT64, [6])],
+        [numpy_helper.from_array(scale, "scale")], opset=24), out_dir)
+    write_test_data(out_dir, [
+        ("x", x), ("a", a), ("b", b),
+        ("rms_norm", (x64 / rms * scale).astype(np.float32)),
+        ("swish", (x64 / (1 + np.exp(-0.5 * x64))).astype(np.float32)),
+        ("mod", python_mod.astype(np.int64)), ("fmod", c_fmod.astype(np.int64))])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -630,6 +668,8 @@ def main():
             ("hard_swish", x * np.clip(x / 6 + 0.5, 0, 1)),
             ("clipped", np.maximum(x, np.float32(-0.5))),
             ("leaky", np.where(x < 0, np.float32(0.25) * x, x))])
+    elif kind == "newer-ops":
+        newer_ops_model(out_dir)
     elif kind == "index-ops":
         index_ops_model(out_dir)
     elif kind == "lp-pool":

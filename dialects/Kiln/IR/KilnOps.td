@@ -104,6 +104,19 @@ def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_NumericTensor> {
   let hasFolder = 1;
 }
 
+def Kiln_RemOp : Kiln_BinaryOp<"rem", Kiln_NumericTensor> {
+  let summary = "elementwise remainder of truncated division, with broadcasting";
+  let description = [{
+    `lhs - trunc(lhs / rhs) * rhs` after ONNX multidirectional broadcasting:
+    C's fmod, with the sign of `lhs`. An integer remainder by zero (or by
+    -1) yields 0 rather than trapping.
+
+    ```mlir
+    %0 = kiln.rem %a, %b : tensor<2x3xi64>, tensor<i64>
+    ```
+  }];
+}
+
 def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_NumericTensor> {
   let summary = "elementwise power with broadcasting";
   let description = [{

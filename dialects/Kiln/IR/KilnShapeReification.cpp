@@ -78,8 +78,8 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
   Location loc = op->getLoc();
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   return TypeSwitch<Operation *, FailureOr<Sizes>>(op)
-      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp, XorOp,
-            EqualOp, LessOp, LessEqualOp, SelectOp>([&](auto) {
+      .Case<AddOp, SubOp, MulOp, DivOp, PowOp, RemOp, MinOp, MaxOp, AndOp, OrOp,
+            XorOp, EqualOp, LessOp, LessEqualOp, SelectOp>([&](auto) {
         return getBroadcastSizes(b, loc, op->getOperands(), resultType);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
@@ -245,11 +245,11 @@ template <typename... OpTys> void attachShapeModels(MLIRContext &context) {
 
 void kiln::registerShapeReification(MLIRContext &context) {
   attachShapeModels<
-      AddOp, SubOp, MulOp, DivOp, PowOp, MinOp, MaxOp, AndOp, OrOp, XorOp,
-      EqualOp, LessOp, LessEqualOp, SelectOp, NegOp, AbsOp, ReluOp, ExpOp,
-      LogOp, SqrtOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, TanOp, AsinOp,
-      AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, FloorOp,
-      CeilOp, RoundOp, NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
+      AddOp, SubOp, MulOp, DivOp, PowOp, RemOp, MinOp, MaxOp, AndOp, OrOp,
+      XorOp, EqualOp, LessOp, LessEqualOp, SelectOp, NegOp, AbsOp, ReluOp,
+      ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, TanOp,
+      AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp,
+      FloorOp, CeilOp, RoundOp, NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
       PackedMatMulOp, TransposeOp, ConcatOp, GatherOp, GatherElementsOp,
       ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
       SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp, RangeOp, AttentionOp,

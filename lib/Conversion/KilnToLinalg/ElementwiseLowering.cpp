@@ -36,6 +36,22 @@ Value createSafeSignedDiv(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return arith::SelectOp::create(b, loc, unsafe, special, quotient);
 }
 
+/// lhs % rhs (truncated), 0 where rhs is 0 or -1 (where remsi traps or
+/// has nothing to take).
+Value createSafeSignedRem(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  Type type = lhs.getType();
+  Value zero = createScalarConstant(b, loc, type, 0);
+  Value one = createScalarConstant(b, loc, type, 1);
+  Value minusOne = createScalarConstant(b, loc, type, -1);
+  Value unsafe = arith::OrIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rhs, zero),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rhs, minusOne));
+  Value divisor = arith::SelectOp::create(b, loc, unsafe, one, rhs);
+  Value remainder = arith::RemSIOp::create(b, loc, lhs, divisor);
+  return arith::SelectOp::create(b, loc, unsafe, zero, remainder);
+}
+
 /// The scalar computation of one elementwise kiln op on its block arguments.
 Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
                      Type resultElementType) {
@@ -64,6 +80,11 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
         return isFloat
                    ? arith::DivFOp::create(b, loc, args[0], args[1]).getResult()
                    : createSafeSignedDiv(b, loc, args[0], args[1]);
+      })
+      .Case([&](RemOp) -> Value {
+        return isFloat
+                   ? arith::RemFOp::create(b, loc, args[0], args[1]).getResult()
+                   : createSafeSignedRem(b, loc, args[0], args[1]);
       })
       .Case([&](PowOp) -> Value {
         return isFloat
@@ -257,23 +278,23 @@ Value kiln::createCast(OpBuilder &b, Location loc, Value value, Type to,
 void kiln::populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<ElementwiseLowering<AddOp>, ElementwiseLowering<SubOp>,
                ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>,
-               ElementwiseLowering<PowOp>, ElementwiseLowering<NegOp>,
-               ElementwiseLowering<AbsOp>, ElementwiseLowering<ReluOp>,
-               ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
-               ElementwiseLowering<SqrtOp>, ElementwiseLowering<TanhOp>,
-               ElementwiseLowering<ErfOp>, ElementwiseLowering<SigmoidOp>,
-               ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
-               ElementwiseLowering<TanOp>, ElementwiseLowering<AsinOp>,
-               ElementwiseLowering<AcosOp>, ElementwiseLowering<AtanOp>,
-               ElementwiseLowering<SinhOp>, ElementwiseLowering<CoshOp>,
-               ElementwiseLowering<AsinhOp>, ElementwiseLowering<AcoshOp>,
-               ElementwiseLowering<AtanhOp>, ElementwiseLowering<FloorOp>,
-               ElementwiseLowering<CeilOp>, ElementwiseLowering<RoundOp>,
-               ElementwiseLowering<NotOp>, ElementwiseLowering<MinOp>,
-               ElementwiseLowering<MaxOp>, ElementwiseLowering<AndOp>,
-               ElementwiseLowering<OrOp>, ElementwiseLowering<XorOp>,
-               ElementwiseLowering<LessOp>, ElementwiseLowering<LessEqualOp>,
-               ElementwiseLowering<CastOp>, ElementwiseLowering<EqualOp>,
-               ElementwiseLowering<SelectOp>, ElementwiseLowering<BroadcastOp>>(
-      patterns.getContext());
+               ElementwiseLowering<PowOp>, ElementwiseLowering<RemOp>,
+               ElementwiseLowering<NegOp>, ElementwiseLowering<AbsOp>,
+               ElementwiseLowering<ReluOp>, ElementwiseLowering<ExpOp>,
+               ElementwiseLowering<LogOp>, ElementwiseLowering<SqrtOp>,
+               ElementwiseLowering<TanhOp>, ElementwiseLowering<ErfOp>,
+               ElementwiseLowering<SigmoidOp>, ElementwiseLowering<SinOp>,
+               ElementwiseLowering<CosOp>, ElementwiseLowering<TanOp>,
+               ElementwiseLowering<AsinOp>, ElementwiseLowering<AcosOp>,
+               ElementwiseLowering<AtanOp>, ElementwiseLowering<SinhOp>,
+               ElementwiseLowering<CoshOp>, ElementwiseLowering<AsinhOp>,
+               ElementwiseLowering<AcoshOp>, ElementwiseLowering<AtanhOp>,
+               ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
+               ElementwiseLowering<RoundOp>, ElementwiseLowering<NotOp>,
+               ElementwiseLowering<MinOp>, ElementwiseLowering<MaxOp>,
+               ElementwiseLowering<AndOp>, ElementwiseLowering<OrOp>,
+               ElementwiseLowering<XorOp>, ElementwiseLowering<LessOp>,
+               ElementwiseLowering<LessEqualOp>, ElementwiseLowering<CastOp>,
+               ElementwiseLowering<EqualOp>, ElementwiseLowering<SelectOp>,
+               ElementwiseLowering<BroadcastOp>>(patterns.getContext());
 }
