@@ -55,26 +55,14 @@ FailureOr<WindowAttrs> kiln::getWindowAttrs(NodeImporter &node,
   return attrs;
 }
 
-/// The 1-D or 2-D convolution of `input` by `filter` (f32 or i32) with the
-/// node's strides, dilations, pads, auto_pad and group. A 1-D convolution
-/// runs as a 2-D one of height 1.
 FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
-                                         Value filter) {
+                                         Value filter,
+                                         const WindowAttrs &window,
+                                         int64_t groups) {
   auto inputType = cast<RankedTensorType>(input.getType());
-  auto filterType = cast<RankedTensorType>(filter.getType());
   int64_t spatial = inputType.getRank() - 2;
-  if ((spatial != 1 && spatial != 2) || filterType.getRank() != spatial + 2)
-    return node.emitError() << "only 1-D and 2-D convolutions are supported; "
-                               "the input has rank "
-                            << inputType.getRank();
-  FailureOr<WindowAttrs> window =
-      getWindowAttrs(node, inputType.getShape().drop_front(2),
-                     filterType.getShape().drop_front(2));
-  if (failed(window))
-    return failure();
-  SmallVector<int64_t> strides = window->strides, dilations = window->dilations,
-                       pads = window->pads;
-
+  SmallVector<int64_t> strides = window.strides, dilations = window.dilations,
+                       pads = window.pads;
   Value x = input, w = filter;
   if (spatial == 1) {
     auto addHeight = [&](Value v) {
@@ -94,7 +82,7 @@ FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
   props.dilations = node.b.getDenseI64ArrayAttr(dilations);
   // ONNX orders 2-D pads as [top, left, bottom, right], as kiln.conv2d does.
   props.pads = node.b.getDenseI64ArrayAttr(pads);
-  props.groups = node.b.getI64IntegerAttr(node.getIntAttr("group", 1));
+  props.groups = node.b.getI64IntegerAttr(groups);
   FailureOr<Value> conv = createInferred<Conv2DOp>(node, {x, w}, props);
   if (failed(conv))
     return failure();
@@ -106,6 +94,26 @@ FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
         {type.getDimSize(0), type.getDimSize(1), type.getDimSize(3)});
   }
   return result;
+}
+
+/// The 1-D or 2-D convolution of `input` by `filter` (f32 or i32) with the
+/// node's strides, dilations, pads, auto_pad and group.
+FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
+                                         Value filter) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  int64_t spatial = inputType.getRank() - 2;
+  if ((spatial != 1 && spatial != 2) || filterType.getRank() != spatial + 2)
+    return node.emitError() << "only 1-D and 2-D convolutions are supported; "
+                               "the input has rank "
+                            << inputType.getRank();
+  FailureOr<WindowAttrs> window =
+      getWindowAttrs(node, inputType.getShape().drop_front(2),
+                     filterType.getShape().drop_front(2));
+  if (failed(window))
+    return failure();
+  return createConvolution(node, input, filter, *window,
+                           node.getIntAttr("group", 1));
 }
 
 /// 1-D and 2-D Conv, grouped or not; the bias becomes an add broadcast over

@@ -153,7 +153,13 @@ mlir::FailureOr<WindowAttrs> getWindowAttrs(NodeImporter &node,
 mlir::FailureOr<mlir::Value> createConvolution(NodeImporter &node,
                                                mlir::Value input,
                                                mlir::Value filter);
+/// The same with the given window and group count instead of the node's;
+/// a 1-D convolution runs as a 2-D one of height 1.
+mlir::FailureOr<mlir::Value>
+createConvolution(NodeImporter &node, mlir::Value input, mlir::Value filter,
+                  const WindowAttrs &window, int64_t groups);
 llvm::LogicalResult importConv(NodeImporter &node);
+llvm::LogicalResult importConvTranspose(NodeImporter &node);
 llvm::LogicalResult importLayerNormalization(NodeImporter &node);
 llvm::LogicalResult importRMSNormalization(NodeImporter &node);
 llvm::LogicalResult importInstanceNormalization(NodeImporter &node);

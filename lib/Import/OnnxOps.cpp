@@ -346,6 +346,7 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Resize", importResize)
       .Case("Upsample", importUpsample)
       .Case("Conv", importConv)
+      .Case("ConvTranspose", importConvTranspose)
       .Case("MaxPool", importMaxPool)
       .Case("AveragePool", importAveragePool)
       .Case("LpPool", importLpPool)

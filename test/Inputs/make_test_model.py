@@ -452,6 +452,31 @@ def newer_ops_model(out_dir):
         ("mod", python_mod.astype(np.int64)), ("fmod", c_fmod.astype(np.int64))])
 
 
+def conv_transpose_model(out_dir):
+    """ConvTranspose with 2 groups, stride 2, pads 3 (more than the kernel's
+    margin of 2, so the result is cropped), output_padding 1 and a bias, of
+    x [1, 4, 5, 5] by w [4, 3, 3, 3]; PyTorch's conv_transpose2d gives the
+    expected output."""
+    import torch
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    bias = rng.standard_normal(6).astype(np.float32)
+    y = torch.nn.functional.conv_transpose2d(
+        torch.from_numpy(x).double(), torch.from_numpy(w).double(),
+        torch.from_numpy(bias).double(), stride=2, padding=3,
+        output_padding=1, groups=2).numpy().astype(np.float32)
+    save(graph_model(
+        [helper.make_node("ConvTranspose", ["x", "w", "bias"], ["y"],
+                          name="up", group=2, strides=[2, 2],
+                          pads=[3, 3, 3, 3], output_padding=[1, 1])],
+        [vinfo("x", TensorProto.FLOAT, list(x.shape))],
+        [vinfo("y", TensorProto.FLOAT, list(y.shape))],
+        [numpy_helper.from_array(w, "w"),
+         numpy_helper.from_array(bias, "bias")]), out_dir)
+    write_test_data(out_dir, [("x", x), ("y", y)])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -668,6 +693,8 @@ def main():
             ("hard_swish", x * np.clip(x / 6 + 0.5, 0, 1)),
             ("clipped", np.maximum(x, np.float32(-0.5))),
             ("leaky", np.where(x < 0, np.float32(0.25) * x, x))])
+    elif kind == "conv-transpose":
+        conv_transpose_model(out_dir)
     elif kind == "newer-ops":
         newer_ops_model(out_dir)
     elif kind == "index-ops":

@@ -277,7 +277,8 @@ def main():
     print(f"{counts['passed']} passed, {counts['failed']} failed")
     if args.results:
         pathlib.Path(args.results).write_text(
-            json.dumps({"folder": folder, "results": results}, indent=1))
+            json.dumps({"folder": folder, "data_dir": str(data_dir.resolve()),
+                        "results": results}, indent=1))
     if args.update_expected:
         update_expected_failures(EXPECTED_FAILURES_FILE, folder, failures)
     ok = counts["failed"] == 0 and counts["xpassed"] == 0 and \
