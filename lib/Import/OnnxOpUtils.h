@@ -190,6 +190,7 @@ llvm::LogicalResult importSize(NodeImporter &node);
 
 // Rearrangements (OnnxRearrangeOps.cpp).
 llvm::LogicalResult importTile(NodeImporter &node);
+llvm::LogicalResult importPad(NodeImporter &node); // OnnxPad.cpp
 llvm::LogicalResult importDepthToSpace(NodeImporter &node);
 llvm::LogicalResult importSpaceToDepth(NodeImporter &node);
 

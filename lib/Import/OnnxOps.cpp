@@ -331,6 +331,7 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("SoftmaxCrossEntropyLoss", importSoftmaxCrossEntropyLoss)
       .Case("Size", importSize)
       .Case("Tile", importTile)
+      .Case("Pad", importPad)
       .Case("DepthToSpace", importDepthToSpace)
       .Case("SpaceToDepth", importSpaceToDepth)
       .Case("CastLike", importCastLike)

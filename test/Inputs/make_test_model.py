@@ -477,6 +477,38 @@ def conv_transpose_model(out_dir):
     write_test_data(out_dir, [("x", x), ("y", y)])
 
 
+def pad_model(out_dir):
+    """Pad of x [2, 3] in three modes, with pads numpy's np.pad checks:
+    reflect by more than the axis holds (3 > 1, so the reflection repeats)
+    after cropping one column (a negative pad; ONNX Runtime crops first,
+    and np.pad takes no negative pads), wrap along both axes (by less than
+    each holds, where np.pad's wrap is periodic), and
+    constant padding with a fill value given as an input."""
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    nodes = [
+        helper.make_node("Pad", ["x", "crop_pads"], ["reflected"],
+                         name="reflect", mode="reflect"),
+        helper.make_node("Pad", ["x", "wrap_pads"], ["wrapped"], name="wrap",
+                         mode="wrap"),
+        helper.make_node("Pad", ["x", "wrap_pads", "fill"], ["filled"],
+                         name="constant")]
+    initializers = [
+        numpy_helper.from_array(np.array([0, 3, 0, -1], np.int64), "crop_pads"),
+        numpy_helper.from_array(np.array([1, 2, 1, 1], np.int64), "wrap_pads")]
+    save(graph_model(
+        nodes, [vinfo("x", TensorProto.FLOAT, [2, 3]),
+                vinfo("fill", TensorProto.FLOAT, [])],
+        [vinfo("reflected", TensorProto.FLOAT, [2, 5]),
+         vinfo("wrapped", TensorProto.FLOAT, [4, 6]),
+         vinfo("filled", TensorProto.FLOAT, [4, 6])], initializers, opset=19),
+        out_dir)
+    write_test_data(out_dir, [
+        ("x", x), ("fill", np.array(-1, np.float32)),
+        ("reflected", np.pad(x[:, :-1], ((0, 0), (3, 0)), mode="reflect")),
+        ("wrapped", np.pad(x, ((1, 1), (2, 1)), mode="wrap")),
+        ("filled", np.pad(x, ((1, 1), (2, 1)), constant_values=-1))])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -693,6 +725,8 @@ def main():
             ("hard_swish", x * np.clip(x / 6 + 0.5, 0, 1)),
             ("clipped", np.maximum(x, np.float32(-0.5))),
             ("leaky", np.where(x < 0, np.float32(0.25) * x, x))])
+    elif kind == "pad":
+        pad_model(out_dir)
     elif kind == "conv-transpose":
         conv_transpose_model(out_dir)
     elif kind == "newer-ops":

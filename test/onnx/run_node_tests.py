@@ -59,12 +59,12 @@ def read_expected_failures(path):
 # (what a user compiling for Kiln does) and checks ONNX's expected outputs.
 SHAPE_INPUTS = {"Reshape": 1, "Unsqueeze": 1, "Squeeze": 1, "Expand": 1,
                 "Slice": 1, "Split": 1, "ConstantOfShape": 0, "Resize": 1,
-                "Upsample": 1, "Tile": 1, "OneHot": 1,
+                "Upsample": 1, "Tile": 1, "OneHot": 1, "Pad": 1,
                 **{"Reduce" + kind: 1 for kind in (
                     "Sum", "Mean", "Max", "Min", "Prod", "L1", "L2",
                     "SumSquare", "LogSum", "LogSumExp")}}
 # Ops all of whose inputs from SHAPE_INPUTS' index on decide the shape.
-ALL_LATER_INPUTS = {"Slice", "Resize"}
+ALL_LATER_INPUTS = {"Slice", "Resize", "Pad"}
 
 
 def runtime_shape_inputs(model):
