@@ -559,7 +559,10 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   }
   Block *block = builder.getInsertionBlock();
   Operation *lastBefore = block->empty() ? nullptr : &block->back();
-  if (failed(importFn(importer)))
+  bool widen = (domain.empty() || domain == "ai.onnx") &&
+               isElementwiseOnnxOp(node.op_type());
+  if (failed(widen ? importInComputeTypes(importer, importFn)
+                   : importFn(importer)))
     return failure();
   if (failed(foldNewOps(lastBefore, importer.results)))
     return failure();

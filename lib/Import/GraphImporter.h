@@ -243,6 +243,14 @@ OpImportFn lookupReduceOpImporter(llvm::StringRef opType);
 /// The importer for ONNX's ops over element positions (ArgMax, Trilu,
 /// OneHot, ...; OnnxIndexOps.cpp), or null.
 OpImportFn lookupIndexOpImporter(llvm::StringRef opType);
+/// Whether ONNX op `opType` computes elementwise, so that it may compute
+/// on int8, int16, float16 and bfloat16 in wider types (OnnxNarrowTypes.cpp).
+bool isElementwiseOnnxOp(llvm::StringRef opType);
+/// Imports the node with `importFn`, its int8/int16 operands widened to i32
+/// and float16/bfloat16 ones to f32, and its results of that type narrowed
+/// back.
+llvm::LogicalResult importInComputeTypes(NodeImporter &node,
+                                         OpImportFn importFn);
 /// The importer for ONNX Runtime's contrib op `opType` (domain
 /// com.microsoft), or null.
 OpImportFn lookupMicrosoftOpImporter(llvm::StringRef opType);

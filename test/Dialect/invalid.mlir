@@ -460,7 +460,7 @@ func.func @matmul_integer_result_shape(%a: tensor<4x3xi8>, %b: tensor<3x2xi8>, %
 // -----
 
 func.func @cast_unsigned_float(%x: tensor<4xf32>) {
-  // expected-error @+1 {{input_unsigned needs an 8-bit integer input}}
+  // expected-error @+1 {{input_unsigned needs an 8- or 16-bit integer input}}
   %0 = kiln.cast %x {input_unsigned} : tensor<4xf32> -> tensor<4xi8>
   return
 }

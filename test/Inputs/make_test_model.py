@@ -509,6 +509,40 @@ def pad_model(out_dir):
         ("filled", np.pad(x, ((1, 1), (2, 1)), constant_values=-1))])
 
 
+def narrow_types_model(out_dir):
+    """Elementwise ops on types Kiln computes in wider ones: uint8 Add that
+    wraps, with a constant uint8 operand above 127 (read unsigned, not
+    folded as signed), uint16 Max above 32767, int8 Div, float16 Exp;
+    numpy computes in the narrow types."""
+    a = np.array([200, 100, 3, 255], np.uint8)
+    u = np.array([40000, 2, 65535, 7], np.uint16)
+    v = np.array([1, 50000, 3, 8], np.uint16)
+    i = np.array([-128, 100, -7, 9], np.int8)
+    j = np.array([3, -7, 2, -2], np.int8)
+    h = np.array([0.5, -1.25, 2.0, 0.0], np.float16)
+    c = np.array([100, 200, 255, 1], np.uint8)
+    nodes = [helper.make_node("Add", ["a", "c"], ["sum"], name="add"),
+             helper.make_node("Max", ["u", "v"], ["max"], name="max"),
+             helper.make_node("Div", ["i", "j"], ["quotient"], name="div"),
+             helper.make_node("Exp", ["h"], ["exp"], name="exp")]
+    save(graph_model(
+        nodes,
+        [vinfo("a", TensorProto.UINT8, [4]), vinfo("u", TensorProto.UINT16, [4]),
+         vinfo("v", TensorProto.UINT16, [4]), vinfo("i", TensorProto.INT8, [4]),
+         vinfo("j", TensorProto.INT8, [4]), vinfo("h", TensorProto.FLOAT16, [4])],
+        [vinfo("sum", TensorProto.UINT8, [4]), vinfo("max", TensorProto.UINT16, [4]),
+         vinfo("quotient", TensorProto.INT8, [4]),
+         vinfo("exp", TensorProto.FLOAT16, [4])],
+        [numpy_helper.from_array(c, "c")]), out_dir)
+    # C's integer division truncates toward zero, as ONNX's Div does.
+    quotient = (np.trunc(i.astype(np.float64) / j)).astype(np.int64)
+    write_test_data(out_dir, [
+        ("a", a), ("u", u), ("v", v), ("i", i), ("j", j), ("h", h),
+        ("sum", a + c), ("max", np.maximum(u, v)),
+        ("quotient", quotient.astype(np.int8)),
+        ("exp", np.exp(h.astype(np.float32)).astype(np.float16))])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -725,6 +759,8 @@ def main():
             ("hard_swish", x * np.clip(x / 6 + 0.5, 0, 1)),
             ("clipped", np.maximum(x, np.float32(-0.5))),
             ("leaky", np.where(x < 0, np.float32(0.25) * x, x))])
+    elif kind == "narrow-types":
+        narrow_types_model(out_dir)
     elif kind == "pad":
         pad_model(out_dir)
     elif kind == "conv-transpose":

@@ -200,8 +200,12 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands) {
 
   if (isa<ReshapeOp>(op))
     return DenseElementsAttr(operands[0]).reshape(type);
-  if (isa<CastOp>(op))
+  if (auto cast = dyn_cast<CastOp>(op)) {
+    // evaluateCast reads and writes integers as signed.
+    if (cast.getInputUnsigned() || cast.getResultUnsigned())
+      return {};
     return evaluateCast(operands[0], type);
+  }
   if (isa<EqualOp>(op)) {
     return withCppType(operands[0].getElementType(), [&](auto t) {
       using T = decltype(t);

@@ -88,8 +88,10 @@ KILN_FOLD_CONSTANT_OPERANDS(BroadcastOp)
 //===----------------------------------------------------------------------===//
 
 LogicalResult CastOp::verify() {
-  if (getInputUnsigned() && !getInput().getType().getElementType().isInteger(8))
-    return emitOpError("input_unsigned needs an 8-bit integer input");
+  Type inputElement = getInput().getType().getElementType();
+  if (getInputUnsigned() && !inputElement.isInteger(8) &&
+      !inputElement.isInteger(16))
+    return emitOpError("input_unsigned needs an 8- or 16-bit integer input");
   if (getResultUnsigned() && !getType().getElementType().isInteger(8))
     return emitOpError("result_unsigned needs an 8-bit integer result");
   return success();

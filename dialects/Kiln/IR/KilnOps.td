@@ -208,9 +208,9 @@ def Kiln_CastOp : Kiln_Op<"cast", [Pure, SameOperandsAndResultShape]> {
   let description = [{
     Converts every element to the result's element type. Float to integer
     truncates toward zero; float to float rounds to nearest even. Integers
-    are signed unless marked: `input_unsigned` reads the input's integers
-    as unsigned (zero-extends them), `result_unsigned` converts floats to
-    an unsigned result.
+    are signed unless marked: `input_unsigned` reads the input's 8- or
+    16-bit integers as unsigned (zero-extends them), `result_unsigned`
+    converts floats to an unsigned 8-bit result.
 
     ```mlir
     %0 = kiln.cast %x : tensor<4xf32> -> tensor<4xi64>
