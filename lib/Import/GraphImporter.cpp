@@ -409,6 +409,12 @@ float NodeImporter::getFloatAttr(StringRef name, float defaultValue) const {
   return attr ? attr->f() : defaultValue;
 }
 
+std::string NodeImporter::getStringAttr(StringRef name,
+                                        StringRef defaultValue) const {
+  const onnx::AttributeProto *attr = getAttr(name);
+  return attr ? attr->s() : defaultValue.str();
+}
+
 std::optional<SmallVector<int64_t>>
 NodeImporter::getIntsAttr(StringRef name) const {
   const onnx::AttributeProto *attr = getAttr(name);

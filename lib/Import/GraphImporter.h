@@ -202,6 +202,8 @@ public:
   const onnx::AttributeProto *getAttr(llvm::StringRef name) const;
   int64_t getIntAttr(llvm::StringRef name, int64_t defaultValue) const;
   float getFloatAttr(llvm::StringRef name, float defaultValue) const;
+  std::string getStringAttr(llvm::StringRef name,
+                            llvm::StringRef defaultValue) const;
   std::optional<llvm::SmallVector<int64_t>>
   getIntsAttr(llvm::StringRef name) const;
 

@@ -106,8 +106,7 @@ getTransposedPads(NodeImporter &node, ArrayRef<int64_t> inputSizes,
   if (pads.size() != 2 * spatial)
     return node.emitError()
            << "pads do not match the " << spatial << "-D input";
-  const onnx::AttributeProto *autoPad = node.getAttr("auto_pad");
-  std::string mode = autoPad ? autoPad->s() : "NOTSET";
+  std::string mode = node.getStringAttr("auto_pad", "NOTSET");
   std::optional<SmallVector<int64_t>> outputShape =
       node.getIntsAttr("output_shape");
   if (mode == "VALID")

@@ -116,8 +116,7 @@ FailureOr<Value> createNllLoss(NodeImporter &node, Value logProb, Value target,
       targetType.getRank() != inputType.getRank() - 1)
     return node.emitError() << "expects input [N, C, d1, ...] and target "
                                "[N, d1, ...]";
-  const onnx::AttributeProto *reductionAttr = node.getAttr("reduction");
-  std::string reduction = reductionAttr ? reductionAttr->s() : "mean";
+  std::string reduction = node.getStringAttr("reduction", "mean");
   if (reduction != "none" && reduction != "sum" && reduction != "mean")
     return node.emitError() << "unknown reduction '" << reduction << "'";
 

@@ -36,8 +36,7 @@ FailureOr<WindowAttrs> kiln::getWindowAttrs(NodeImporter &node,
       attrs.pads.size() != 2 * spatial)
     return node.emitError() << "strides, dilations and pads do not match the "
                             << spatial << "-D input";
-  const onnx::AttributeProto *autoPad = node.getAttr("auto_pad");
-  std::string padMode = autoPad ? autoPad->s() : "NOTSET";
+  std::string padMode = node.getStringAttr("auto_pad", "NOTSET");
   if (padMode == "VALID") {
     attrs.pads.assign(2 * spatial, 0);
   } else if (padMode == "SAME_UPPER" || padMode == "SAME_LOWER") {
@@ -148,16 +147,36 @@ LogicalResult kiln::importConv(NodeImporter &node) {
 /// Opset-17 LayerNormalization. When the Mean and InvStdDev outputs are
 /// used it is spelled out in kiln ops, which produce them; otherwise it is
 /// one kiln.layer_norm.
-LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
+namespace {
+
+/// What LayerNormalization and RMSNormalization read: the f32 input and
+/// scale, and the first of the normalized axes.
+struct NormalizationOperands {
+  Value input, scale;
+  int64_t axis;
+};
+
+FailureOr<NormalizationOperands> getNormalizationOperands(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1);
   if (failed(input) || failed(scale) || failed(requireFloat(node, *input)) ||
       failed(requireFloat(node, *scale)))
     return failure();
-  RankedTensorType type = node.getOperandType(0);
-  FailureOr<int64_t> axis =
-      node.normalizeAxis(node.getIntAttr("axis", -1), type.getRank());
+  FailureOr<int64_t> axis = node.normalizeAxis(
+      node.getIntAttr("axis", -1), node.getOperandType(0).getRank());
   if (failed(axis))
     return failure();
+  return NormalizationOperands{*input, *scale, *axis};
+}
+
+} // namespace
+
+LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
+  FailureOr<NormalizationOperands> operands = getNormalizationOperands(node);
+  if (failed(operands))
+    return failure();
+  Value input = operands->input, scale = operands->scale;
+  int64_t axis = operands->axis;
+  RankedTensorType type = node.getOperandType(0);
   float epsilon = node.getFloatAttr("epsilon", 1e-5f);
   Value bias = node.operands.size() > 2 ? node.operands[2] : Value();
   if (!bias)
@@ -168,9 +187,9 @@ LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
     wantsStatistics |= !node.node.output(i).empty();
   if (!wantsStatistics) {
     if (cast<RankedTensorType>(bias.getType()).getRank() == 0)
-      bias = BroadcastOp::create(node.b, node.loc, scale->getType(), bias);
-    LayerNormOp op = LayerNormOp::create(node.b, node.loc, type, *input, *scale,
-                                         bias, node.b.getI64IntegerAttr(*axis),
+      bias = BroadcastOp::create(node.b, node.loc, scale.getType(), bias);
+    LayerNormOp op = LayerNormOp::create(node.b, node.loc, type, input, scale,
+                                         bias, node.b.getI64IntegerAttr(axis),
                                          node.b.getF32FloatAttr(epsilon));
     if (failed(op.verify()))
       return failure();
@@ -179,15 +198,15 @@ LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
   }
 
   SmallVector<int64_t> axes;
-  for (int64_t d = *axis; d < type.getRank(); ++d)
+  for (int64_t d = axis; d < type.getRank(); ++d)
     axes.push_back(d);
   ReduceMeanOp::Properties props;
   props.axes = node.b.getDenseI64ArrayAttr(axes);
   props.keep_dims = node.b.getUnitAttr();
-  FailureOr<Value> mean = createInferred<ReduceMeanOp>(node, *input, props);
+  FailureOr<Value> mean = createInferred<ReduceMeanOp>(node, input, props);
   if (failed(mean))
     return failure();
-  Value centered = SubOp::create(node.b, node.loc, *input, *mean);
+  Value centered = SubOp::create(node.b, node.loc, input, *mean);
   Value squares = MulOp::create(node.b, node.loc, centered, centered);
   FailureOr<Value> variance =
       createInferred<ReduceMeanOp>(node, squares, props);
@@ -200,7 +219,7 @@ LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
                      AddOp::create(node.b, node.loc, *variance,
                                    createScalar(node, f32, epsilon))));
   Value normalized = MulOp::create(node.b, node.loc, centered, invStdDev);
-  FailureOr<Value> scaled = createInferred<MulOp>(node, {normalized, *scale});
+  FailureOr<Value> scaled = createInferred<MulOp>(node, {normalized, scale});
   if (failed(scaled))
     return failure();
   FailureOr<Value> shifted = createInferred<AddOp>(node, {*scaled, bias});
@@ -215,28 +234,24 @@ LogicalResult kiln::importLayerNormalization(NodeImporter &node) {
 /// X / sqrt(mean(X^2) + epsilon) * scale, the mean over the axes from
 /// `axis` on.
 LogicalResult kiln::importRMSNormalization(NodeImporter &node) {
-  FailureOr<Value> input = node.getOperand(0), scale = node.getOperand(1);
-  if (failed(input) || failed(scale) || failed(requireFloat(node, *input)) ||
-      failed(requireFloat(node, *scale)))
+  FailureOr<NormalizationOperands> operands = getNormalizationOperands(node);
+  if (failed(operands))
     return failure();
+  Value input = operands->input, scale = operands->scale;
   RankedTensorType type = node.getOperandType(0);
-  FailureOr<int64_t> axis =
-      node.normalizeAxis(node.getIntAttr("axis", -1), type.getRank());
-  if (failed(axis))
-    return failure();
   ReduceMeanOp::Properties props;
   props.axes = node.b.getDenseI64ArrayAttr(
-      llvm::to_vector(llvm::seq<int64_t>(*axis, type.getRank())));
+      llvm::to_vector(llvm::seq<int64_t>(operands->axis, type.getRank())));
   props.keep_dims = node.b.getUnitAttr();
-  Formula f(node, *input);
-  FailureOr<Value> squares = f.apply<MulOp>(*input, *input);
+  Formula f(node, input);
+  FailureOr<Value> squares = f.apply<MulOp>(input, input);
   if (failed(squares))
     return failure();
   FailureOr<Value> meanSquare =
       createInferred<ReduceMeanOp>(node, *squares, props);
   FailureOr<Value> rms = f.apply<SqrtOp>(f.apply<AddOp>(
       meanSquare, f.constant(node.getFloatAttr("epsilon", 1e-5f))));
-  FailureOr<Value> result = f.apply<MulOp>(f.apply<DivOp>(*input, rms), *scale);
+  FailureOr<Value> result = f.apply<MulOp>(f.apply<DivOp>(input, rms), scale);
   if (succeeded(result) && result->getType() != type)
     return node.emitError() << "scale must broadcast to the input";
   return f.result(result);

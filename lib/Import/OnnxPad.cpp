@@ -131,8 +131,7 @@ LogicalResult kiln::importPad(NodeImporter &node) {
     return failure();
   RankedTensorType type = node.getOperandType(0);
   int64_t rank = type.getRank();
-  const onnx::AttributeProto *modeAttr = node.getAttr("mode");
-  std::string modeName = modeAttr ? modeAttr->s() : "constant";
+  std::string modeName = node.getStringAttr("mode", "constant");
   std::optional<PadMode> mode =
       llvm::StringSwitch<std::optional<PadMode>>(modeName)
           .Case("constant", PadMode::Constant)

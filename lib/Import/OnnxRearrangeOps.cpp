@@ -90,8 +90,7 @@ LogicalResult kiln::importDepthToSpace(NodeImporter &node) {
   if (c % (b * b) != 0)
     return node.emitError() << "blocksize^2 = " << b * b
                             << " does not divide the " << c << " channels";
-  const onnx::AttributeProto *modeAttr = node.getAttr("mode");
-  std::string mode = modeAttr ? modeAttr->s() : "DCR";
+  std::string mode = node.getStringAttr("mode", "DCR");
   SmallVector<int64_t> merged = {n, c / (b * b), h * b, w * b};
   if (mode == "DCR")
     return addResult(node, createBlockShuffle(node, input,
@@ -116,8 +115,7 @@ LogicalResult kiln::importSpaceToDepth(NodeImporter &node) {
   if (h % b != 0 || w % b != 0)
     return node.emitError() << "blocksize " << b << " does not divide the " << h
                             << "x" << w << " image";
-  const onnx::AttributeProto *modeAttr = node.getAttr("mode");
-  std::string mode = modeAttr ? modeAttr->s() : "DCR";
+  std::string mode = node.getStringAttr("mode", "DCR");
   if (mode != "DCR" && mode != "CRD")
     return node.emitError() << "unknown mode '" << mode << "'";
   SmallVector<int64_t> perm = mode == "DCR"

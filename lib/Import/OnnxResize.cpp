@@ -247,8 +247,7 @@ LogicalResult kiln::importUpsample(NodeImporter &node) {
   if (failed(type))
     return failure();
   ResizeAttrs attrs;
-  const onnx::AttributeProto *mode = node.getAttr("mode");
-  attrs.mode = mode ? mode->s() : "nearest";
+  attrs.mode = node.getStringAttr("mode", "nearest");
   attrs.transform = "asymmetric";
   attrs.rounding = "floor";
   std::optional<SmallVector<double>> scales;
