@@ -60,10 +60,15 @@ FailureOr<Value> createBlockShuffle(NodeImporter &node, Value input,
   return createReshape(node, *moved, merged);
 }
 
-/// The static [N, C, H, W] input and the blocksize, which must divide
-/// `divided` (C for DepthToSpace as C / blocksize^2, H and W for
-/// SpaceToDepth).
-FailureOr<std::pair<Value, int64_t>> getBlockInput(NodeImporter &node) {
+/// What DepthToSpace and SpaceToDepth read: the static [N, C, H, W] input,
+/// its sizes, the positive blocksize and the mode (DCR or CRD).
+struct BlockOperands {
+  Value input;
+  int64_t n, c, h, w, b;
+  bool dcr;
+};
+
+FailureOr<BlockOperands> getBlockOperands(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
@@ -73,7 +78,12 @@ FailureOr<std::pair<Value, int64_t>> getBlockInput(NodeImporter &node) {
   int64_t blocksize = node.getIntAttr("blocksize", 0);
   if (blocksize < 1)
     return node.emitError() << "blocksize must be positive";
-  return std::make_pair(*input, blocksize);
+  std::string mode = node.getStringAttr("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD")
+    return node.emitError() << "unknown mode '" << mode << "'";
+  ArrayRef<int64_t> s = type.getShape();
+  return BlockOperands{*input, s[0],      s[1],         s[2],
+                       s[3],   blocksize, mode == "DCR"};
 }
 
 } // namespace
@@ -81,45 +91,34 @@ FailureOr<std::pair<Value, int64_t>> getBlockInput(NodeImporter &node) {
 /// Moves blocks of channels into b x b spatial blocks: DCR reads the
 /// channels as [b, b, C / b^2], CRD as [C / b^2, b, b].
 LogicalResult kiln::importDepthToSpace(NodeImporter &node) {
-  FailureOr<std::pair<Value, int64_t>> block = getBlockInput(node);
+  FailureOr<BlockOperands> block = getBlockOperands(node);
   if (failed(block))
     return failure();
-  auto [input, b] = *block;
-  ArrayRef<int64_t> s = node.getOperandType(0).getShape();
-  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  auto [input, n, c, h, w, b, dcr] = *block;
   if (c % (b * b) != 0)
     return node.emitError() << "blocksize^2 = " << b * b
                             << " does not divide the " << c << " channels";
-  std::string mode = node.getStringAttr("mode", "DCR");
   SmallVector<int64_t> merged = {n, c / (b * b), h * b, w * b};
-  if (mode == "DCR")
+  if (dcr)
     return addResult(node, createBlockShuffle(node, input,
                                               {n, b, b, c / (b * b), h, w},
                                               {0, 3, 4, 1, 5, 2}, merged));
-  if (mode == "CRD")
-    return addResult(node, createBlockShuffle(node, input,
-                                              {n, c / (b * b), b, b, h, w},
-                                              {0, 1, 4, 2, 5, 3}, merged));
-  return node.emitError() << "unknown mode '" << mode << "'";
+  return addResult(node,
+                   createBlockShuffle(node, input, {n, c / (b * b), b, b, h, w},
+                                      {0, 1, 4, 2, 5, 3}, merged));
 }
 
 /// Moves b x b spatial blocks into channels: DCR puts the block offsets
 /// outermost ([b, b, C]), CRD innermost ([C, b, b]).
 LogicalResult kiln::importSpaceToDepth(NodeImporter &node) {
-  FailureOr<std::pair<Value, int64_t>> block = getBlockInput(node);
+  FailureOr<BlockOperands> block = getBlockOperands(node);
   if (failed(block))
     return failure();
-  auto [input, b] = *block;
-  ArrayRef<int64_t> s = node.getOperandType(0).getShape();
-  int64_t n = s[0], c = s[1], h = s[2], w = s[3];
+  auto [input, n, c, h, w, b, dcr] = *block;
   if (h % b != 0 || w % b != 0)
     return node.emitError() << "blocksize " << b << " does not divide the " << h
                             << "x" << w << " image";
-  std::string mode = node.getStringAttr("mode", "DCR");
-  if (mode != "DCR" && mode != "CRD")
-    return node.emitError() << "unknown mode '" << mode << "'";
-  SmallVector<int64_t> perm = mode == "DCR"
-                                  ? SmallVector<int64_t>{0, 3, 5, 1, 2, 4}
+  SmallVector<int64_t> perm = dcr ? SmallVector<int64_t>{0, 3, 5, 1, 2, 4}
                                   : SmallVector<int64_t>{0, 1, 3, 5, 2, 4};
   return addResult(node,
                    createBlockShuffle(node, input, {n, c, h / b, b, w / b, b},
