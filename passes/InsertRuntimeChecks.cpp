@@ -4,6 +4,8 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 namespace kiln {
 #define GEN_PASS_DEF_INSERTRUNTIMECHECKSPASS
@@ -25,9 +27,43 @@ std::string describeLocation(Location loc) {
   return text;
 }
 
-/// The ONNX op a checked gather comes from.
+/// The ONNX op a checked gather or scatter comes from.
 std::string getOnnxName(Operation *op) {
-  return isa<GatherElementsOp>(op) ? "GatherElements" : "Gather";
+  return TypeSwitch<Operation *, std::string>(op)
+      .Case([](GatherElementsOp) { return "GatherElements"; })
+      .Case([](ScatterElementsOp) { return "ScatterElements"; })
+      .Case([](ScatterNDOp) { return "ScatterND"; })
+      .Case([](GatherNDOp) { return "GatherND"; })
+      .Default([](Operation *) { return "Gather"; });
+}
+
+/// The axes of `data` that the indices of `op` address, each with the
+/// indices that do: a gather's or scatter's along its axis, and for the
+/// ND ops column j of the index tuples along data axis batch_dims + j.
+SmallVector<std::pair<int64_t, Value>> getIndexedAxes(OpBuilder &b,
+                                                      Operation *op) {
+  Value indices = op->getOperand(1);
+  if (!isa<ScatterNDOp, GatherNDOp>(op))
+    return {{op->getAttrOfType<IntegerAttr>("axis").getInt(), indices}};
+  int64_t batchDims = 0;
+  if (auto gather = dyn_cast<GatherNDOp>(op))
+    batchDims = static_cast<int64_t>(gather.getBatchDims());
+  auto type = cast<RankedTensorType>(indices.getType());
+  int64_t last = type.getRank() - 1;
+  SmallVector<std::pair<int64_t, Value>> axes;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfterValue(indices);
+  for (int64_t j = 0; j < type.getShape().back(); ++j) {
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)),
+        sizes = tensor::getMixedSizes(b, op->getLoc(), indices),
+        strides(type.getRank(), b.getIndexAttr(1));
+    offsets[last] = b.getIndexAttr(j);
+    sizes[last] = b.getIndexAttr(1);
+    axes.push_back({batchDims + j,
+                    tensor::ExtractSliceOp::create(b, op->getLoc(), indices,
+                                                   offsets, sizes, strides)});
+  }
+  return axes;
 }
 
 /// The size of the state `update` writes along its axis.
@@ -60,7 +96,8 @@ Value getLastWrittenIndex(OpBuilder &b, StateUpdateOp update) {
 LogicalResult insertChecks(func::FuncOp func) {
   SmallVector<Operation *> checked;
   func.walk([&](Operation *op) {
-    if (isa<GatherOp, GatherElementsOp>(op) ||
+    if (isa<GatherOp, GatherElementsOp, ScatterElementsOp, ScatterNDOp,
+            GatherNDOp>(op) ||
         (isa<StateUpdateOp>(op) && op->hasAttr(kOverflowErrorAttr)))
       checked.push_back(op);
   });
@@ -72,27 +109,30 @@ LogicalResult insertChecks(func::FuncOp func) {
       b, loc, DenseElementsAttr::get(statusType, b.getI32IntegerAttr(0)));
   SmallVector<Attribute> errors;
   for (Operation *op : checked) {
-    auto code = b.getI32IntegerAttr(static_cast<int32_t>(errors.size() + 1));
-    if (isa<GatherOp, GatherElementsOp>(op)) {
-      Value data = op->getOperand(0), indices = op->getOperand(1);
-      int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    if (!isa<StateUpdateOp>(op)) {
+      Value data = op->getOperand(0);
       // The status is computed where the entry returns.
-      if (indices.getParentRegion() != &func.getBody())
+      if (op->getOperand(1).getParentRegion() != &func.getBody())
         return op->emitError() << "cannot check " << getOnnxName(op)
                                << " indices computed inside a loop (a "
                                   "sampler step) at run time";
-      // Along a dynamic axis the lowering's clamping alone keeps reads
-      // inside the data.
-      int64_t size = cast<RankedTensorType>(data.getType()).getDimSize(axis);
-      if (ShapedType::isDynamic(size))
-        continue;
-      errors.push_back(b.getStringAttr(getOnnxName(op) +
-                                       " index out of range at " +
-                                       describeLocation(op->getLoc())));
-      status = CheckIndexRangeOp::create(b, op->getLoc(), indices, status,
-                                         b.getI64IntegerAttr(size), code);
+      for (auto [axis, indices] : getIndexedAxes(b, op)) {
+        // Along a dynamic axis the lowering's clamping alone keeps reads
+        // and writes inside the data.
+        int64_t size = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+        if (ShapedType::isDynamic(size))
+          continue;
+        auto code =
+            b.getI32IntegerAttr(static_cast<int32_t>(errors.size() + 1));
+        errors.push_back(b.getStringAttr(getOnnxName(op) +
+                                         " index out of range at " +
+                                         describeLocation(op->getLoc())));
+        status = CheckIndexRangeOp::create(b, op->getLoc(), indices, status,
+                                           b.getI64IntegerAttr(size), code);
+      }
       continue;
     }
+    auto code = b.getI32IntegerAttr(static_cast<int32_t>(errors.size() + 1));
     auto update = cast<StateUpdateOp>(op);
     errors.push_back(update->getAttrOfType<StringAttr>(kOverflowErrorAttr));
     status = CheckIndexRangeOp::create(

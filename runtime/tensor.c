@@ -29,8 +29,11 @@ KILN_EXPORT int32_t kiln_dtype_bits(kiln_dtype dtype) {
     return 16;
   case KILN_DTYPE_F32:
   case KILN_DTYPE_I32:
+  case KILN_DTYPE_U32:
     return 32;
   case KILN_DTYPE_I64:
+  case KILN_DTYPE_U64:
+  case KILN_DTYPE_F64:
     return 64;
   case KILN_DTYPE_INVALID:
     break;
@@ -59,6 +62,12 @@ KILN_EXPORT const char *kiln_dtype_name(kiln_dtype dtype) {
     return "int32";
   case KILN_DTYPE_I64:
     return "int64";
+  case KILN_DTYPE_U32:
+    return "uint32";
+  case KILN_DTYPE_U64:
+    return "uint64";
+  case KILN_DTYPE_F64:
+    return "float64";
   case KILN_DTYPE_BOOL:
     return "bool";
   case KILN_DTYPE_F16:

@@ -56,8 +56,11 @@ typedef enum kiln_dtype {
   KILN_DTYPE_I16 = 5,
   KILN_DTYPE_I32 = 6,
   KILN_DTYPE_I64 = 7,
-  KILN_DTYPE_BOOL = 9,  /* one byte per element, 0 or 1 */
-  KILN_DTYPE_F16 = 10,  /* IEEE binary16 */
+  KILN_DTYPE_BOOL = 9, /* one byte per element, 0 or 1 */
+  KILN_DTYPE_F16 = 10, /* IEEE binary16 */
+  KILN_DTYPE_F64 = 11,
+  KILN_DTYPE_U32 = 12,
+  KILN_DTYPE_U64 = 13,
   KILN_DTYPE_BF16 = 16, /* the top half of a float32 */
   /* 4-bit integers, packed as ONNX packs them: two per byte, the first of
    * each pair in the low nibble; n elements take (n + 1) / 2 bytes. */

@@ -19,15 +19,19 @@ Type kiln::getElementType(MLIRContext *ctx, int32_t onnxType) {
   switch (onnxType) {
   case onnx::TensorProto::FLOAT:
     return Float32Type::get(ctx);
+  case onnx::TensorProto::DOUBLE:
+    return Float64Type::get(ctx);
   case onnx::TensorProto::FLOAT16:
     return Float16Type::get(ctx);
   case onnx::TensorProto::BFLOAT16:
     return BFloat16Type::get(ctx);
+  // Signless: the graph's value types tell int8 from uint8.
   case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
     return IntegerType::get(ctx, 64);
   case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
     return IntegerType::get(ctx, 32);
-  // Signless: the graph's value types tell int8 from uint8.
   case onnx::TensorProto::INT8:
   case onnx::TensorProto::UINT8:
     return IntegerType::get(ctx, 8);
@@ -44,14 +48,16 @@ Type kiln::getElementType(MLIRContext *ctx, int32_t onnxType) {
 int32_t kiln::getOnnxType(Type elementType, bool isUnsigned) {
   if (elementType.isF32())
     return onnx::TensorProto::FLOAT;
+  if (elementType.isF64())
+    return onnx::TensorProto::DOUBLE;
   if (elementType.isF16())
     return onnx::TensorProto::FLOAT16;
   if (elementType.isBF16())
     return onnx::TensorProto::BFLOAT16;
   if (elementType.isInteger(64))
-    return onnx::TensorProto::INT64;
+    return isUnsigned ? onnx::TensorProto::UINT64 : onnx::TensorProto::INT64;
   if (elementType.isInteger(32))
-    return onnx::TensorProto::INT32;
+    return isUnsigned ? onnx::TensorProto::UINT32 : onnx::TensorProto::INT32;
   if (elementType.isInteger(16))
     return isUnsigned ? onnx::TensorProto::UINT16 : onnx::TensorProto::INT16;
   if (elementType.isInteger(8))
@@ -578,16 +584,14 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     if (name.empty())
       continue;
     bindValue(name, value);
-    // Shape inference types every output it can; for the rest an 8- or
-    // 16-bit result has the signedness of the node's first input.
+    // Shape inference types every output it can; for the rest an integer
+    // result as wide as the node's first input has that input's signedness.
     Type element = cast<RankedTensorType>(value.getType()).getElementType();
-    bool isUnsigned = importer.isUnsignedOperand(0);
-    if (!getValueType(name) && element.isInteger(8))
-      setValueType(name, isUnsigned ? onnx::TensorProto::UINT8
-                                    : onnx::TensorProto::INT8);
-    if (!getValueType(name) && element.isInteger(16))
-      setValueType(name, isUnsigned ? onnx::TensorProto::UINT16
-                                    : onnx::TensorProto::INT16);
+    bool isUnsigned = importer.isUnsignedOperand(0) &&
+                      getElementType(element.getContext(),
+                                     getValueType(node.input(0))) == element;
+    if (!getValueType(name) && isa<IntegerType>(element))
+      setValueType(name, getOnnxType(element, isUnsigned));
   }
   return success();
 }

@@ -20,14 +20,14 @@ namespace kiln {
 /// The kiln element type of an ONNX TensorProto data type, or null.
 mlir::Type getElementType(mlir::MLIRContext *ctx, int32_t onnxType);
 
-/// The ONNX data type of a kiln element type; `isUnsigned` picks UINT8 or
-/// UINT16 for i8 and i16. UNDEFINED (0) for types ONNX lacks.
+/// The ONNX data type of a kiln element type; `isUnsigned` picks the
+/// unsigned type of an integer's width. UNDEFINED (0) for types ONNX lacks.
 int32_t getOnnxType(mlir::Type elementType, bool isUnsigned);
 
 /// The ONNX element types Kiln imports, for messages.
 inline constexpr llvm::StringLiteral kSupportedTypes =
-    "FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT16, UINT16, INT8, UINT8 and "
-    "BOOL";
+    "FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, UINT64, INT32, UINT32, INT16, "
+    "UINT16, INT8, UINT8 and BOOL";
 
 /// Data types newer than the onnx.proto Debian ships (ONNX 1.13): the
 /// numbers the ONNX specification fixes for them.
@@ -122,12 +122,14 @@ public:
   void setValueType(llvm::StringRef name, int32_t onnxType) {
     valueTypes[name] = onnxType;
   }
-  /// Whether `name` holds unsigned integers (UINT8, UINT16, or UINT4 held
+  /// Whether `name` holds unsigned integers (UINT8 to UINT64, or UINT4 held
   /// as i8).
   bool isUnsigned(llvm::StringRef name) const {
     int32_t type = getValueType(name);
     return type == onnx::TensorProto::UINT8 ||
-           type == onnx::TensorProto::UINT16 || type == kOnnxUint4;
+           type == onnx::TensorProto::UINT16 ||
+           type == onnx::TensorProto::UINT32 ||
+           type == onnx::TensorProto::UINT64 || type == kOnnxUint4;
   }
   /// A tensor whose value is known at compile time (an initializer or the
   /// output of a Constant node); materialized as kiln.constant on first use.
@@ -245,12 +247,16 @@ OpImportFn lookupReduceOpImporter(llvm::StringRef opType);
 /// The importer for ONNX's ops over element positions (ArgMax, Trilu,
 /// OneHot, ...; OnnxIndexOps.cpp), or null.
 OpImportFn lookupIndexOpImporter(llvm::StringRef opType);
+/// The importer for ONNX's ops that make a tensor from a few scalars
+/// (Range, the window functions; OnnxGeneratorOps.cpp), or null.
+OpImportFn lookupGeneratorOpImporter(llvm::StringRef opType);
 /// Whether ONNX op `opType` computes elementwise, so that it may compute
-/// on int8, int16, float16 and bfloat16 in wider types (OnnxNarrowTypes.cpp).
+/// on int8, int16, uint32, float16 and bfloat16 in wider types and on
+/// uint64 (OnnxNarrowTypes.cpp).
 bool isElementwiseOnnxOp(llvm::StringRef opType);
-/// Imports the node with `importFn`, its int8/int16 operands widened to i32
-/// and float16/bfloat16 ones to f32, and its results of that type narrowed
-/// back.
+/// Imports the node with `importFn`, its int8/int16 operands widened to i32,
+/// uint32 ones to i64 and float16/bfloat16 ones to f32, and its results of
+/// that type narrowed back; uint64 ones ordered and divided as unsigned.
 llvm::LogicalResult importInComputeTypes(NodeImporter &node,
                                          OpImportFn importFn);
 /// The importer for ONNX Runtime's contrib op `opType` (domain

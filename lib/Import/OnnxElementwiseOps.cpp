@@ -20,15 +20,15 @@ using namespace kiln;
 
 namespace {
 
-/// The node's one input, which must hold f32.
+/// The node's one input, which must hold f32 or f64.
 FailureOr<Value> getFloatInput(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
-  if (failed(input) || failed(requireFloat(node, *input)))
+  if (failed(input) || failed(requireReal(node, *input)))
     return failure();
   return input;
 }
 
-/// The node's result as `formula` of its one f32 input.
+/// The node's result as `formula` of its one float input.
 template <typename Build>
 LogicalResult importFloatFormula(NodeImporter &node, Build formula) {
   FailureOr<Value> x = getFloatInput(node);
@@ -44,16 +44,6 @@ LogicalResult requireBool(NodeImporter &node, Value value) {
   return node.emitError() << "input of type "
                           << getElementTypeOrSelf(value.getType())
                           << " is not supported; the op takes booleans";
-}
-
-/// An error at the node unless `value` holds a type kiln computes on: f32,
-/// i64 or i32.
-LogicalResult requireNumeric(NodeImporter &node, Value value) {
-  Type type = getElementTypeOrSelf(value.getType());
-  if (type.isF32() || type.isInteger(64) || type.isInteger(32))
-    return success();
-  return node.emitError() << "input of type " << type
-                          << " is not supported; the op takes f32, i64 or i32";
 }
 
 template <typename OpTy> LogicalResult importFloatUnary(NodeImporter &node) {
@@ -356,6 +346,26 @@ LogicalResult importMod(NodeImporter &node) {
                            f.apply<AddOp>(remainder, *rhs), remainder));
 }
 
+/// BitShift on unsigned integers (narrower ones widened by zero-extension,
+/// so a right shift brings in zeros and a left shift wraps when narrowed).
+LogicalResult importBitShift(NodeImporter &node) {
+  FailureOr<Value> lhs = node.getOperand(0), rhs = node.getOperand(1);
+  if (failed(lhs) || failed(rhs) ||
+      failed(requireSameElementType(node, *lhs, *rhs)))
+    return failure();
+  Type element = getElementTypeOrSelf(lhs->getType());
+  if (!element.isInteger(32) && !element.isInteger(64))
+    return node.emitError() << "input of type " << element
+                            << " is not supported; the op takes integers";
+  std::string direction = node.getStringAttr("direction", "");
+  if (direction == "LEFT")
+    return addInferredResult<ShiftLeftOp>(node, {*lhs, *rhs});
+  if (direction == "RIGHT")
+    return addInferredResult<ShiftRightOp>(node, {*lhs, *rhs});
+  return node.emitError() << "direction must be LEFT or RIGHT, not '"
+                          << direction << "'";
+}
+
 } // namespace
 
 OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
@@ -364,6 +374,7 @@ OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
       .Case("Ceil", importFloatUnary<CeilOp>)
       .Case("Round", importFloatUnary<RoundOp>)
       .Case("Not", importNot)
+      .Case("BitShift", importBitShift)
       .Case("And", importLogical<AndOp>)
       .Case("Or", importLogical<OrOp>)
       .Case("Xor", importLogical<XorOp>)

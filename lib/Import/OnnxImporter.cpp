@@ -309,7 +309,9 @@ LogicalResult importGraph(onnx::GraphProto &graph,
     func.setResultAttr(i, kNameAttr, builder.getStringAttr(output.name()));
     int32_t elementType = output.type().tensor_type().elem_type();
     if (elementType == onnx::TensorProto::UINT8 ||
-        elementType == onnx::TensorProto::UINT16)
+        elementType == onnx::TensorProto::UINT16 ||
+        elementType == onnx::TensorProto::UINT32 ||
+        elementType == onnx::TensorProto::UINT64)
       func.setResultAttr(i, kUnsignedAttr, builder.getUnitAttr());
     if (!cast<RankedTensorType>(results[i].getType()).hasStaticShape())
       func.setResultAttr(i, kDimNamesAttr, resultDimNames[i]);

@@ -92,6 +92,23 @@ LogicalResult kiln::requireFloat(NodeImporter &node, Value value) {
                           << " is not supported; Kiln computes it in f32 only";
 }
 
+LogicalResult kiln::requireReal(NodeImporter &node, Value value) {
+  Type type = cast<RankedTensorType>(value.getType()).getElementType();
+  if (type.isF32() || type.isF64())
+    return success();
+  return node.emitError() << "input of type " << type
+                          << " is not supported; the op takes f32 or f64";
+}
+
+LogicalResult kiln::requireNumeric(NodeImporter &node, Value value) {
+  Type type = getElementTypeOrSelf(value.getType());
+  if (type.isF32() || type.isF64() || type.isInteger(64) || type.isInteger(32))
+    return success();
+  return node.emitError()
+         << "input of type " << type
+         << " is not supported; the op takes f32, f64, i64 or i32";
+}
+
 LogicalResult kiln::requireSameElementType(NodeImporter &node, Value lhs, Value rhs) {
   Type l = cast<RankedTensorType>(lhs.getType()).getElementType();
   Type r = cast<RankedTensorType>(rhs.getType()).getElementType();

@@ -87,6 +87,12 @@ normalizeAxes(NodeImporter &node, llvm::ArrayRef<int64_t> axes, int64_t rank);
 
 /// An error at the node unless `value` holds f32.
 llvm::LogicalResult requireFloat(NodeImporter &node, mlir::Value value);
+/// An error at the node unless `value` holds f32 or f64 (what elementwise
+/// float math computes on).
+llvm::LogicalResult requireReal(NodeImporter &node, mlir::Value value);
+/// An error at the node unless `value` holds a type kiln computes on: f32,
+/// f64, i64 or i32.
+llvm::LogicalResult requireNumeric(NodeImporter &node, mlir::Value value);
 /// An error at the node unless `lhs` and `rhs` have one element type.
 llvm::LogicalResult requireSameElementType(NodeImporter &node, mlir::Value lhs,
                                            mlir::Value rhs);
@@ -185,7 +191,6 @@ llvm::LogicalResult importSlice(NodeImporter &node);
 llvm::LogicalResult importSplit(NodeImporter &node);
 llvm::LogicalResult importShape(NodeImporter &node);
 llvm::LogicalResult importConstantOfShape(NodeImporter &node);
-llvm::LogicalResult importRange(NodeImporter &node);
 llvm::LogicalResult importSize(NodeImporter &node);
 
 // Rearrangements (OnnxRearrangeOps.cpp).
@@ -194,12 +199,15 @@ llvm::LogicalResult importPad(NodeImporter &node); // OnnxPad.cpp
 llvm::LogicalResult importDepthToSpace(NodeImporter &node);
 llvm::LogicalResult importSpaceToDepth(NodeImporter &node);
 
-// Importers of indexed reads (OnnxGatherOps.cpp).
+// Importers of indexed reads and writes (OnnxGatherOps.cpp).
 /// Operand `i` as int64 indices (int32 ones widened); an error for other
 /// types.
 mlir::FailureOr<mlir::Value> getIndicesOperand(NodeImporter &node, unsigned i);
 llvm::LogicalResult importGather(NodeImporter &node);
 llvm::LogicalResult importGatherElements(NodeImporter &node);
+llvm::LogicalResult importGatherND(NodeImporter &node);
+llvm::LogicalResult importScatterElements(NodeImporter &node);
+llvm::LogicalResult importScatterND(NodeImporter &node);
 
 // Training-time ops in their inference form (OnnxInferenceForms.cpp).
 llvm::LogicalResult importDropout(NodeImporter &node);

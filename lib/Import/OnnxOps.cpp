@@ -27,7 +27,10 @@ template <typename OpTy> LogicalResult importBinary(NodeImporter &node) {
       cast<RankedTensorType>(right.getType()).getElementType() != lhsElement) {
     auto castType = RankedTensorType::get(
         cast<RankedTensorType>(right.getType()).getShape(), lhsElement);
-    right = CastOp::create(node.b, node.loc, castType, right);
+    auto cast = CastOp::create(node.b, node.loc, castType, right);
+    if (node.isUnsignedOperand(1))
+      cast.setInputUnsigned(true);
+    right = cast;
   }
   if (failed(requireSameElementType(node, *lhs, right)))
     return failure();
@@ -37,7 +40,7 @@ template <typename OpTy> LogicalResult importBinary(NodeImporter &node) {
 template <typename OpTy, bool floatOnly>
 LogicalResult importUnary(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
-  if (failed(input) || (floatOnly && failed(requireFloat(node, *input))))
+  if (failed(input) || (floatOnly && failed(requireReal(node, *input))))
     return failure();
   node.results.push_back(OpTy::create(node.b, node.loc, *input));
   return success();
@@ -205,10 +208,12 @@ LogicalResult importCastTo(NodeImporter &node, int64_t to) {
   auto type =
       RankedTensorType::get(node.getOperandType(0).getShape(), elementType);
   auto cast = CastOp::create(node.b, node.loc, type, *input);
-  if (node.isUnsignedOperand(0) &&
-      node.getOperandType(0).getElementType().isInteger(8))
+  Type inputElement = node.getOperandType(0).getElementType();
+  if (node.isUnsignedOperand(0) && isa<IntegerType>(inputElement) &&
+      !inputElement.isInteger(1))
     cast.setInputUnsigned(true);
-  if (to == onnx::TensorProto::UINT8)
+  if (to == onnx::TensorProto::UINT8 || to == onnx::TensorProto::UINT16 ||
+      to == onnx::TensorProto::UINT32 || to == onnx::TensorProto::UINT64)
     cast.setResultUnsigned(true);
   node.graph.setValueType(node.node.output(0), to);
   node.results.push_back(cast);
@@ -285,6 +290,8 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
     return importer;
   if (OpImportFn importer = lookupReduceOpImporter(opType))
     return importer;
+  if (OpImportFn importer = lookupGeneratorOpImporter(opType))
+    return importer;
   if (OpImportFn importer = lookupIndexOpImporter(opType))
     return importer;
   return llvm::StringSwitch<OpImportFn>(opType)
@@ -325,6 +332,10 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Concat", importConcat)
       .Case("Gather", importGather)
       .Case("GatherElements", importGatherElements)
+      .Case("GatherND", importGatherND)
+      .Case("ScatterElements", importScatterElements)
+      .Case("Scatter", importScatterElements)
+      .Case("ScatterND", importScatterND)
       .Case("Dropout", importDropout)
       .Case("BatchNormalization", importBatchNormalization)
       .Case("NegativeLogLikelihoodLoss", importNegativeLogLikelihoodLoss)
@@ -359,7 +370,6 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Split", importSplit)
       .Case("Shape", importShape)
       .Case("ConstantOfShape", importConstantOfShape)
-      .Case("Range", importRange)
       .Case("QuantizeLinear", importQuantizeLinear)
       .Case("DequantizeLinear", importDequantizeLinear)
       .Case("DynamicQuantizeLinear", importDynamicQuantizeLinear)

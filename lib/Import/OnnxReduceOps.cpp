@@ -2,13 +2,14 @@
 //
 // ReduceSum, Mean, Max, Min and Prod map onto kiln reductions; ReduceL1, L2,
 // SumSquare, LogSum and LogSumExp are sums with elementwise ops before and
-// after, as ONNX defines them.
+// after, as ONNX defines them; CumSum is a masked sum.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
@@ -86,11 +87,11 @@ template <typename OpTy> LogicalResult importReduce(NodeImporter &node) {
   return importComposedReduce<OpTy>(node, identity, identity);
 }
 
-/// The composite reductions compute in f32 only.
+/// The composite reductions compute in f32 or f64.
 template <typename Build>
 LogicalResult importFloatReduce(NodeImporter &node, Build build) {
   FailureOr<Value> input = node.getOperand(0);
-  if (failed(input) || failed(requireFloat(node, *input)))
+  if (failed(input) || failed(requireReal(node, *input)))
     return failure();
   return build(node);
 }
@@ -140,7 +141,7 @@ LogicalResult importReduceLogSum(NodeImporter &node) {
 /// exp does not overflow where the plain formula would.
 LogicalResult importReduceLogSumExp(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
-  if (failed(input) || failed(requireFloat(node, *input)))
+  if (failed(input) || failed(requireReal(node, *input)))
     return failure();
   FailureOr<std::optional<ReduceAttrs>> attrs =
       getReduceAttrs(node, node.getOperandType(0).getRank());
@@ -167,6 +168,55 @@ LogicalResult importReduceLogSumExp(NodeImporter &node) {
   return addInferredResult<AddOp>(node, {log, *result});
 }
 
+/// CumSum as the sum of the inputs the mask k <= i (k < i when exclusive,
+/// >= and > when reverse) selects for output i, over a new axis of k. That
+/// takes O(n^2) steps along the axis, where a scan takes O(n), but keeps
+/// every step a plain reduction.
+LogicalResult importCumSum(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), axisInput = node.getOperand(1);
+  if (failed(input) || failed(axisInput) ||
+      failed(requireNumeric(node, *input)))
+    return failure();
+  DenseElementsAttr axisAttr;
+  if (!matchPattern(*axisInput, m_Constant(&axisAttr)) ||
+      !isa<IntegerType>(axisAttr.getElementType()) ||
+      axisAttr.getNumElements() != 1)
+    return node.emitError() << "axis must be a constant integer scalar";
+  int64_t rank = node.getOperandType(0).getRank();
+  FailureOr<SmallVector<int64_t>> axes = normalizeAxes(
+      node, {axisAttr.getSplatValue<APInt>().getSExtValue()}, rank);
+  if (failed(axes))
+    return failure();
+  int64_t axis = (*axes)[0];
+  SymbolicInts shape = node.graph.getShape(*input);
+  // Output i along `axis`, input k along `axis + 1`.
+  FailureOr<Value> outputIndex =
+      createIndexSequence(node, shape[axis], axis, rank + 1);
+  FailureOr<Value> inputIndex =
+      createIndexSequence(node, shape[axis], axis + 1, rank + 1);
+  if (failed(outputIndex) || failed(inputIndex))
+    return failure();
+  bool exclusive = node.getIntAttr("exclusive", 0) != 0;
+  bool reverse = node.getIntAttr("reverse", 0) != 0;
+  Value before = reverse ? *outputIndex : *inputIndex;
+  Value after = reverse ? *inputIndex : *outputIndex;
+  FailureOr<Value> mask =
+      exclusive ? createInferred<LessOp>(node, {before, after})
+                : createInferred<LessEqualOp>(node, {before, after});
+  SymbolicInts spread(shape);
+  spread.insert(spread.begin() + axis,
+                getAffineConstantExpr(1, node.b.getContext()));
+  FailureOr<Value> terms = createReshape(node, *input, spread);
+  if (failed(mask) || failed(terms))
+    return failure();
+  Formula f(node, *input);
+  FailureOr<Value> selected = f.select(*mask, *terms, f.constant(0));
+  if (failed(selected))
+    return failure();
+  return addResult(node, createReduce<ReduceSumOp>(
+                             node, *selected, ReduceAttrs{{axis + 1}, false}));
+}
+
 } // namespace
 
 OpImportFn kiln::lookupReduceOpImporter(StringRef opType) {
@@ -181,5 +231,6 @@ OpImportFn kiln::lookupReduceOpImporter(StringRef opType) {
       .Case("ReduceSumSquare", importReduceSumSquare)
       .Case("ReduceLogSum", importReduceLogSum)
       .Case("ReduceLogSumExp", importReduceLogSumExp)
+      .Case("CumSum", importCumSum)
       .Default(nullptr);
 }

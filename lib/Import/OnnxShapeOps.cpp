@@ -11,6 +11,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Matchers.h"
 
 #include <numeric>
 
@@ -608,54 +609,5 @@ LogicalResult kiln::importConstantOfShape(NodeImporter &node) {
   if (failed(result))
     return failure();
   node.results.push_back(*result);
-  return success();
-}
-
-/// `start, start + delta, ...` up to `limit`: a constant when all three
-/// are, otherwise a kiln.range whose length may depend on named dimensions
-/// (torch's `arange(seq)` for position ids).
-LogicalResult kiln::importRange(NodeImporter &node) {
-  FailureOr<Value> start = node.getOperand(0), limit = node.getOperand(1),
-                   delta = node.getOperand(2);
-  if (failed(start) || failed(limit) || failed(delta))
-    return failure();
-  for (unsigned i = 0; i < 3; ++i)
-    if (node.getOperandType(i).getRank() != 0)
-      return node.emitError() << "start, limit and delta must be scalars";
-  if (failed(requireSameElementType(node, *start, *limit)) ||
-      failed(requireSameElementType(node, *start, *delta)))
-    return failure();
-  std::optional<SymbolicInts> first = node.graph.getContents(*start),
-                              last = node.graph.getContents(*limit),
-                              step = node.graph.getContents(*delta);
-  auto constantStep =
-      step ? dyn_cast<AffineConstantExpr>((*step)[0]) : AffineConstantExpr();
-  if (!first || !last || !constantStep || constantStep.getValue() <= 0)
-    return node.emitError() << "Kiln needs start and limit computed from "
-                               "constants and the inputs' shapes, and a "
-                               "positive constant delta";
-  // The length ceil((limit - start) / delta); a named dimension is never
-  // below its lower bound, which the model's own shapes make >= start.
-  AffineExpr length =
-      simplify(((*last)[0] - (*first)[0]).ceilDiv(constantStep.getValue()));
-  if (auto constant = dyn_cast<AffineConstantExpr>(length);
-      constant && constant.getValue() < 0)
-    length = getAffineConstantExpr(0, node.b.getContext());
-  Type elementType = node.getOperandType(0).getElementType();
-  if (!elementType.isInteger(64))
-    return node.emitError() << "Kiln computes Range in int64 only";
-  auto type =
-      RankedTensorType::get(getStaticSizes({length}), elementType);
-  Value size;
-  if (!type.hasStaticShape()) {
-    FailureOr<Value> materialized = node.graph.materialize(length, node.loc);
-    if (failed(materialized))
-      return failure();
-    size = *materialized;
-  }
-  Value result = RangeOp::create(node.b, node.loc, type, *start, *delta, size);
-  if (!type.hasStaticShape())
-    node.graph.setShape(result, {length});
-  node.results.push_back(result);
   return success();
 }

@@ -168,7 +168,7 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
   auto shape = [&](unsigned i) { return shapeOf(op->getOperand(i)); };
   return TypeSwitch<Operation *, FailureOr<SymbolicInts>>(op)
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, RemOp, MinOp, MaxOp, AndOp, OrOp,
-            XorOp, EqualOp, LessOp, LessEqualOp>(
+            XorOp, EqualOp, LessOp, LessEqualOp, ShiftLeftOp, ShiftRightOp>(
           [&](auto) { return broadcastShapes(shape(0), shape(1)); })
       .Case([&](SelectOp) -> FailureOr<SymbolicInts> {
         FailureOr<SymbolicInts> values = broadcastShapes(shape(1), shape(2));
@@ -179,7 +179,7 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
             ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp,
             AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
-            SoftmaxOp, LayerNormOp>(
+            SoftmaxOp, LayerNormOp, ScatterElementsOp, ScatterNDOp>(
           [&](auto) -> FailureOr<SymbolicInts> { return shape(0); })
       .Case([&](MatMulOp) -> FailureOr<SymbolicInts> {
         SymbolicInts lhs = shape(0), rhs = shape(1);

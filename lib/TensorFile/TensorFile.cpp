@@ -3,6 +3,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -37,8 +38,8 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
              ? onnx::TensorProto_DataType_Name(
                    static_cast<onnx::TensorProto_DataType>(proto.data_type()))
              : std::to_string(proto.data_type())) +
-        "; Kiln supports FLOAT, FLOAT16, BFLOAT16, INT64, INT32, INT16, "
-        "UINT16, INT8, UINT8, INT4, UINT4 and BOOL";
+        "; Kiln supports FLOAT, DOUBLE, FLOAT16, BFLOAT16, INT64, UINT64, "
+        "INT32, UINT32, INT16, UINT16, INT8, UINT8, INT4, UINT4 and BOOL";
     return nullptr;
   }
   // The payload must hold what the dims say before anything is allocated
@@ -53,17 +54,21 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
     }
     count *= uint64_t(dim);
   }
-  // raw_data holds the packed bytes; the typed fields floats, int64s, and
-  // every narrower type one element per int32 (halves as their bits).
+  // raw_data holds the packed bytes; the typed fields floats, doubles,
+  // int64s, uint32s and uint64s as uint64s, and every narrower type one
+  // element per int32 (halves as their bits).
   bool hasRawData = proto.has_raw_data();
   int32_t bits = kiln_dtype_bits(dtype);
   if (!hasRawData && bits == 4) {
     error = "'" + path + "': 4-bit tensors are read from raw_data only";
     return nullptr;
   }
-  uint64_t stored = hasRawData                  ? proto.raw_data().size()
+  bool inUint64s = dtype == KILN_DTYPE_U32 || dtype == KILN_DTYPE_U64;
+  uint64_t stored = hasRawData                ? proto.raw_data().size()
                     : dtype == KILN_DTYPE_F32 ? proto.float_data_size()
+                    : dtype == KILN_DTYPE_F64 ? proto.double_data_size()
                     : dtype == KILN_DTYPE_I64 ? proto.int64_data_size()
+                    : inUint64s               ? proto.uint64_data_size()
                                               : proto.int32_data_size();
   bool tooLarge = count > UINT64_MAX / 64;
   uint64_t needed = hasRawData ? (count * uint64_t(bits) + 7) / 8 : count;
@@ -85,13 +90,21 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
   if (proto.has_raw_data()) {
     if (bytes)
       std::memcpy(kiln_tensor_data(raw), proto.raw_data().data(), bytes);
-  } else if (dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_I64) {
-    if (bytes)
-      std::memcpy(kiln_tensor_data(raw),
-                  dtype == KILN_DTYPE_F32
-                      ? static_cast<const void *>(proto.float_data().data())
-                      : static_cast<const void *>(proto.int64_data().data()),
-                  bytes);
+  } else if (dtype == KILN_DTYPE_F32) {
+    std::copy(proto.float_data().begin(), proto.float_data().end(),
+              static_cast<float *>(kiln_tensor_data(raw)));
+  } else if (dtype == KILN_DTYPE_F64) {
+    std::copy(proto.double_data().begin(), proto.double_data().end(),
+              static_cast<double *>(kiln_tensor_data(raw)));
+  } else if (dtype == KILN_DTYPE_I64) {
+    std::copy(proto.int64_data().begin(), proto.int64_data().end(),
+              static_cast<int64_t *>(kiln_tensor_data(raw)));
+  } else if (dtype == KILN_DTYPE_U64) {
+    std::copy(proto.uint64_data().begin(), proto.uint64_data().end(),
+              static_cast<uint64_t *>(kiln_tensor_data(raw)));
+  } else if (dtype == KILN_DTYPE_U32) {
+    std::copy(proto.uint64_data().begin(), proto.uint64_data().end(),
+              static_cast<uint32_t *>(kiln_tensor_data(raw)));
   } else {
     void *data = kiln_tensor_data(raw);
     for (size_t i = 0; i < count; ++i) {

@@ -519,3 +519,38 @@ func.func @conv_rows(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>) -> tensor
   %0 = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x8x8xf32>
   return %0 : tensor<1x6x8x8xf32>
 }
+
+// -----
+
+// A scatter copies its data, then updates it element by element in the
+// updates' row-major order: an scf.for nest carrying the tensor, each
+// index wrapped and clamped into its axis.
+// CHECK-LABEL: func.func @scatter_elements
+// CHECK: %[[COPY:.*]] = linalg.copy ins(%arg0 : tensor<3x4xf32>)
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[T:.*]] = %[[COPY]])
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[U:.*]] = %[[T]])
+// CHECK: %[[IDX:.*]] = tensor.extract %arg1[%[[I]], %[[J]]] : tensor<3x2xi64>
+// CHECK: arith.cmpi slt, %[[IDX]]
+// CHECK: %[[K:.*]] = arith.index_cast %{{.*}} : i64 to index
+// CHECK: %[[NEW:.*]] = tensor.extract %arg2[%[[I]], %[[J]]]
+// CHECK: %[[OLD:.*]] = tensor.extract %[[U]][%[[I]], %[[K]]]
+// CHECK: %[[SUM:.*]] = arith.addf %[[OLD]], %[[NEW]]
+// CHECK: tensor.insert %[[SUM]] into %[[U]][%[[I]], %[[K]]]
+func.func @scatter_elements(%d: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<3x4xf32> {
+  %0 = kiln.scatter_elements %d[%i] = %u, axis = 1, reduction = add : tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// gather_nd reads each result element's index tuple, then the data.
+// CHECK-LABEL: func.func @gather_nd
+// CHECK: linalg.generic
+// CHECK: %[[B:.*]] = linalg.index 0
+// CHECK: %[[ROW:.*]] = tensor.extract %arg1[%[[B]], %{{.*}}] : tensor<5x2xi64>
+// CHECK: %[[COL:.*]] = tensor.extract %arg1[%[[B]], %{{.*}}] : tensor<5x2xi64>
+// CHECK: tensor.extract %arg0[%{{.*}}, %{{.*}}] : tensor<3x4xf32>
+func.func @gather_nd(%d: tensor<3x4xf32>, %i: tensor<5x2xi64>) -> tensor<5xf32> {
+  %0 = kiln.gather_nd %d[%i], batch_dims = 0 : tensor<3x4xf32>, tensor<5x2xi64> -> tensor<5xf32>
+  return %0 : tensor<5xf32>
+}

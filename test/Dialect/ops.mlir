@@ -249,3 +249,32 @@ func.func @remainder(%a: tensor<4xi64>, %b: tensor<i64>) -> tensor<4xi64> {
   %0 = kiln.rem %a, %b : tensor<4xi64>, tensor<i64>
   return %0 : tensor<4xi64>
 }
+
+// CHECK-LABEL: func.func @unsigned_and_wide
+// CHECK: kiln.div %arg0, %arg1 {is_unsigned} : tensor<4xi64>, tensor<i64>
+// CHECK: kiln.rem %arg0, %arg1 {is_unsigned} : tensor<4xi64>, tensor<i64>
+// CHECK: kiln.shift_left %arg0, %arg1 : tensor<4xi64>, tensor<i64>
+// CHECK: kiln.shift_right %arg0, %arg1 : tensor<4xi64>, tensor<i64>
+// CHECK: kiln.exp %arg2 : tensor<3xf64>
+func.func @unsigned_and_wide(%a: tensor<4xi64>, %b: tensor<i64>, %x: tensor<3xf64>)
+    -> (tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<3xf64>) {
+  %0 = kiln.div %a, %b {is_unsigned} : tensor<4xi64>, tensor<i64>
+  %1 = kiln.rem %a, %b {is_unsigned} : tensor<4xi64>, tensor<i64>
+  %2 = kiln.shift_left %a, %b : tensor<4xi64>, tensor<i64>
+  %3 = kiln.shift_right %a, %b : tensor<4xi64>, tensor<i64>
+  %4 = kiln.exp %x : tensor<3xf64>
+  return %0, %1, %2, %3, %4 : tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<3xf64>
+}
+
+// CHECK-LABEL: func.func @indexed
+// CHECK: kiln.scatter_elements %arg0[%arg1] = %arg2, axis = 1, reduction = max : tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>
+// CHECK: kiln.scatter_nd %arg0[%arg3] = %arg4, reduction = none : tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>
+// CHECK: kiln.gather_nd %arg0[%arg5], batch_dims = 0 : tensor<3x4xf32>, tensor<5x2xi64> -> tensor<5xf32>
+func.func @indexed(%data: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>,
+                   %rows: tensor<2x1xi64>, %r: tensor<2x4xf32>, %pick: tensor<5x2xi64>)
+    -> (tensor<3x4xf32>, tensor<3x4xf32>, tensor<5xf32>) {
+  %0 = kiln.scatter_elements %data[%i] = %u, axis = 1, reduction = max : tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>
+  %1 = kiln.scatter_nd %data[%rows] = %r, reduction = none : tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>
+  %2 = kiln.gather_nd %data[%pick], batch_dims = 0 : tensor<3x4xf32>, tensor<5x2xi64> -> tensor<5xf32>
+  return %0, %1, %2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<5xf32>
+}

@@ -414,6 +414,106 @@ def index_ops_model(out_dir):
         ("tiled", np.tile(x, (1, 2, 1)))])
 
 
+def wide_types_model(out_dir):
+    """float64, uint32 and uint64 computed as such: CumSum of float64 values
+    whose sum float32 would round, uint32 Sub that wraps, uint64 Max, Div
+    and Less on values above 2^63 (where signed arithmetic would give other
+    answers), and BitShift of uint8 both ways; numpy gives the expected
+    outputs."""
+    x = np.array([[1e8, 1.0, 1e-8], [0.1, 0.2, 0.3]], np.float64)
+    a32 = np.array([5, 0, 4000000000], np.uint32)
+    b32 = np.array([7, 1, 3], np.uint32)
+    big = np.array([2 ** 63 + 5, 7, 2 ** 64 - 1], np.uint64)
+    small = np.array([3, 2 ** 63, 2 ** 62], np.uint64)
+    bits = np.array([1, 16, 255], np.uint8)
+    shift = np.array([3, 1, 9], np.uint8)
+    nodes = [
+        helper.make_node("CumSum", ["x", "axis"], ["running"], name="cumsum",
+                         exclusive=1),
+        helper.make_node("Sub", ["a32", "b32"], ["wrapped"], name="sub32"),
+        helper.make_node("Max", ["big", "small"], ["larger"], name="max64"),
+        helper.make_node("Div", ["big", "small"], ["quotient"], name="div64"),
+        helper.make_node("Less", ["big", "small"], ["less"], name="less64"),
+        helper.make_node("BitShift", ["bits", "shift"], ["left"], name="shl",
+                         direction="LEFT"),
+        helper.make_node("BitShift", ["bits", "shift"], ["right"], name="shr",
+                         direction="RIGHT")]
+    inputs = [("x", x, TensorProto.DOUBLE), ("a32", a32, TensorProto.UINT32),
+              ("b32", b32, TensorProto.UINT32),
+              ("big", big, TensorProto.UINT64),
+              ("small", small, TensorProto.UINT64),
+              ("bits", bits, TensorProto.UINT8),
+              ("shift", shift, TensorProto.UINT8)]
+    running = np.cumsum(x, axis=1) - x
+    with np.errstate(over="ignore"):
+        wrapped = a32 - b32
+    left = (bits.astype(np.uint32) << shift).astype(np.uint8)
+    left[shift >= 8] = 0
+    right = bits >> np.minimum(shift, 8)
+    outputs = [("running", running, TensorProto.DOUBLE),
+               ("wrapped", wrapped, TensorProto.UINT32),
+               ("larger", np.maximum(big, small), TensorProto.UINT64),
+               ("quotient", big // small, TensorProto.UINT64),
+               ("less", big < small, TensorProto.BOOL),
+               ("left", left, TensorProto.UINT8),
+               ("right", right.astype(np.uint8), TensorProto.UINT8)]
+    save(graph_model(
+        nodes,
+        [vinfo(name, dtype, list(value.shape)) for name, value, dtype in inputs],
+        [vinfo(name, dtype, list(value.shape))
+         for name, value, dtype in outputs],
+        [numpy_helper.from_array(np.array(1, np.int64), "axis")]), out_dir)
+    write_test_data(out_dir, [(name, value) for name, value, _ in inputs] +
+                    [(name, value) for name, value, _ in outputs])
+
+
+def scatter_model(out_dir):
+    """ScatterElements (add, with two updates landing on one element),
+    ScatterND (whole rows, a negative index) and GatherND (batch_dims 1);
+    numpy gives the expected outputs. A second data set has an index out
+    of range."""
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    indices = np.array([[1, 1], [0, 3], [-1, 2]], np.int64)
+    updates = np.array([[10, 20], [30, 40], [50, 60]], np.float32)
+    rows = np.array([[2], [-3]], np.int64)
+    row_updates = np.array([[-1, -2, -3, -4], [-5, -6, -7, -8]], np.float32)
+    pick = np.array([[[1], [0]], [[3], [3]], [[2], [0]]], np.int64)
+    added = data.copy()
+    for i in range(3):
+        for j in range(2):
+            added[i, indices[i, j]] += updates[i, j]
+    replaced = data.copy()
+    replaced[2], replaced[0] = row_updates[0], row_updates[1]
+    gathered = np.stack([data[b, pick[b, :, 0]] for b in range(3)])
+    nodes = [
+        helper.make_node("ScatterElements", ["data", "indices", "updates"],
+                         ["added"], name="scatter_add", axis=1,
+                         reduction="add"),
+        helper.make_node("ScatterND", ["data", "rows", "row_updates"],
+                         ["replaced"], name="scatter_rows"),
+        helper.make_node("GatherND", ["data", "pick"], ["gathered"],
+                         name="gather_nd", batch_dims=1)]
+    save(graph_model(
+        nodes,
+        [vinfo("data", TensorProto.FLOAT, [3, 4]),
+         vinfo("indices", TensorProto.INT64, [3, 2]),
+         vinfo("rows", TensorProto.INT64, [2, 1]),
+         vinfo("pick", TensorProto.INT64, [3, 2, 1])],
+        [vinfo("added", TensorProto.FLOAT, [3, 4]),
+         vinfo("replaced", TensorProto.FLOAT, [3, 4]),
+         vinfo("gathered", TensorProto.FLOAT, [3, 2])],
+        [numpy_helper.from_array(updates, "updates"),
+         numpy_helper.from_array(row_updates, "row_updates")]),
+        out_dir)
+    write_test_data(out_dir, [
+        ("data", data), ("indices", indices), ("rows", rows), ("pick", pick),
+        ("added", added), ("replaced", replaced), ("gathered", gathered)])
+    bad = indices.copy()
+    bad[1, 0] = 4
+    with open(os.path.join(out_dir, "bad_indices.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(bad, "indices").SerializeToString())
+
+
 def newer_ops_model(out_dir):
     """Ops newer than Debian's onnx package knows, at opset 24:
     RMSNormalization over the last axis, Swish (alpha 0.5), and Mod in both
@@ -577,10 +677,10 @@ def main():
         save(graph_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
                          [vinfo("x", TensorProto.FLOAT, ["batch", 4])],
                          [vinfo("y", TensorProto.FLOAT, ["batch", 4])]), out_dir)
-    elif kind == "double-input":
-        save(graph_model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
-                         [vinfo("x", TensorProto.DOUBLE, [4])],
-                         [vinfo("y", TensorProto.DOUBLE, [4])]), out_dir)
+    elif kind == "complex-input":
+        save(graph_model([helper.make_node("Neg", ["x"], ["y"], name="neg")],
+                         [vinfo("x", TensorProto.COMPLEX64, [4])],
+                         [vinfo("y", TensorProto.COMPLEX64, [4])]), out_dir)
     elif kind == "custom-domain":
         model = graph_model(
             [helper.make_node("FusedGelu", ["x"], ["y"], name="gelu_1",
@@ -769,6 +869,10 @@ def main():
         newer_ops_model(out_dir)
     elif kind == "index-ops":
         index_ops_model(out_dir)
+    elif kind == "wide-types":
+        wide_types_model(out_dir)
+    elif kind == "scatter":
+        scatter_model(out_dir)
     elif kind == "lp-pool":
         lp_pool_model(out_dir)
     elif kind == "max-pool-indices":

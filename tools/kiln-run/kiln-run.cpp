@@ -178,8 +178,14 @@ double elementAt(const kiln_tensor *tensor, size_t i) {
     return static_cast<const float *>(data)[i];
   case KILN_DTYPE_I64:
     return static_cast<double>(static_cast<const int64_t *>(data)[i]);
+  case KILN_DTYPE_F64:
+    return static_cast<const double *>(data)[i];
+  case KILN_DTYPE_U64:
+    return static_cast<double>(static_cast<const uint64_t *>(data)[i]);
   case KILN_DTYPE_I32:
     return static_cast<const int32_t *>(data)[i];
+  case KILN_DTYPE_U32:
+    return static_cast<const uint32_t *>(data)[i];
   case KILN_DTYPE_I8:
     return static_cast<const int8_t *>(data)[i];
   case KILN_DTYPE_I16:
@@ -212,8 +218,8 @@ double elementAt(const kiln_tensor *tensor, size_t i) {
 }
 
 bool isFloat(kiln_dtype dtype) {
-  return dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F16 ||
-         dtype == KILN_DTYPE_BF16;
+  return dtype == KILN_DTYPE_F32 || dtype == KILN_DTYPE_F64 ||
+         dtype == KILN_DTYPE_F16 || dtype == KILN_DTYPE_BF16;
 }
 
 std::string shapeString(const kiln_tensor *tensor) {
@@ -229,8 +235,17 @@ void printTensor(const char *name, const kiln_tensor *tensor) {
   size_t count = kiln_tensor_num_elements(tensor);
   size_t shown = std::min<size_t>(count, 8);
   for (size_t i = 0; i < shown; ++i) {
-    if (isFloat(kiln_tensor_dtype(tensor)))
+    kiln_dtype dtype = kiln_tensor_dtype(tensor);
+    const void *data = kiln_tensor_const_data(tensor);
+    // 64-bit integers print from their bits: a double does not hold them.
+    if (isFloat(dtype))
       std::printf(" %.6g", elementAt(tensor, i));
+    else if (dtype == KILN_DTYPE_U64)
+      std::printf(" %llu", static_cast<unsigned long long>(
+                               static_cast<const uint64_t *>(data)[i]));
+    else if (dtype == KILN_DTYPE_I64)
+      std::printf(" %lld", static_cast<long long>(
+                               static_cast<const int64_t *>(data)[i]));
     else
       std::printf(" %lld", static_cast<long long>(elementAt(tensor, i)));
   }
@@ -249,11 +264,22 @@ std::string compare(const char *name, const kiln_tensor *actual,
     return std::string("output '") + name + "' has shape " +
            shapeString(actual) + " but expected " + shapeString(expected);
   size_t count = kiln_tensor_num_elements(actual), mismatches = 0, first = 0;
+  kiln_dtype dtype = kiln_tensor_dtype(actual);
+  // Integers must match exactly, bit for bit: 64-bit ones do not fit a
+  // double.
+  size_t size = kiln_dtype_size(dtype);
+  const char *actualBytes =
+      static_cast<const char *>(kiln_tensor_const_data(actual));
+  const char *expectedBytes =
+      static_cast<const char *>(kiln_tensor_const_data(expected));
   for (size_t i = 0; i < count; ++i) {
     double a = elementAt(actual, i), e = elementAt(expected, i);
-    bool ok =
-        (std::isnan(a) && std::isnan(e)) || a == e ||
-        (std::isfinite(e) && std::fabs(a - e) <= atol + rtol * std::fabs(e));
+    bool ok = !isFloat(dtype) && size
+                  ? std::memcmp(actualBytes + i * size,
+                                expectedBytes + i * size, size) == 0
+                  : (std::isnan(a) && std::isnan(e)) || a == e ||
+                        (std::isfinite(e) &&
+                         std::fabs(a - e) <= atol + rtol * std::fabs(e));
     if (!ok && mismatches++ == 0)
       first = i;
   }

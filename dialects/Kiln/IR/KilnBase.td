@@ -36,16 +36,21 @@ def Kiln_Dialect : Dialect {
 class Kiln_Op<string mnemonic, list<Trait> traits = []>
     : Op<Kiln_Dialect, mnemonic, traits>;
 
-// Element types: any tensor Kiln moves around may be f32, f16, bf16, i64,
-// i32, i8 or i1; arithmetic takes the numeric ones. Integers are signless,
-// as in arith and TOSA 1.0: an 8-bit tensor holds ONNX's int8 or uint8, and
-// the ops that read or write its values as numbers (quantize, dequantize,
-// matmul_integer, cast) say which with an `unsigned` flag; the entry
-// point's arguments and results carry `kiln.unsigned` for uint8.
-def Kiln_Tensor : RankedTensorOf<[F32, F16, BF16, I64, I32, I16, I8, I1]>;
-def Kiln_NumericTensor : RankedTensorOf<[F32, I64, I32]>;
+// Element types: any tensor Kiln moves around may be f32, f64, f16, bf16,
+// i64, i32, i16, i8 or i1; arithmetic takes the numeric ones. Integers are
+// signless, as in arith and TOSA 1.0: an 8-bit tensor holds ONNX's int8 or
+// uint8, and the ops that read or write its values as numbers (quantize,
+// dequantize, matmul_integer, cast, div, rem) say which with an `unsigned`
+// flag; the entry point's arguments and results carry `kiln.unsigned` for
+// the unsigned types.
+def Kiln_Tensor : RankedTensorOf<[F32, F64, F16, BF16, I64, I32, I16, I8, I1]>;
+def Kiln_NumericTensor : RankedTensorOf<[F32, F64, I64, I32]>;
+def Kiln_IntegerTensor : RankedTensorOf<[I64, I32]>;
 def Kiln_BoolTensor : RankedTensorOf<[I1]>;
+// The composite ops (convolution, attention, normalization, ...) and their
+// kernels compute in f32; elementwise float math also in f64.
 def Kiln_FloatTensor : RankedTensorOf<[F32]>;
+def Kiln_RealTensor : RankedTensorOf<[F32, F64]>;
 def Kiln_IndexTensor : RankedTensorOf<[I64]>;
 // Quantized values and their zero points (8-bit), and integer products.
 def Kiln_QuantTensor : RankedTensorOf<[I8]>;

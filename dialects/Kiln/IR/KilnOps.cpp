@@ -74,7 +74,6 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 KILN_FOLD_CONSTANT_OPERANDS(AddOp)
 KILN_FOLD_CONSTANT_OPERANDS(SubOp)
 KILN_FOLD_CONSTANT_OPERANDS(MulOp)
-KILN_FOLD_CONSTANT_OPERANDS(DivOp)
 KILN_FOLD_CONSTANT_OPERANDS(NegOp)
 KILN_FOLD_CONSTANT_OPERANDS(ConcatOp)
 KILN_FOLD_CONSTANT_OPERANDS(EqualOp)
@@ -83,17 +82,35 @@ KILN_FOLD_CONSTANT_OPERANDS(SliceOp)
 KILN_FOLD_CONSTANT_OPERANDS(BroadcastOp)
 #undef KILN_FOLD_CONSTANT_OPERANDS
 
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  // The evaluator divides integers as signed numbers.
+  if (getIsUnsigned())
+    return {};
+  return foldConstantOperands(*this, adaptor.getOperands());
+}
+
+/// is_unsigned of an integer division or remainder.
+template <typename OpTy> static LogicalResult verifyUnsignedDivision(OpTy op) {
+  if (op.getIsUnsigned() && !isa<IntegerType>(op.getType().getElementType()))
+    return op.emitOpError("is_unsigned needs integer operands");
+  return success();
+}
+LogicalResult DivOp::verify() { return verifyUnsignedDivision(*this); }
+LogicalResult RemOp::verify() { return verifyUnsignedDivision(*this); }
+
 //===----------------------------------------------------------------------===//
 // CastOp
 //===----------------------------------------------------------------------===//
 
 LogicalResult CastOp::verify() {
   Type inputElement = getInput().getType().getElementType();
-  if (getInputUnsigned() && !inputElement.isInteger(8) &&
-      !inputElement.isInteger(16))
-    return emitOpError("input_unsigned needs an 8- or 16-bit integer input");
-  if (getResultUnsigned() && !getType().getElementType().isInteger(8))
-    return emitOpError("result_unsigned needs an 8-bit integer result");
+  if (getInputUnsigned() &&
+      (!isa<IntegerType>(inputElement) || inputElement.isInteger(1)))
+    return emitOpError("input_unsigned needs an integer input");
+  Type resultElement = getType().getElementType();
+  if (getResultUnsigned() &&
+      (!isa<IntegerType>(resultElement) || resultElement.isInteger(1)))
+    return emitOpError("result_unsigned needs an integer result");
   return success();
 }
 

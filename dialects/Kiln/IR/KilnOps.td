@@ -95,13 +95,17 @@ def Kiln_DivOp : Kiln_BinaryOp<"div", Kiln_NumericTensor> {
   let description = [{
     `lhs / rhs` after ONNX multidirectional broadcasting. Integer division
     truncates toward zero; an integer division by zero yields 0 rather than
-    trapping.
+    trapping. `is_unsigned` divides integers as unsigned numbers.
 
     ```mlir
     %0 = kiln.div %a, %b : tensor<2x3xf32>, tensor<2x3xf32>
+    %1 = kiln.div %c, %d {is_unsigned} : tensor<4xi64>, tensor<i64>
     ```
   }];
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs,
+                       UnitAttr:$is_unsigned);
   let hasFolder = 1;
+  let hasVerifier = 1;
 }
 
 def Kiln_RemOp : Kiln_BinaryOp<"rem", Kiln_NumericTensor> {
@@ -109,12 +113,17 @@ def Kiln_RemOp : Kiln_BinaryOp<"rem", Kiln_NumericTensor> {
   let description = [{
     `lhs - trunc(lhs / rhs) * rhs` after ONNX multidirectional broadcasting:
     C's fmod, with the sign of `lhs`. An integer remainder by zero (or by
-    -1) yields 0 rather than trapping.
+    -1) yields 0 rather than trapping. `is_unsigned` divides integers as
+    unsigned numbers.
 
     ```mlir
     %0 = kiln.rem %a, %b : tensor<2x3xi64>, tensor<i64>
+    %1 = kiln.rem %c, %d {is_unsigned} : tensor<4xi64>, tensor<i64>
     ```
   }];
+  let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs,
+                       UnitAttr:$is_unsigned);
+  let hasVerifier = 1;
 }
 
 def Kiln_PowOp : Kiln_BinaryOp<"pow", Kiln_NumericTensor> {
@@ -144,26 +153,26 @@ def Kiln_NegOp : Kiln_UnaryOp<"neg", Kiln_NumericTensor, "-x"> {
 }
 def Kiln_AbsOp : Kiln_UnaryOp<"abs", Kiln_NumericTensor, "|x|">;
 def Kiln_ReluOp : Kiln_UnaryOp<"relu", Kiln_NumericTensor, "max(x, 0)">;
-def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_FloatTensor, "e^x">;
-def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_FloatTensor, "ln(x)">;
-def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_FloatTensor, "sqrt(x)">;
-def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", Kiln_FloatTensor, "1 / (1 + e^-x)">;
-def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_FloatTensor, "tanh(x)">;
-def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_FloatTensor, "erf(x)">;
-def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_FloatTensor, "sin(x)">;
-def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_FloatTensor, "cos(x)">;
-def Kiln_TanOp : Kiln_UnaryOp<"tan", Kiln_FloatTensor, "tan(x)">;
-def Kiln_AsinOp : Kiln_UnaryOp<"asin", Kiln_FloatTensor, "asin(x)">;
-def Kiln_AcosOp : Kiln_UnaryOp<"acos", Kiln_FloatTensor, "acos(x)">;
-def Kiln_AtanOp : Kiln_UnaryOp<"atan", Kiln_FloatTensor, "atan(x)">;
-def Kiln_SinhOp : Kiln_UnaryOp<"sinh", Kiln_FloatTensor, "sinh(x)">;
-def Kiln_CoshOp : Kiln_UnaryOp<"cosh", Kiln_FloatTensor, "cosh(x)">;
-def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", Kiln_FloatTensor, "asinh(x)">;
-def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", Kiln_FloatTensor, "acosh(x)">;
-def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", Kiln_FloatTensor, "atanh(x)">;
-def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_FloatTensor, "floor(x)">;
-def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_FloatTensor, "ceil(x)">;
-def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_FloatTensor,
+def Kiln_ExpOp : Kiln_UnaryOp<"exp", Kiln_RealTensor, "e^x">;
+def Kiln_LogOp : Kiln_UnaryOp<"log", Kiln_RealTensor, "ln(x)">;
+def Kiln_SqrtOp : Kiln_UnaryOp<"sqrt", Kiln_RealTensor, "sqrt(x)">;
+def Kiln_SigmoidOp : Kiln_UnaryOp<"sigmoid", Kiln_RealTensor, "1 / (1 + e^-x)">;
+def Kiln_TanhOp : Kiln_UnaryOp<"tanh", Kiln_RealTensor, "tanh(x)">;
+def Kiln_ErfOp : Kiln_UnaryOp<"erf", Kiln_RealTensor, "erf(x)">;
+def Kiln_SinOp : Kiln_UnaryOp<"sin", Kiln_RealTensor, "sin(x)">;
+def Kiln_CosOp : Kiln_UnaryOp<"cos", Kiln_RealTensor, "cos(x)">;
+def Kiln_TanOp : Kiln_UnaryOp<"tan", Kiln_RealTensor, "tan(x)">;
+def Kiln_AsinOp : Kiln_UnaryOp<"asin", Kiln_RealTensor, "asin(x)">;
+def Kiln_AcosOp : Kiln_UnaryOp<"acos", Kiln_RealTensor, "acos(x)">;
+def Kiln_AtanOp : Kiln_UnaryOp<"atan", Kiln_RealTensor, "atan(x)">;
+def Kiln_SinhOp : Kiln_UnaryOp<"sinh", Kiln_RealTensor, "sinh(x)">;
+def Kiln_CoshOp : Kiln_UnaryOp<"cosh", Kiln_RealTensor, "cosh(x)">;
+def Kiln_AsinhOp : Kiln_UnaryOp<"asinh", Kiln_RealTensor, "asinh(x)">;
+def Kiln_AcoshOp : Kiln_UnaryOp<"acosh", Kiln_RealTensor, "acosh(x)">;
+def Kiln_AtanhOp : Kiln_UnaryOp<"atanh", Kiln_RealTensor, "atanh(x)">;
+def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_RealTensor, "floor(x)">;
+def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_RealTensor, "ceil(x)">;
+def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_RealTensor,
                                 "x rounded to the nearest integer, halves to even">;
 def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, "!x">;
 
@@ -187,6 +196,31 @@ def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_NumericTensor, [Commutative]> {
 
     ```mlir
     %0 = kiln.max %a, %b : tensor<2x3xi64>, tensor<3xi64>
+    ```
+  }];
+}
+
+def Kiln_ShiftLeftOp : Kiln_BinaryOp<"shift_left", Kiln_IntegerTensor> {
+  let summary = "elementwise left shift with broadcasting";
+  let description = [{
+    `lhs << rhs` after ONNX multidirectional broadcasting; a shift by the
+    bit width or more (or by a negative amount) gives 0.
+
+    ```mlir
+    %0 = kiln.shift_left %a, %b : tensor<3xi64>, tensor<i64>
+    ```
+  }];
+}
+
+def Kiln_ShiftRightOp : Kiln_BinaryOp<"shift_right", Kiln_IntegerTensor> {
+  let summary = "elementwise logical right shift with broadcasting";
+  let description = [{
+    `lhs >> rhs`, shifting in zeros (the operands are unsigned), after ONNX
+    multidirectional broadcasting; a shift by the bit width or more (or by
+    a negative amount) gives 0.
+
+    ```mlir
+    %0 = kiln.shift_right %a, %b : tensor<3xi32>, tensor<3xi32>
     ```
   }];
 }
@@ -592,6 +626,7 @@ def Kiln_CheckIndexRangeOp : Kiln_Op<"check_index_range", [Pure]> {
 }
 
 include "dialects/Kiln/IR/KilnCompositeOps.td"
+include "dialects/Kiln/IR/KilnIndexedOps.td"
 include "dialects/Kiln/IR/KilnQuantOps.td"
 include "dialects/Kiln/IR/KilnStateOps.td"
 include "dialects/Kiln/IR/KilnPipelineOps.td"

@@ -79,13 +79,15 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   return TypeSwitch<Operation *, FailureOr<Sizes>>(op)
       .Case<AddOp, SubOp, MulOp, DivOp, PowOp, RemOp, MinOp, MaxOp, AndOp, OrOp,
-            XorOp, EqualOp, LessOp, LessEqualOp, SelectOp>([&](auto) {
+            XorOp, EqualOp, LessOp, LessEqualOp, SelectOp, ShiftLeftOp,
+            ShiftRightOp>([&](auto) {
         return getBroadcastSizes(b, loc, op->getOperands(), resultType);
       })
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
             ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp,
             AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
-            SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp>(
+            SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp, ScatterElementsOp,
+            ScatterNDOp>(
           [&](auto) { return getSizes(b, loc, op->getOperand(0)); })
       .Case<MatMulOp, MatMulIntegerOp>([&](auto matmul) -> FailureOr<Sizes> {
         auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
@@ -246,13 +248,14 @@ template <typename... OpTys> void attachShapeModels(MLIRContext &context) {
 void kiln::registerShapeReification(MLIRContext &context) {
   attachShapeModels<
       AddOp, SubOp, MulOp, DivOp, PowOp, RemOp, MinOp, MaxOp, AndOp, OrOp,
-      XorOp, EqualOp, LessOp, LessEqualOp, SelectOp, NegOp, AbsOp, ReluOp,
-      ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, TanOp,
-      AsinOp, AcosOp, AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp,
-      FloorOp, CeilOp, RoundOp, NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp,
-      PackedMatMulOp, TransposeOp, ConcatOp, GatherOp, GatherElementsOp,
-      ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
-      SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp, RangeOp, AttentionOp,
-      Conv2DOp, PoolOp, QuantizeOp, DequantizeOp, MatMulIntegerOp,
-      QuantizedMatMulOp, Int4MatMulOp>(context);
+      XorOp, EqualOp, LessOp, LessEqualOp, SelectOp, ShiftLeftOp, ShiftRightOp,
+      ScatterElementsOp, ScatterNDOp, NegOp, AbsOp, ReluOp, ExpOp, LogOp,
+      SqrtOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp,
+      AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp,
+      RoundOp, NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp, PackedMatMulOp,
+      TransposeOp, ConcatOp, GatherOp, GatherElementsOp, ReduceSumOp,
+      ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, SliceOp,
+      DynamicSliceOp, ReshapeOp, BroadcastOp, RangeOp, AttentionOp, Conv2DOp,
+      PoolOp, QuantizeOp, DequantizeOp, MatMulIntegerOp, QuantizedMatMulOp,
+      Int4MatMulOp>(context);
 }

@@ -41,6 +41,7 @@ struct ConvertKilnToLinalgPass
                                             attentionKeyColumns);
     kiln::populateDataMovementLoweringPatterns(patterns);
     kiln::populatePoolLoweringPatterns(patterns);
+    kiln::populateIndexedLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

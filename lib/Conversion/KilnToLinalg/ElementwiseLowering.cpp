@@ -52,6 +52,63 @@ Value createSafeSignedRem(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   return arith::SelectOp::create(b, loc, unsafe, zero, remainder);
 }
 
+/// Unsigned lhs / rhs, or lhs % rhs with `remainder`; 0 where rhs is 0.
+Value createSafeUnsignedDivision(OpBuilder &b, Location loc, Value lhs,
+                                 Value rhs, bool remainder) {
+  Type type = lhs.getType();
+  Value zero = createScalarConstant(b, loc, type, 0);
+  Value one = createScalarConstant(b, loc, type, 1);
+  Value isZero =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, rhs, zero);
+  Value divisor = arith::SelectOp::create(b, loc, isZero, one, rhs);
+  Value result = remainder
+                     ? arith::RemUIOp::create(b, loc, lhs, divisor).getResult()
+                     : arith::DivUIOp::create(b, loc, lhs, divisor).getResult();
+  return arith::SelectOp::create(b, loc, isZero, zero, result);
+}
+
+/// lhs shifted by rhs, 0 where rhs is out of [0, bit width), where LLVM's
+/// shifts give poison.
+Value createSafeShift(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                      bool left) {
+  Type type = lhs.getType();
+  Value width =
+      createScalarConstant(b, loc, type, type.getIntOrFloatBitWidth());
+  Value inRange =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rhs, width);
+  Value amount = arith::SelectOp::create(b, loc, inRange, rhs,
+                                         createScalarConstant(b, loc, type, 0));
+  Value shifted = left
+                      ? arith::ShLIOp::create(b, loc, lhs, amount).getResult()
+                      : arith::ShRUIOp::create(b, loc, lhs, amount).getResult();
+  return arith::SelectOp::create(b, loc, inRange, shifted,
+                                 createScalarConstant(b, loc, type, 0));
+}
+
+/// f64 `value` rounded to f32 with round-to-odd: an inexact result has its
+/// last bit set. Rounding that to 16 bits gives the correctly rounded f64
+/// value, where two round-to-nearest steps could round twice. (LLVM has no
+/// instruction for f64 to f16 and would call a runtime library that
+/// artifacts do not link.)
+Value createRoundToOddF32(OpBuilder &b, Location loc, Value value) {
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Value nearest = arith::TruncFOp::create(b, loc, f32, value);
+  Value back = arith::ExtFOp::create(b, loc, value.getType(), nearest);
+  Value inexact =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, back, value);
+  Value roundedAway = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::OGT, math::AbsFOp::create(b, loc, back),
+      math::AbsFOp::create(b, loc, value));
+  Value bits = arith::BitcastOp::create(b, loc, i32, nearest);
+  Value towardZero =
+      arith::SubIOp::create(b, loc, bits, createScalarConstant(b, loc, i32, 1));
+  bits = arith::SelectOp::create(b, loc, roundedAway, towardZero, bits);
+  Value odd =
+      arith::OrIOp::create(b, loc, bits, createScalarConstant(b, loc, i32, 1));
+  bits = arith::SelectOp::create(b, loc, inexact, odd, bits);
+  return arith::BitcastOp::create(b, loc, f32, bits);
+}
+
 /// The scalar computation of one elementwise kiln op on its block arguments.
 Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
                      Type resultElementType) {
@@ -76,21 +133,33 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
                    : arith::MulIOp::create(b, loc, args[0], args[1])
                          .getResult();
       })
-      .Case([&](DivOp) -> Value {
-        return isFloat
-                   ? arith::DivFOp::create(b, loc, args[0], args[1]).getResult()
-                   : createSafeSignedDiv(b, loc, args[0], args[1]);
+      .Case([&](DivOp div) -> Value {
+        if (isFloat)
+          return arith::DivFOp::create(b, loc, args[0], args[1]);
+        if (div.getIsUnsigned())
+          return createSafeUnsignedDivision(b, loc, args[0], args[1],
+                                            /*remainder=*/false);
+        return createSafeSignedDiv(b, loc, args[0], args[1]);
       })
-      .Case([&](RemOp) -> Value {
-        return isFloat
-                   ? arith::RemFOp::create(b, loc, args[0], args[1]).getResult()
-                   : createSafeSignedRem(b, loc, args[0], args[1]);
+      .Case([&](RemOp rem) -> Value {
+        if (isFloat)
+          return arith::RemFOp::create(b, loc, args[0], args[1]);
+        if (rem.getIsUnsigned())
+          return createSafeUnsignedDivision(b, loc, args[0], args[1],
+                                            /*remainder=*/true);
+        return createSafeSignedRem(b, loc, args[0], args[1]);
       })
       .Case([&](PowOp) -> Value {
         return isFloat
                    ? math::PowFOp::create(b, loc, args[0], args[1]).getResult()
                    : math::IPowIOp::create(b, loc, args[0], args[1])
                          .getResult();
+      })
+      .Case([&](ShiftLeftOp) -> Value {
+        return createSafeShift(b, loc, args[0], args[1], /*left=*/true);
+      })
+      .Case([&](ShiftRightOp) -> Value {
+        return createSafeShift(b, loc, args[0], args[1], /*left=*/false);
       })
       .Case([&](NegOp) -> Value {
         if (isFloat)
@@ -250,6 +319,9 @@ Value kiln::createCast(OpBuilder &b, Location loc, Value value, Type to,
   // A bool is 0 or 1, an unsigned number.
   fromUnsigned |= from.isInteger(1);
   if (isa<FloatType>(from) && isa<FloatType>(to)) {
+    if (from.isF64() && to.getIntOrFloatBitWidth() == 16)
+      return arith::TruncFOp::create(b, loc, to,
+                                     createRoundToOddF32(b, loc, value));
     if (from.getIntOrFloatBitWidth() < to.getIntOrFloatBitWidth())
       return arith::ExtFOp::create(b, loc, to, value);
     if (from.getIntOrFloatBitWidth() > to.getIntOrFloatBitWidth())
@@ -280,21 +352,23 @@ void kiln::populateElementwiseLoweringPatterns(RewritePatternSet &patterns) {
                ElementwiseLowering<MulOp>, ElementwiseLowering<DivOp>,
                ElementwiseLowering<PowOp>, ElementwiseLowering<RemOp>,
                ElementwiseLowering<NegOp>, ElementwiseLowering<AbsOp>,
-               ElementwiseLowering<ReluOp>, ElementwiseLowering<ExpOp>,
-               ElementwiseLowering<LogOp>, ElementwiseLowering<SqrtOp>,
-               ElementwiseLowering<TanhOp>, ElementwiseLowering<ErfOp>,
-               ElementwiseLowering<SigmoidOp>, ElementwiseLowering<SinOp>,
-               ElementwiseLowering<CosOp>, ElementwiseLowering<TanOp>,
-               ElementwiseLowering<AsinOp>, ElementwiseLowering<AcosOp>,
-               ElementwiseLowering<AtanOp>, ElementwiseLowering<SinhOp>,
-               ElementwiseLowering<CoshOp>, ElementwiseLowering<AsinhOp>,
-               ElementwiseLowering<AcoshOp>, ElementwiseLowering<AtanhOp>,
-               ElementwiseLowering<FloorOp>, ElementwiseLowering<CeilOp>,
-               ElementwiseLowering<RoundOp>, ElementwiseLowering<NotOp>,
-               ElementwiseLowering<MinOp>, ElementwiseLowering<MaxOp>,
-               ElementwiseLowering<AndOp>, ElementwiseLowering<OrOp>,
-               ElementwiseLowering<XorOp>, ElementwiseLowering<LessOp>,
-               ElementwiseLowering<LessEqualOp>, ElementwiseLowering<CastOp>,
-               ElementwiseLowering<EqualOp>, ElementwiseLowering<SelectOp>,
-               ElementwiseLowering<BroadcastOp>>(patterns.getContext());
+               ElementwiseLowering<ShiftLeftOp>,
+               ElementwiseLowering<ShiftRightOp>, ElementwiseLowering<ReluOp>,
+               ElementwiseLowering<ExpOp>, ElementwiseLowering<LogOp>,
+               ElementwiseLowering<SqrtOp>, ElementwiseLowering<TanhOp>,
+               ElementwiseLowering<ErfOp>, ElementwiseLowering<SigmoidOp>,
+               ElementwiseLowering<SinOp>, ElementwiseLowering<CosOp>,
+               ElementwiseLowering<TanOp>, ElementwiseLowering<AsinOp>,
+               ElementwiseLowering<AcosOp>, ElementwiseLowering<AtanOp>,
+               ElementwiseLowering<SinhOp>, ElementwiseLowering<CoshOp>,
+               ElementwiseLowering<AsinhOp>, ElementwiseLowering<AcoshOp>,
+               ElementwiseLowering<AtanhOp>, ElementwiseLowering<FloorOp>,
+               ElementwiseLowering<CeilOp>, ElementwiseLowering<RoundOp>,
+               ElementwiseLowering<NotOp>, ElementwiseLowering<MinOp>,
+               ElementwiseLowering<MaxOp>, ElementwiseLowering<AndOp>,
+               ElementwiseLowering<OrOp>, ElementwiseLowering<XorOp>,
+               ElementwiseLowering<LessOp>, ElementwiseLowering<LessEqualOp>,
+               ElementwiseLowering<CastOp>, ElementwiseLowering<EqualOp>,
+               ElementwiseLowering<SelectOp>, ElementwiseLowering<BroadcastOp>>(
+      patterns.getContext());
 }

@@ -191,3 +191,26 @@ Value kiln::padImages(OpBuilder &b, Location loc, Value input,
       b, loc, RankedTensorType::get(shape, elementType), input, low, high,
       createScalarConstant(b, loc, elementType, 0));
 }
+
+Value kiln::getAxisSize(OpBuilder &b, Location loc, Value data, int64_t axis) {
+  auto type = cast<RankedTensorType>(data.getType());
+  if (!type.isDynamicDim(axis))
+    return createScalarConstant(b, loc, b.getI64Type(), type.getDimSize(axis));
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                    tensor::DimOp::create(b, loc, data, axis));
+}
+
+Value kiln::getClampedIndex(OpBuilder &b, Location loc, Value index,
+                            Value size) {
+  Type i64 = b.getI64Type();
+  Value zero = createScalarConstant(b, loc, i64, 0);
+  Value last = b.createOrFold<arith::SubIOp>(
+      loc, size, createScalarConstant(b, loc, i64, 1));
+  Value isNegative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, index, zero);
+  index = arith::SelectOp::create(
+      b, loc, isNegative, arith::AddIOp::create(b, loc, index, size), index);
+  index = arith::MaxSIOp::create(b, loc, index, zero);
+  index = arith::MinSIOp::create(b, loc, index, last);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), index);
+}

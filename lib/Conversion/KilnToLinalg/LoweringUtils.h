@@ -48,6 +48,14 @@ mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc,
                           mlir::Value value, mlir::RankedTensorType type,
                           mlir::ValueRange dynamicSizes = {});
 
+/// The size of `data`'s dimension `axis` as i64, read at run time if it is
+/// dynamic.
+mlir::Value getAxisSize(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value data, int64_t axis);
+/// The i64 `index` into an axis of `size` elements as an index: wrapped
+/// once if negative, then clamped so the access stays inside the axis.
+mlir::Value getClampedIndex(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value index, mlir::Value size);
 /// A scalar constant of `type` (f32 or i64) holding `value`.
 mlir::Value createScalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                                  mlir::Type type, double value);
@@ -115,6 +123,8 @@ void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns,
                                        int64_t queryRows, int64_t keyColumns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populatePoolLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// kiln.scatter_elements, kiln.scatter_nd and kiln.gather_nd.
+void populateIndexedLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

@@ -49,19 +49,21 @@ struct Entry {
   LLVM::LLVMFuncOp wrapper;
 };
 
-/// The ABI dtype of elements of `element`; 8- and 16-bit integers are
-/// signed unless the argument is marked unsigned.
+/// The ABI dtype of elements of `element`; integers are signed unless the
+/// argument is marked unsigned.
 FailureOr<int32_t> getDtype(Type element, bool isUnsigned) {
   if (element.isF32())
     return KILN_DTYPE_F32;
+  if (element.isF64())
+    return KILN_DTYPE_F64;
   if (element.isF16())
     return KILN_DTYPE_F16;
   if (element.isBF16())
     return KILN_DTYPE_BF16;
   if (element.isInteger(64))
-    return KILN_DTYPE_I64;
+    return isUnsigned ? KILN_DTYPE_U64 : KILN_DTYPE_I64;
   if (element.isInteger(32))
-    return KILN_DTYPE_I32;
+    return isUnsigned ? KILN_DTYPE_U32 : KILN_DTYPE_I32;
   if (element.isInteger(16))
     return isUnsigned ? KILN_DTYPE_U16 : KILN_DTYPE_I16;
   if (element.isInteger(8))
