@@ -572,7 +572,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   Block *block = builder.getInsertionBlock();
   Operation *lastBefore = block->empty() ? nullptr : &block->back();
   bool widen = (domain.empty() || domain == "ai.onnx") &&
-               isElementwiseOnnxOp(node.op_type());
+               computesInWideTypes(node.op_type());
   if (failed(widen ? importInComputeTypes(importer, importFn)
                    : importFn(importer)))
     return failure();

@@ -250,10 +250,12 @@ OpImportFn lookupIndexOpImporter(llvm::StringRef opType);
 /// The importer for ONNX's ops that make a tensor from a few scalars
 /// (Range, the window functions; OnnxGeneratorOps.cpp), or null.
 OpImportFn lookupGeneratorOpImporter(llvm::StringRef opType);
-/// Whether ONNX op `opType` computes elementwise, so that it may compute
-/// on int8, int16, uint32, float16 and bfloat16 in wider types and on
-/// uint64 (OnnxNarrowTypes.cpp).
-bool isElementwiseOnnxOp(llvm::StringRef opType);
+/// Whether ONNX op `opType` computes elementwise (or, as Softmax, MatMul and
+/// the reductions, gives results of its inputs' type computed from their
+/// values alone), so
+/// that it may compute on int8, int16, uint32, float16 and bfloat16 in
+/// wider types and on uint64 (OnnxNarrowTypes.cpp).
+bool computesInWideTypes(llvm::StringRef opType);
 /// Imports the node with `importFn`, its int8/int16 operands widened to i32,
 /// uint32 ones to i64 and float16/bfloat16 ones to f32, and its results of
 /// that type narrowed back; uint64 ones ordered and divided as unsigned.

@@ -1,8 +1,9 @@
 //===- OnnxNarrowTypes.cpp - elementwise ops on other element types -------===//
 //
-// Kiln computes on f32, f64, i32 and i64. ONNX's elementwise ops also take
-// int8, int16 (signed or not), uint32, float16 and bfloat16: their operands
-// are widened (i32 or i64, zero-extended where unsigned; f32), the op is
+// Kiln computes on f32, f64, i32 and i64. ONNX's elementwise ops (and
+// Softmax, LogSoftmax, MatMul and the reductions) also take int8, int16
+// (signed or not), uint32, float16 and bfloat16: their operands are
+// widened (i32 or i64, zero-extended where unsigned; f32), the op is
 // imported as usual, and its results of the wide type are narrowed back.
 // Integer results wrap, as ONNX's do; float16 results are rounded once,
 // from f32. uint64 is computed in i64, where only ordering and division
@@ -49,7 +50,7 @@ Value castElements(NodeImporter &node, Value value, Type elementType,
 
 } // namespace
 
-bool kiln::isElementwiseOnnxOp(StringRef opType) {
+bool kiln::computesInWideTypes(StringRef opType) {
   static const llvm::StringSet<> ops = {"Add",
                                         "Sub",
                                         "Mul",
@@ -99,7 +100,20 @@ bool kiln::isElementwiseOnnxOp(StringRef opType) {
                                         "Shrink",
                                         "IsNaN",
                                         "IsInf",
-                                        "BitShift"};
+                                        "BitShift",
+                                        "Softmax",
+                                        "LogSoftmax",
+                                        "MatMul",
+                                        "ReduceSum",
+                                        "ReduceMean",
+                                        "ReduceMax",
+                                        "ReduceMin",
+                                        "ReduceProd",
+                                        "ReduceL1",
+                                        "ReduceL2",
+                                        "ReduceSumSquare",
+                                        "ReduceLogSum",
+                                        "ReduceLogSumExp"};
   return ops.contains(opType);
 }
 
@@ -142,8 +156,8 @@ LogicalResult importOnUint64(NodeImporter &node, OpImportFn importFn) {
   }
   static const llvm::StringSet<> ordering = {
       "Min", "Max", "Clip", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
-  static const llvm::StringSet<> signless = {"Add",   "Sub",   "Mul",     "Sum",
-                                             "Equal", "Where", "BitShift"};
+  static const llvm::StringSet<> signless = {
+      "Add", "Sub", "Mul", "Sum", "Equal", "Where", "BitShift", "MatMul"};
   // A uint64 exponent of a float base is cast to the base's type, as
   // unsigned.
   bool isExponent = opType == "Pow" && !isUint64Operand(node, 0);

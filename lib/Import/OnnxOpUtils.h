@@ -166,6 +166,7 @@ createConvolution(NodeImporter &node, mlir::Value input, mlir::Value filter,
                   const WindowAttrs &window, int64_t groups);
 llvm::LogicalResult importConv(NodeImporter &node);
 llvm::LogicalResult importConvTranspose(NodeImporter &node);
+llvm::LogicalResult importAttention(NodeImporter &node); // OnnxAttention.cpp
 llvm::LogicalResult importLayerNormalization(NodeImporter &node);
 llvm::LogicalResult importRMSNormalization(NodeImporter &node);
 llvm::LogicalResult importInstanceNormalization(NodeImporter &node);

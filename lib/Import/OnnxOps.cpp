@@ -351,6 +351,7 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Cast", importCast)
       .Case("Equal", importEqual)
       .Case("Where", importWhere)
+      .Case("Attention", importAttention)
       .Case("LayerNormalization", importLayerNormalization)
       .Case("RMSNormalization", importRMSNormalization)
       .Case("InstanceNormalization", importInstanceNormalization)

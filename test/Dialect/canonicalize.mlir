@@ -112,3 +112,32 @@ func.func @not_folded(%x: tensor<2xi64>) -> (tensor<64x128xf32>, tensor<2xi64>) 
   %1 = kiln.add %x, %c : tensor<2xi64>, tensor<2xi64>
   return %0, %1 : tensor<64x128xf32>, tensor<2xi64>
 }
+
+// -----
+
+// The shape arithmetic of ONNX's function bodies (Attention's expanded form)
+// folds: comparisons, logic, remainders (0 for a divisor of 0, as the
+// lowering defines it) and min/max; an unsigned remainder stays.
+// CHECK-LABEL: func.func @shape_logic
+// CHECK-DAG: %[[TRUE:.*]] = kiln.constant dense<[true, false]> : tensor<2xi1>
+// CHECK-DAG: %[[REM:.*]] = kiln.constant dense<[1, 0]> : tensor<2xi64>
+// CHECK-DAG: %[[MAX:.*]] = kiln.constant dense<[4, 3]> : tensor<2xi64>
+// CHECK: %[[UNSIGNED:.*]] = kiln.rem %{{.*}}, %{{.*}} {is_unsigned}
+// CHECK: return %[[TRUE]], %[[REM]], %[[MAX]], %[[UNSIGNED]] :
+func.func @shape_logic() -> (tensor<2xi1>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) {
+  %a = kiln.constant dense<[4, 3]> : tensor<2xi64>
+  %b = kiln.constant dense<[3, 0]> : tensor<2xi64>
+  %less = kiln.less %b, %a : tensor<2xi64>, tensor<2xi64>
+  %le = kiln.less_equal %a, %b : tensor<2xi64>, tensor<2xi64>
+  %not = kiln.not %le : tensor<2xi1>
+  %and = kiln.and %less, %not : tensor<2xi1>, tensor<2xi1>
+  %eq = kiln.equal %a, %b : tensor<2xi64>, tensor<2xi64>
+  %xor = kiln.xor %and, %eq : tensor<2xi1>, tensor<2xi1>
+  %first = kiln.constant dense<[true, false]> : tensor<2xi1>
+  %or = kiln.or %xor, %xor : tensor<2xi1>, tensor<2xi1>
+  %pick = kiln.and %or, %first : tensor<2xi1>, tensor<2xi1>
+  %rem = kiln.rem %a, %b : tensor<2xi64>, tensor<2xi64>
+  %max = kiln.max %a, %b : tensor<2xi64>, tensor<2xi64>
+  %urem = kiln.rem %a, %b {is_unsigned} : tensor<2xi64>, tensor<2xi64>
+  return %pick, %rem, %max, %urem : tensor<2xi1>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>
+}

@@ -514,6 +514,54 @@ def scatter_model(out_dir):
         f.write(numpy_helper.from_array(bad, "indices").SerializeToString())
 
 
+def attention_op_model(out_dir):
+    """ONNX's Attention op (opset 23) with grouped key/value heads (4 query
+    heads over 2), a past cache of 2 positions, a causal mask aligned after
+    the cache, a boolean mask covering fewer keys than there are (the rest
+    masked), and softcap; numpy evaluates ONNX's definition in float64."""
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal((1, 4, 3, 8)).astype(np.float32)
+    k = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
+    v = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
+    past_k = rng.standard_normal((1, 2, 2, 8)).astype(np.float32)
+    past_v = rng.standard_normal((1, 2, 2, 8)).astype(np.float32)
+    mask = np.array([[True, False, True, True], [True, True, True, True],
+                     [False, True, True, True]])
+    present_k = np.concatenate([past_k, k], axis=2)
+    present_v = np.concatenate([past_v, v], axis=2)
+    keys = np.repeat(present_k, 2, axis=1).astype(np.float64)
+    values = np.repeat(present_v, 2, axis=1).astype(np.float64)
+    softcap = 2.0
+    scores = q.astype(np.float64) @ keys.transpose(0, 1, 3, 2) / np.sqrt(8)
+    scores = softcap * np.tanh(scores / softcap)
+    allowed = np.pad(mask, ((0, 0), (0, 1)), constant_values=False)
+    allowed &= np.arange(5)[None, :] <= np.arange(3)[:, None] + 2
+    scores = np.where(allowed, scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    y = (weights @ values).astype(np.float32)
+    node = helper.make_node(
+        "Attention", ["q", "k", "v", "mask", "past_k", "past_v"],
+        ["y", "present_k", "present_v"], name="attention", is_causal=1,
+        softcap=softcap)
+    save(graph_model(
+        [node],
+        [vinfo("q", TensorProto.FLOAT, [1, 4, 3, 8]),
+         vinfo("k", TensorProto.FLOAT, [1, 2, 3, 8]),
+         vinfo("v", TensorProto.FLOAT, [1, 2, 3, 8]),
+         vinfo("mask", TensorProto.BOOL, [3, 4]),
+         vinfo("past_k", TensorProto.FLOAT, [1, 2, 2, 8]),
+         vinfo("past_v", TensorProto.FLOAT, [1, 2, 2, 8])],
+        [vinfo("y", TensorProto.FLOAT, [1, 4, 3, 8]),
+         vinfo("present_k", TensorProto.FLOAT, [1, 2, 5, 8]),
+         vinfo("present_v", TensorProto.FLOAT, [1, 2, 5, 8])], opset=23),
+        out_dir)
+    write_test_data(out_dir, [
+        ("q", q), ("k", k), ("v", v), ("mask", mask), ("past_k", past_k),
+        ("past_v", past_v), ("y", y), ("present_k", present_k),
+        ("present_v", present_v)])
+
+
 def newer_ops_model(out_dir):
     """Ops newer than Debian's onnx package knows, at opset 24:
     RMSNormalization over the last axis, Swish (alpha 0.5), and Mod in both
@@ -873,6 +921,8 @@ def main():
         wide_types_model(out_dir)
     elif kind == "scatter":
         scatter_model(out_dir)
+    elif kind == "attention-op":
+        attention_op_model(out_dir)
     elif kind == "lp-pool":
         lp_pool_model(out_dir)
     elif kind == "max-pool-indices":

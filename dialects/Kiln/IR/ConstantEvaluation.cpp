@@ -13,6 +13,7 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
 #include <cstring>
 
 using namespace mlir;
@@ -92,6 +93,11 @@ int64_t safeDivide(int64_t lhs, int64_t rhs) {
   return lhs / rhs;
 }
 
+/// The lowering's integer remainder: 0 for a divisor of 0 or -1.
+int64_t safeRemainder(int64_t lhs, int64_t rhs) {
+  return rhs == 0 || rhs == -1 ? 0 : lhs % rhs;
+}
+
 /// Two's-complement wrapping, as the generated code's integer arithmetic
 /// (and without C++'s undefined signed overflow).
 int64_t wrapArithmetic(Operation *op, int64_t lhs, int64_t rhs) {
@@ -102,10 +108,17 @@ int64_t wrapArithmetic(Operation *op, int64_t lhs, int64_t rhs) {
     return static_cast<int64_t>(l - r);
   if (isa<MulOp>(op))
     return static_cast<int64_t>(l * r);
+  if (isa<RemOp>(op))
+    return safeRemainder(lhs, rhs);
   return safeDivide(lhs, rhs);
 }
 
 template <typename T> T applyArithmetic(Operation *op, T lhs, T rhs) {
+  // Min and max of floats propagate NaN, as the lowering's do.
+  if (isa<MinOp>(op))
+    return lhs != lhs ? lhs : rhs != rhs ? rhs : std::min(lhs, rhs);
+  if (isa<MaxOp>(op))
+    return lhs != lhs ? lhs : rhs != rhs ? rhs : std::max(lhs, rhs);
   if constexpr (std::is_integral_v<T>)
     return wrapArithmetic(op, lhs, rhs);
   if (isa<AddOp>(op))
@@ -114,7 +127,27 @@ template <typename T> T applyArithmetic(Operation *op, T lhs, T rhs) {
     return lhs - rhs;
   if (isa<MulOp>(op))
     return lhs * rhs;
+  if (isa<RemOp>(op))
+    return std::fmod(lhs, rhs);
   return lhs / rhs;
+}
+
+/// The boolean result of comparison `op`.
+template <typename T> bool compare(Operation *op, T lhs, T rhs) {
+  if (isa<LessOp>(op))
+    return lhs < rhs;
+  if (isa<LessEqualOp>(op))
+    return lhs <= rhs;
+  return lhs == rhs;
+}
+
+/// The result of logical op `op` on booleans.
+bool applyLogical(Operation *op, bool lhs, bool rhs) {
+  if (isa<AndOp>(op))
+    return lhs && rhs;
+  if (isa<OrOp>(op))
+    return lhs || rhs;
+  return lhs != rhs;
 }
 
 /// Runs `fn` with `T` the C++ type of `elementType` (float, int64_t, bool);
@@ -184,7 +217,8 @@ ElementsAttr kiln::evaluateDataMovement(Operation *op, ElementsAttr input) {
 }
 
 bool kiln::isConstantEvaluable(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, NegOp, EqualOp, SelectOp, CastOp,
+  return isa<AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, NegOp, EqualOp,
+             LessOp, LessEqualOp, AndOp, OrOp, XorOp, NotOp, SelectOp, CastOp,
              ReshapeOp, TransposeOp, SliceOp, BroadcastOp, ConcatOp>(op);
 }
 
@@ -206,7 +240,7 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands) {
       return {};
     return evaluateCast(operands[0], type);
   }
-  if (isa<EqualOp>(op)) {
+  if (isa<EqualOp, LessOp, LessEqualOp>(op)) {
     return withCppType(operands[0].getElementType(), [&](auto t) {
       using T = decltype(t);
       SmallVector<T> lhs(operands[0].getValues<T>()),
@@ -215,22 +249,29 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands) {
       SmallVector<int64_t> r = getBroadcastIndices(operandShape(1), shape);
       SmallVector<bool> result;
       for (size_t i = 0; i < l.size(); ++i)
-        result.push_back(lhs[l[i]] == rhs[r[i]]);
+        result.push_back(compare<T>(op, lhs[l[i]], rhs[r[i]]));
       return build<bool>(type, result);
     });
   }
   return withCppType(type.getElementType(), [&](auto t) -> DenseElementsAttr {
     using T = decltype(t);
     SmallVector<T> result;
-    if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
-      if constexpr (!std::is_same_v<T, bool>) {
-        SmallVector<T> lhs(operands[0].getValues<T>()),
-            rhs(operands[1].getValues<T>());
-        SmallVector<int64_t> l = getBroadcastIndices(operandShape(0), shape);
-        SmallVector<int64_t> r = getBroadcastIndices(operandShape(1), shape);
-        for (size_t i = 0; i < l.size(); ++i)
+    if (isa<AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, AndOp, OrOp,
+            XorOp>(op)) {
+      SmallVector<T> lhs(operands[0].getValues<T>()),
+          rhs(operands[1].getValues<T>());
+      SmallVector<int64_t> l = getBroadcastIndices(operandShape(0), shape);
+      SmallVector<int64_t> r = getBroadcastIndices(operandShape(1), shape);
+      for (size_t i = 0; i < l.size(); ++i) {
+        if constexpr (std::is_same_v<T, bool>)
+          result.push_back(applyLogical(op, lhs[l[i]], rhs[r[i]]));
+        else
           result.push_back(applyArithmetic<T>(op, lhs[l[i]], rhs[r[i]]));
       }
+    } else if (isa<NotOp>(op)) {
+      if constexpr (std::is_same_v<T, bool>)
+        for (bool v : operands[0].getValues<bool>())
+          result.push_back(!v);
     } else if (isa<NegOp>(op)) {
       if constexpr (std::is_same_v<T, int64_t>) {
         for (int64_t v : operands[0].getValues<int64_t>())

@@ -75,6 +75,14 @@ KILN_FOLD_CONSTANT_OPERANDS(AddOp)
 KILN_FOLD_CONSTANT_OPERANDS(SubOp)
 KILN_FOLD_CONSTANT_OPERANDS(MulOp)
 KILN_FOLD_CONSTANT_OPERANDS(NegOp)
+KILN_FOLD_CONSTANT_OPERANDS(MinOp)
+KILN_FOLD_CONSTANT_OPERANDS(MaxOp)
+KILN_FOLD_CONSTANT_OPERANDS(LessOp)
+KILN_FOLD_CONSTANT_OPERANDS(LessEqualOp)
+KILN_FOLD_CONSTANT_OPERANDS(AndOp)
+KILN_FOLD_CONSTANT_OPERANDS(OrOp)
+KILN_FOLD_CONSTANT_OPERANDS(XorOp)
+KILN_FOLD_CONSTANT_OPERANDS(NotOp)
 KILN_FOLD_CONSTANT_OPERANDS(ConcatOp)
 KILN_FOLD_CONSTANT_OPERANDS(EqualOp)
 KILN_FOLD_CONSTANT_OPERANDS(SelectOp)
@@ -82,8 +90,13 @@ KILN_FOLD_CONSTANT_OPERANDS(SliceOp)
 KILN_FOLD_CONSTANT_OPERANDS(BroadcastOp)
 #undef KILN_FOLD_CONSTANT_OPERANDS
 
+// The evaluator divides integers as signed numbers.
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
-  // The evaluator divides integers as signed numbers.
+  if (getIsUnsigned())
+    return {};
+  return foldConstantOperands(*this, adaptor.getOperands());
+}
+OpFoldResult RemOp::fold(FoldAdaptor adaptor) {
   if (getIsUnsigned())
     return {};
   return foldConstantOperands(*this, adaptor.getOperands());

@@ -123,6 +123,7 @@ def Kiln_RemOp : Kiln_BinaryOp<"rem", Kiln_NumericTensor> {
   }];
   let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs,
                        UnitAttr:$is_unsigned);
+  let hasFolder = 1;
   let hasVerifier = 1;
 }
 
@@ -174,7 +175,9 @@ def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_RealTensor, "floor(x)">;
 def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_RealTensor, "ceil(x)">;
 def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_RealTensor,
                                 "x rounded to the nearest integer, halves to even">;
-def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, "!x">;
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, "!x"> {
+  let hasFolder = 1;
+}
 
 def Kiln_MinOp : Kiln_BinaryOp<"min", Kiln_NumericTensor, [Commutative]> {
   let summary = "elementwise minimum with broadcasting";
@@ -186,6 +189,7 @@ def Kiln_MinOp : Kiln_BinaryOp<"min", Kiln_NumericTensor, [Commutative]> {
     %0 = kiln.min %a, %b : tensor<2x3xf32>, tensor<f32>
     ```
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_NumericTensor, [Commutative]> {
@@ -198,6 +202,7 @@ def Kiln_MaxOp : Kiln_BinaryOp<"max", Kiln_NumericTensor, [Commutative]> {
     %0 = kiln.max %a, %b : tensor<2x3xi64>, tensor<3xi64>
     ```
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_ShiftLeftOp : Kiln_BinaryOp<"shift_left", Kiln_IntegerTensor> {
@@ -231,6 +236,7 @@ class Kiln_LogicalOp<string mnemonic, string formula>
   let description = "`" # formula # "` on booleans after ONNX "
     "multidirectional broadcasting.\n\n"
     "```mlir\n%0 = kiln." # mnemonic # " %a, %b : tensor<3x4xi1>, tensor<4xi1>\n```";
+  let hasFolder = 1;
 }
 
 def Kiln_AndOp : Kiln_LogicalOp<"and", "lhs && rhs">;
@@ -466,6 +472,7 @@ class Kiln_OrderOp<string mnemonic, string formula>
   let arguments = (ins Kiln_NumericTensor:$lhs, Kiln_NumericTensor:$rhs);
   let results = (outs Kiln_BoolTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)";
+  let hasFolder = 1;
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(
         ::mlir::MLIRContext *context, std::optional<::mlir::Location> location,
