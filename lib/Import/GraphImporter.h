@@ -250,9 +250,9 @@ OpImportFn lookupIndexOpImporter(llvm::StringRef opType);
 /// The importer for ONNX's ops that make a tensor from a few scalars
 /// (Range, the window functions; OnnxGeneratorOps.cpp), or null.
 OpImportFn lookupGeneratorOpImporter(llvm::StringRef opType);
-/// Whether ONNX op `opType` computes elementwise (or, as Softmax, MatMul and
-/// the reductions, gives results of its inputs' type computed from their
-/// values alone), so
+/// Whether ONNX op `opType` computes elementwise (or, as Softmax, MatMul,
+/// TopK and the reductions, gives results of its inputs' type computed from
+/// their values alone), so
 /// that it may compute on int8, int16, uint32, float16 and bfloat16 in
 /// wider types and on uint64 (OnnxNarrowTypes.cpp).
 bool computesInWideTypes(llvm::StringRef opType);

@@ -13,6 +13,7 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cmath>
 #include <limits>
 
 using namespace mlir;
@@ -285,6 +286,28 @@ LogicalResult importSwish(NodeImporter &node) {
   });
 }
 
+/// Gelu: x * Phi(x) with the normal CDF by erf, or ONNX's tanh
+/// approximation.
+LogicalResult importGelu(NodeImporter &node) {
+  std::string approximate = node.getStringAttr("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    return node.emitError()
+           << "approximate must be none or tanh, not '" << approximate << "'";
+  return importFloatFormula(node, [&](Formula &f, Value x) {
+    FailureOr<Value> inner =
+        approximate == "tanh"
+            ? f.apply<TanhOp>(f.apply<MulOp>(
+                  f.constant(std::sqrt(2 / M_PI)),
+                  f.apply<AddOp>(
+                      x,
+                      f.apply<MulOp>(f.constant(0.044715),
+                                     f.apply<MulOp>(x, f.apply<MulOp>(x, x))))))
+            : f.apply<ErfOp>(f.apply<MulOp>(x, f.constant(M_SQRT1_2)));
+    return f.apply<MulOp>(f.apply<MulOp>(x, f.constant(0.5)),
+                          f.apply<AddOp>(f.constant(1), inner));
+  });
+}
+
 /// x != x holds for NaN only.
 LogicalResult importIsNaN(NodeImporter &node) {
   return importFloatFormula(node, [&](Formula &f, Value x) {
@@ -346,22 +369,58 @@ LogicalResult importMod(NodeImporter &node) {
                            f.apply<AddOp>(remainder, *rhs), remainder));
 }
 
-/// BitShift on unsigned integers (narrower ones widened by zero-extension,
-/// so a right shift brings in zeros and a left shift wraps when narrowed).
-LogicalResult importBitShift(NodeImporter &node) {
-  FailureOr<Value> lhs = node.getOperand(0), rhs = node.getOperand(1);
-  if (failed(lhs) || failed(rhs) ||
-      failed(requireSameElementType(node, *lhs, *rhs)))
-    return failure();
-  Type element = getElementTypeOrSelf(lhs->getType());
+/// The node's operands, `count` of them, of one integer type (i32 or i64,
+/// narrower ones widened).
+FailureOr<SmallVector<Value>> getIntegerOperands(NodeImporter &node,
+                                                 unsigned count) {
+  SmallVector<Value> operands;
+  for (unsigned i = 0; i < count; ++i) {
+    FailureOr<Value> operand = node.getOperand(i);
+    if (failed(operand) ||
+        (i > 0 && failed(requireSameElementType(node, operands[0], *operand))))
+      return failure();
+    operands.push_back(*operand);
+  }
+  Type element = getElementTypeOrSelf(operands[0].getType());
   if (!element.isInteger(32) && !element.isInteger(64))
     return node.emitError() << "input of type " << element
                             << " is not supported; the op takes integers";
+  return operands;
+}
+
+/// BitwiseAnd, BitwiseOr and BitwiseXor: kiln's logical ops, which work
+/// bit by bit on integers.
+template <typename OpTy> LogicalResult importBitwise(NodeImporter &node) {
+  FailureOr<SmallVector<Value>> operands = getIntegerOperands(node, 2);
+  if (failed(operands))
+    return failure();
+  return addInferredResult<OpTy>(node, *operands);
+}
+
+LogicalResult importBitwiseNot(NodeImporter &node) {
+  FailureOr<SmallVector<Value>> operands = getIntegerOperands(node, 1);
+  if (failed(operands))
+    return failure();
+  node.results.push_back(NotOp::create(node.b, node.loc, (*operands)[0]));
+  return success();
+}
+
+/// BitShift on integers, narrower ones widened (so a left shift wraps when
+/// narrowed back, and a shift by their own width or more leaves what
+/// shifting every bit out does); a signed right shift is arithmetic.
+LogicalResult importBitShift(NodeImporter &node) {
+  FailureOr<SmallVector<Value>> operands = getIntegerOperands(node, 2);
+  if (failed(operands))
+    return failure();
   std::string direction = node.getStringAttr("direction", "");
   if (direction == "LEFT")
-    return addInferredResult<ShiftLeftOp>(node, {*lhs, *rhs});
-  if (direction == "RIGHT")
-    return addInferredResult<ShiftRightOp>(node, {*lhs, *rhs});
+    return addInferredResult<ShiftLeftOp>(node, *operands);
+  if (direction == "RIGHT") {
+    ShiftRightOp::Properties props;
+    if (!node.isUnsignedOperand(0))
+      props.arithmetic = node.b.getUnitAttr();
+    return addInferredResult<ShiftRightOp>(node, *operands, props);
+  }
   return node.emitError() << "direction must be LEFT or RIGHT, not '"
                           << direction << "'";
 }
@@ -375,6 +434,10 @@ OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
       .Case("Round", importFloatUnary<RoundOp>)
       .Case("Not", importNot)
       .Case("BitShift", importBitShift)
+      .Case("BitwiseAnd", importBitwise<AndOp>)
+      .Case("BitwiseOr", importBitwise<OrOp>)
+      .Case("BitwiseXor", importBitwise<XorOp>)
+      .Case("BitwiseNot", importBitwiseNot)
       .Case("And", importLogical<AndOp>)
       .Case("Or", importLogical<OrOp>)
       .Case("Xor", importLogical<XorOp>)
@@ -405,5 +468,6 @@ OpImportFn kiln::lookupElementwiseOpImporter(StringRef opType) {
       .Case("Shrink", importShrink)
       .Case("Mod", importMod)
       .Case("Swish", importSwish)
+      .Case("Gelu", importGelu)
       .Default(nullptr);
 }

@@ -1,14 +1,16 @@
 //===- OnnxGatherOps.cpp - ONNX gathers and scatters ----------------------===//
 //
-// Indexed reads (Gather, GatherElements, GatherND) and writes
-// (ScatterElements, Scatter, ScatterND). Indices may be int32 or int64;
-// kiln's ops take int64, so int32 indices are widened first.
+// Indexed reads (Gather, GatherElements, GatherND, and Compress by a
+// constant condition) and writes (ScatterElements, Scatter, ScatterND). Indices
+// may be int32 or int64; kiln's ops take int64, so int32 indices are widened
+// first.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
 
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
@@ -146,4 +148,51 @@ LogicalResult kiln::importScatterND(NodeImporter &node) {
   node.results.push_back(ScatterNDOp::create(node.b, node.loc, data, indices,
                                              updates, *reduction));
   return success();
+}
+
+/// Compress as a Gather of the positions where the constant condition
+/// holds (the output's size depends on them).
+LogicalResult kiln::importCompress(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), condition = node.getOperand(1);
+  if (failed(input) || failed(condition))
+    return failure();
+  DenseElementsAttr values;
+  if (!matchPattern(*condition, m_Constant(&values)) ||
+      !values.getElementType().isInteger(1))
+    return node.emitError() << "condition must be a constant boolean tensor "
+                               "(it decides the output's shape)";
+  RankedTensorType type = node.getOperandType(0);
+  Value data = *input;
+  int64_t axis = 0;
+  if (node.getAttr("axis")) {
+    FailureOr<int64_t> normalized =
+        node.normalizeAxis(node.getIntAttr("axis", 0), type.getRank());
+    if (failed(normalized))
+      return failure();
+    axis = *normalized;
+  } else {
+    if (!type.hasStaticShape())
+      return node.emitError() << "without axis the input must have a static "
+                                 "shape";
+    data = createReshape(node, data, {type.getNumElements()});
+  }
+  int64_t size = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+  SmallVector<int64_t> positions;
+  for (auto [i, keep] : llvm::enumerate(values.getValues<bool>())) {
+    if (!keep)
+      continue;
+    if (ShapedType::isDynamic(size) || static_cast<int64_t>(i) >= size)
+      return node.emitError()
+             << "condition selects position " << i << " of an axis of " << size;
+    positions.push_back(i);
+  }
+  Value indices = ConstantOp::create(
+      node.b, node.loc,
+      DenseElementsAttr::get(
+          RankedTensorType::get({static_cast<int64_t>(positions.size())},
+                                node.b.getI64Type()),
+          ArrayRef<int64_t>(positions)));
+  GatherOp::Properties props;
+  props.axis = node.b.getI64IntegerAttr(axis);
+  return addInferredResult<GatherOp>(node, {data, indices}, props);
 }

@@ -6,6 +6,7 @@
 //   ArgMax(x)  = min over the axis of (x == max(x) ? position : 2^62)
 //   Trilu(x)   = (column - row >= k) ? x : 0   (upper; <= k for lower)
 //   OneHot(i)  = (position == i) ? on : off
+//   TopK(x)    = the elements whose rank along the axis is below k
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
@@ -60,11 +61,8 @@ template <typename ExtremumOp> LogicalResult importArg(NodeImporter &node) {
   FailureOr<Value> x = node.getOperand(0);
   if (failed(x))
     return failure();
-  Type type = getElementTypeOrSelf(x->getType());
-  if (!type.isF32() && !type.isInteger(64) && !type.isInteger(32))
-    return node.emitError() << "input of type " << type
-                            << " is not supported; the op takes f32, i64 or "
-                               "i32";
+  if (failed(requireNumeric(node, *x)))
+    return failure();
   FailureOr<int64_t> axis = node.normalizeAxis(
       node.getIntAttr("axis", 0), node.getOperandType(0).getRank());
   if (failed(axis))
@@ -264,6 +262,103 @@ LogicalResult importOneHot(NodeImporter &node) {
   return f.result(f.select(hits, pick(1), pick(0)));
 }
 
+/// TopK by ranks: element i's rank along the axis is the number of
+/// elements that come before it (larger, or equal at a lower position;
+/// smaller for `largest` = 0), and output slot r takes the element of rank
+/// r. That compares every pair along the axis, O(n^2) for n elements,
+/// where a sort takes O(n log n); the result is always sorted.
+LogicalResult importTopK(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireNumeric(node, *x)))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  if (!type.hasStaticShape())
+    return node.emitError() << "the input must have a static shape";
+  int64_t rank = type.getRank();
+  FailureOr<int64_t> axis =
+      node.normalizeAxis(node.getIntAttr("axis", -1), rank);
+  FailureOr<std::optional<SmallVector<int64_t>>> kInput =
+      node.getIntsFromAttrOrInput("k", 1);
+  if (failed(axis) || failed(kInput))
+    return failure();
+  int64_t n = type.getDimSize(*axis);
+  if (!*kInput || (*kInput)->size() != 1 || (**kInput)[0] < 0 ||
+      (**kInput)[0] > n)
+    return node.emitError() << "k must be one constant from 0 to " << n;
+  int64_t k = (**kInput)[0];
+  bool largest = node.getIntAttr("largest", 1) != 0;
+  MLIRContext *ctx = node.b.getContext();
+  // Element i along `axis`, element j along a new axis after it.
+  SmallVector<int64_t> column(type.getShape()), row(type.getShape());
+  column.insert(column.begin() + *axis + 1, 1);
+  row.insert(row.begin() + *axis, 1);
+  // Unsigned values compare as signed ones once widened (uint32) or
+  // shifted by 2^63 (uint64).
+  Value key = *x;
+  Type element = type.getElementType();
+  if (node.isUnsignedOperand(0) && element.isInteger(32)) {
+    auto cast =
+        CastOp::create(node.b, node.loc, type.clone(node.b.getI64Type()), key);
+    cast.setInputUnsigned(true);
+    key = cast;
+  } else if (node.isUnsignedOperand(0) && element.isInteger(64)) {
+    FailureOr<Value> shifted = createInferred<AddOp>(
+        node, {key, createScalar(node, element, double(INT64_MIN))});
+    if (failed(shifted))
+      return failure();
+    key = *shifted;
+  }
+  Value xi = createReshape(node, key, column),
+        xj = createReshape(node, key, row);
+  FailureOr<Value> i =
+      createIndexSequence(node, getAffineConstantExpr(n, ctx), *axis, rank + 1);
+  FailureOr<Value> j = createIndexSequence(node, getAffineConstantExpr(n, ctx),
+                                           *axis + 1, rank + 1);
+  if (failed(i) || failed(j))
+    return failure();
+  FailureOr<Value> better = largest ? createInferred<LessOp>(node, {xi, xj})
+                                    : createInferred<LessOp>(node, {xj, xi});
+  FailureOr<Value> tie = createInferred<EqualOp>(node, {xi, xj});
+  FailureOr<Value> earlier = createInferred<LessOp>(node, {*j, *i});
+  if (failed(better) || failed(tie) || failed(earlier))
+    return failure();
+  FailureOr<Value> tieBefore = createInferred<AndOp>(node, {*tie, *earlier});
+  FailureOr<Value> before =
+      failed(tieBefore) ? tieBefore
+                        : createInferred<OrOp>(node, {*better, *tieBefore});
+  if (failed(before))
+    return failure();
+  Type i64 = node.b.getI64Type();
+  FailureOr<Value> ranks = reduceAxis<ReduceSumOp>(
+      node,
+      createInferred<SelectOp>(node, {*before, createScalar(node, i64, 1),
+                                      createScalar(node, i64, 0)}),
+      *axis + 1, /*keepDims=*/true);
+  // Slot r (along the new axis) takes the position whose rank is r.
+  FailureOr<Value> slots = createIndexSequence(
+      node, getAffineConstantExpr(k, ctx), *axis + 1, rank + 1);
+  if (failed(ranks) || failed(slots))
+    return failure();
+  FailureOr<Value> picked = createInferred<EqualOp>(node, {*ranks, *slots});
+  if (failed(picked))
+    return failure();
+  FailureOr<Value> indices = reduceAxis<ReduceSumOp>(
+      node,
+      createInferred<SelectOp>(node, {*picked, *i, createScalar(node, i64, 0)}),
+      *axis, /*keepDims=*/false);
+  if (failed(indices))
+    return failure();
+  GatherElementsOp::Properties props;
+  props.axis = node.b.getI64IntegerAttr(*axis);
+  FailureOr<Value> values =
+      createInferred<GatherElementsOp>(node, {*x, *indices}, props);
+  if (failed(values))
+    return failure();
+  node.results.push_back(*values);
+  node.results.push_back(*indices);
+  return success();
+}
+
 } // namespace
 
 OpImportFn kiln::lookupIndexOpImporter(StringRef opType) {
@@ -274,5 +369,6 @@ OpImportFn kiln::lookupIndexOpImporter(StringRef opType) {
       .Case("Trilu", importTrilu)
       .Case("EyeLike", importEyeLike)
       .Case("OneHot", importOneHot)
+      .Case("TopK", importTopK)
       .Default(nullptr);
 }

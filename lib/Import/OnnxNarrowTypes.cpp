@@ -1,7 +1,7 @@
 //===- OnnxNarrowTypes.cpp - elementwise ops on other element types -------===//
 //
 // Kiln computes on f32, f64, i32 and i64. ONNX's elementwise ops (and
-// Softmax, LogSoftmax, MatMul and the reductions) also take int8, int16
+// Softmax, MatMul, Einsum, TopK and the reductions) also take int8, int16
 // (signed or not), uint32, float16 and bfloat16: their operands are
 // widened (i32 or i64, zero-extended where unsigned; f32), the op is
 // imported as usual, and its results of the wide type are narrowed back.
@@ -97,13 +97,21 @@ bool kiln::computesInWideTypes(StringRef opType) {
                                         "Softsign",
                                         "Mish",
                                         "Swish",
+                                        "Gelu",
                                         "Shrink",
                                         "IsNaN",
                                         "IsInf",
                                         "BitShift",
+                                        "BitwiseAnd",
+                                        "BitwiseOr",
+                                        "BitwiseXor",
+                                        "BitwiseNot",
                                         "Softmax",
                                         "LogSoftmax",
                                         "MatMul",
+                                        "Einsum",
+                                        "TopK",
+                                        "CumSum",
                                         "ReduceSum",
                                         "ReduceMean",
                                         "ReduceMax",
@@ -156,8 +164,11 @@ LogicalResult importOnUint64(NodeImporter &node, OpImportFn importFn) {
   }
   static const llvm::StringSet<> ordering = {
       "Min", "Max", "Clip", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+  // TopK orders uint64 itself.
   static const llvm::StringSet<> signless = {
-      "Add", "Sub", "Mul", "Sum", "Equal", "Where", "BitShift", "MatMul"};
+      "Add",        "Sub",       "Mul",        "Sum",        "Equal",
+      "Where",      "BitShift",  "MatMul",     "Einsum",     "CumSum",
+      "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "TopK"};
   // A uint64 exponent of a float base is cast to the base's type, as
   // unsigned.
   bool isExponent = opType == "Pow" && !isUint64Operand(node, 0);

@@ -372,3 +372,57 @@ LogicalResult kiln::importGroupNormalization(NodeImporter &node) {
   node.results.push_back(*result);
   return success();
 }
+
+/// MeanVarianceNormalization as ONNX's function defines it:
+/// (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9), the means over `axes`.
+LogicalResult kiln::importMeanVarianceNormalization(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireReal(node, *x)))
+    return failure();
+  int64_t rank = node.getOperandType(0).getRank();
+  SmallVector<int64_t> axes =
+      node.getIntsAttr("axes").value_or(SmallVector<int64_t>{0, 2, 3});
+  FailureOr<SmallVector<int64_t>> normalized = normalizeAxes(node, axes, rank);
+  if (failed(normalized))
+    return failure();
+  llvm::sort(*normalized);
+  ReduceMeanOp::Properties props;
+  props.axes = node.b.getDenseI64ArrayAttr(*normalized);
+  props.keep_dims = node.b.getUnitAttr();
+  auto mean = [&](FailureOr<Value> value) -> FailureOr<Value> {
+    if (failed(value))
+      return failure();
+    return createInferred<ReduceMeanOp>(node, *value, props);
+  };
+  Formula f(node, *x);
+  FailureOr<Value> average = mean(*x);
+  FailureOr<Value> variance = f.apply<SubOp>(mean(f.apply<MulOp>(*x, *x)),
+                                             f.apply<MulOp>(average, average));
+  return f.result(f.apply<DivOp>(
+      f.apply<SubOp>(*x, average),
+      f.apply<AddOp>(f.apply<SqrtOp>(variance), f.constant(1e-9))));
+}
+
+/// LpNormalization: x divided by its L1 or L2 norm along `axis`.
+LogicalResult kiln::importLpNormalization(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireReal(node, *x)))
+    return failure();
+  int64_t p = node.getIntAttr("p", 2);
+  if (p != 1 && p != 2)
+    return node.emitError() << "p must be 1 or 2, not " << p;
+  FailureOr<int64_t> axis = node.normalizeAxis(
+      node.getIntAttr("axis", -1), node.getOperandType(0).getRank());
+  if (failed(axis))
+    return failure();
+  Formula f(node, *x);
+  FailureOr<Value> terms = p == 1 ? f.apply<AbsOp>(*x) : f.apply<MulOp>(*x, *x);
+  if (failed(terms))
+    return failure();
+  ReduceSumOp::Properties props;
+  props.axes = node.b.getDenseI64ArrayAttr({*axis});
+  props.keep_dims = node.b.getUnitAttr();
+  FailureOr<Value> sum = createInferred<ReduceSumOp>(node, *terms, props);
+  FailureOr<Value> norm = p == 1 ? sum : f.apply<SqrtOp>(sum);
+  return f.result(f.apply<DivOp>(*x, norm));
+}

@@ -167,10 +167,13 @@ createConvolution(NodeImporter &node, mlir::Value input, mlir::Value filter,
 llvm::LogicalResult importConv(NodeImporter &node);
 llvm::LogicalResult importConvTranspose(NodeImporter &node);
 llvm::LogicalResult importAttention(NodeImporter &node); // OnnxAttention.cpp
+llvm::LogicalResult importEinsum(NodeImporter &node);    // OnnxEinsum.cpp
 llvm::LogicalResult importLayerNormalization(NodeImporter &node);
 llvm::LogicalResult importRMSNormalization(NodeImporter &node);
 llvm::LogicalResult importInstanceNormalization(NodeImporter &node);
 llvm::LogicalResult importGroupNormalization(NodeImporter &node);
+llvm::LogicalResult importMeanVarianceNormalization(NodeImporter &node);
+llvm::LogicalResult importLpNormalization(NodeImporter &node);
 llvm::LogicalResult importResize(NodeImporter &node);
 llvm::LogicalResult importUpsample(NodeImporter &node);
 llvm::LogicalResult importMaxPool(NodeImporter &node);
@@ -179,6 +182,7 @@ llvm::LogicalResult importLpPool(NodeImporter &node);
 llvm::LogicalResult importGlobalAveragePool(NodeImporter &node);
 llvm::LogicalResult importGlobalMaxPool(NodeImporter &node);
 llvm::LogicalResult importGlobalLpPool(NodeImporter &node);
+llvm::LogicalResult importLRN(NodeImporter &node);
 
 // Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
 llvm::LogicalResult importTranspose(NodeImporter &node);
@@ -199,6 +203,7 @@ llvm::LogicalResult importTile(NodeImporter &node);
 llvm::LogicalResult importPad(NodeImporter &node); // OnnxPad.cpp
 llvm::LogicalResult importDepthToSpace(NodeImporter &node);
 llvm::LogicalResult importSpaceToDepth(NodeImporter &node);
+llvm::LogicalResult importReverseSequence(NodeImporter &node);
 
 // Importers of indexed reads and writes (OnnxGatherOps.cpp).
 /// Operand `i` as int64 indices (int32 ones widened); an error for other
@@ -209,6 +214,7 @@ llvm::LogicalResult importGatherElements(NodeImporter &node);
 llvm::LogicalResult importGatherND(NodeImporter &node);
 llvm::LogicalResult importScatterElements(NodeImporter &node);
 llvm::LogicalResult importScatterND(NodeImporter &node);
+llvm::LogicalResult importCompress(NodeImporter &node);
 
 // Training-time ops in their inference form (OnnxInferenceForms.cpp).
 llvm::LogicalResult importDropout(NodeImporter &node);

@@ -2,7 +2,7 @@
 //
 // MaxPool, AveragePool and LpPool become kiln.pool (LpPool as a sum pool
 // between elementwise powers); the global pools are reductions over the
-// spatial axes.
+// spatial axes; LRN sums squares over a window of channels.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
@@ -140,4 +140,60 @@ LogicalResult kiln::importGlobalLpPool(NodeImporter &node) {
   Formula f(node, *input);
   return f.result(takeLpRoot(
       f, reduceSpatial<ReduceSumOp>(node, raiseToLp(f, *input, p)), p));
+}
+
+/// LRN: x / (bias + alpha / size * s)^beta, s the sum of squares over a
+/// window of `size` channels around each (floor((size - 1) / 2) before,
+/// the rest after), as the sum of `size` shifted slices of the squares
+/// with zero channels around them.
+LogicalResult kiln::importLRN(NodeImporter &node) {
+  FailureOr<Value> x = node.getOperand(0);
+  if (failed(x) || failed(requireFloat(node, *x)))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  int64_t size = node.getIntAttr("size", 0);
+  if (type.getRank() < 3 || !type.hasStaticShape() || size < 1)
+    return node.emitError() << "LRN needs a static [N, C, ...] input and a "
+                               "positive size";
+  float alpha = node.getFloatAttr("alpha", 1e-4f);
+  float beta = node.getFloatAttr("beta", 0.75f);
+  float bias = node.getFloatAttr("bias", 1.0f);
+  Formula f(node, *x);
+  FailureOr<Value> squares = f.apply<MulOp>(*x, *x);
+  if (failed(squares))
+    return failure();
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  SmallVector<Value> parts;
+  for (int64_t channels : {before, int64_t(-1), after}) {
+    if (channels == -1) {
+      parts.push_back(*squares);
+      continue;
+    }
+    if (channels == 0)
+      continue;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[1] = channels;
+    parts.push_back(BroadcastOp::create(
+        node.b, node.loc, type.clone(shape),
+        createScalar(node, type.getElementType(), 0), ValueRange()));
+  }
+  ConcatOp::Properties concat;
+  concat.axis = node.b.getI64IntegerAttr(1);
+  FailureOr<Value> padded = createInferred<ConcatOp>(node, parts, concat);
+  if (failed(padded))
+    return failure();
+  SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
+  FailureOr<Value> sum;
+  for (int64_t o = 0; o < size; ++o) {
+    offsets[1] = o;
+    SliceOp::Properties slice;
+    slice.offsets = node.b.getDenseI64ArrayAttr(offsets);
+    slice.sizes = node.b.getDenseI64ArrayAttr(type.getShape());
+    slice.strides = node.b.getDenseI64ArrayAttr(strides);
+    Value window = SliceOp::create(node.b, node.loc, *padded, slice);
+    sum = o == 0 ? FailureOr<Value>(window) : f.apply<AddOp>(sum, window);
+  }
+  FailureOr<Value> base = f.apply<AddOp>(
+      f.constant(bias), f.apply<MulOp>(f.constant(alpha / size), sum));
+  return f.result(f.apply<DivOp>(*x, f.apply<PowOp>(base, f.constant(beta))));
 }

@@ -1,9 +1,10 @@
-//===- OnnxRearrangeOps.cpp - ONNX Tile, DepthToSpace, SpaceToDepth -------===//
+//===- OnnxRearrangeOps.cpp - ONNX Tile, DepthToSpace, ReverseSequence, ...===//
 //
 // Ops that rearrange elements without computing, as reshapes, transposes
 // and broadcasts: Tile repeats x [d0, d1] r0 x r1 times by broadcasting
 // x as [1, d0, 1, d1] to [r0, d0, r1, d1]; DepthToSpace and SpaceToDepth
-// split a dimension into blocks, transpose them and merge.
+// split a dimension into blocks, transpose them and merge; ReverseSequence
+// gathers at reversed positions.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
@@ -123,4 +124,46 @@ LogicalResult kiln::importSpaceToDepth(NodeImporter &node) {
   return addResult(node,
                    createBlockShuffle(node, input, {n, c, h / b, b, w / b, b},
                                       perm, {n, c * b * b, h / b, w / b}));
+}
+
+/// ReverseSequence: along the time axis, each batch item's first
+/// sequence_lens[b] elements reversed, as a GatherElements at
+/// t < len ? len - 1 - t : t.
+LogicalResult kiln::importReverseSequence(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  FailureOr<Value> lengths = getIndicesOperand(node, 1);
+  if (failed(input) || failed(lengths))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  int64_t rank = type.getRank();
+  FailureOr<int64_t> batchAxis =
+      node.normalizeAxis(node.getIntAttr("batch_axis", 1), rank);
+  FailureOr<int64_t> timeAxis =
+      node.normalizeAxis(node.getIntAttr("time_axis", 0), rank);
+  if (failed(batchAxis) || failed(timeAxis))
+    return failure();
+  if (rank < 2 || *batchAxis == *timeAxis || *batchAxis > 1 || *timeAxis > 1)
+    return node.emitError() << "batch_axis and time_axis must be 0 and 1";
+  SymbolicInts shape = node.graph.getShape(*input);
+  SymbolicInts lengthsShape(rank,
+                            getAffineConstantExpr(1, node.b.getContext()));
+  lengthsShape[*batchAxis] = shape[*batchAxis];
+  FailureOr<Value> lens = createReshape(node, *lengths, lengthsShape);
+  FailureOr<Value> steps =
+      createIndexSequence(node, shape[*timeAxis], *timeAxis, rank);
+  if (failed(lens) || failed(steps))
+    return failure();
+  Formula f(node, *steps);
+  FailureOr<Value> reversed =
+      f.apply<SubOp>(f.apply<SubOp>(*lens, f.constant(1)), *steps);
+  FailureOr<Value> inside = f.apply<LessOp>(*steps, *lens);
+  FailureOr<Value> indices = f.select(inside, reversed, *steps);
+  if (failed(indices))
+    return failure();
+  FailureOr<Value> spread = createBroadcast(node, *indices, shape);
+  if (failed(spread))
+    return failure();
+  GatherElementsOp::Properties props;
+  props.axis = node.b.getI64IntegerAttr(*timeAxis);
+  return addInferredResult<GatherElementsOp>(node, {*input, *spread}, props);
 }

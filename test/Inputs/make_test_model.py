@@ -562,6 +562,76 @@ def attention_op_model(out_dir):
         ("present_v", present_v)])
 
 
+def more_ops_model(out_dir):
+    """Einsum (a batched contraction, and a diagonal summed), TopK (ties
+    keep the lower position first), Compress along an axis, LRN over 3
+    channels, ReverseSequence, BitwiseAnd of int32 and signed BitShift
+    right, and Gelu's tanh form, at opset 20; numpy gives the expected
+    outputs."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    square = rng.standard_normal((3, 3)).astype(np.float32)
+    scores = np.array([[1, 5, 3, 5], [2, 2, 0, 7]], np.float32)
+    images = rng.standard_normal((1, 4, 2, 2)).astype(np.float32)
+    sequences = np.arange(12, dtype=np.float32).reshape(3, 2, 2)
+    lengths = np.array([2, 3], np.int64)
+    bits = np.array([12, -7, 255], np.int32)
+    mask = np.array([10, 6, -1], np.int32)
+    top_index = np.array([[1, 3], [3, 0]], np.int64)
+    padded = np.pad(images ** 2, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    window = sum(padded[:, o:o + 4] for o in range(3))
+    lrn = images / (1.0 + 1e-4 / 3 * window) ** 0.75
+    reversed_ = sequences.copy()
+    for batch, length in enumerate(lengths):
+        reversed_[:length, batch] = sequences[:length, batch][::-1]
+    inner = np.sqrt(2 / np.pi) * (a + 0.044715 * a ** 3)
+    nodes = [
+        helper.make_node("Einsum", ["a", "b"], ["contracted"], name="bmm",
+                         equation="bij,bjk->bik"),
+        helper.make_node("Einsum", ["square"], ["trace"], name="trace",
+                         equation="ii"),
+        helper.make_node("TopK", ["scores", "k"], ["top", "top_index"],
+                         name="topk"),
+        helper.make_node("Compress", ["scores", "keep"], ["kept"],
+                         name="compress", axis=1),
+        helper.make_node("LRN", ["images"], ["lrn"], name="lrn", size=3),
+        helper.make_node("ReverseSequence", ["sequences", "lengths"],
+                         ["reversed"], name="reverse", batch_axis=1,
+                         time_axis=0),
+        helper.make_node("BitwiseAnd", ["bits", "mask"], ["anded"],
+                         name="and"),
+        helper.make_node("BitShift", ["bits", "two"], ["shifted"],
+                         name="shift", direction="RIGHT"),
+        helper.make_node("Gelu", ["a"], ["gelu"], name="gelu",
+                         approximate="tanh")]
+    inputs = [("a", a), ("b", b), ("square", square), ("scores", scores),
+              ("images", images), ("sequences", sequences),
+              ("lengths", lengths), ("bits", bits), ("mask", mask)]
+    outputs = [("contracted", (a.astype(np.float64) @ b).astype(np.float32)),
+               ("trace", np.float32(np.trace(square.astype(np.float64)))),
+               ("top", np.take_along_axis(scores, top_index, axis=1)),
+               ("top_index", top_index),
+               ("kept", scores[:, [0, 2]]),
+               ("lrn", lrn.astype(np.float32)), ("reversed", reversed_),
+               ("anded", bits & mask), ("shifted", bits >> 2),
+               ("gelu", (0.5 * a * (1 + np.tanh(inner))).astype(np.float32))]
+    types = {np.dtype(np.float32): TensorProto.FLOAT,
+             np.dtype(np.int64): TensorProto.INT64,
+             np.dtype(np.int32): TensorProto.INT32}
+    save(graph_model(
+        nodes,
+        [vinfo(name, types[v.dtype], list(v.shape)) for name, v in inputs],
+        [vinfo(name, types[np.asarray(v).dtype], list(np.shape(v)))
+         for name, v in outputs],
+        [numpy_helper.from_array(np.array([2], np.int64), "k"),
+         numpy_helper.from_array(np.array([True, False, True]), "keep"),
+         numpy_helper.from_array(np.array(2, np.int32), "two")], opset=20),
+        out_dir)
+    write_test_data(out_dir, inputs + [(name, np.asarray(v))
+                                       for name, v in outputs])
+
+
 def newer_ops_model(out_dir):
     """Ops newer than Debian's onnx package knows, at opset 24:
     RMSNormalization over the last axis, Swish (alpha 0.5), and Mod in both
@@ -923,6 +993,8 @@ def main():
         scatter_model(out_dir)
     elif kind == "attention-op":
         attention_op_model(out_dir)
+    elif kind == "more-ops":
+        more_ops_model(out_dir)
     elif kind == "lp-pool":
         lp_pool_model(out_dir)
     elif kind == "max-pool-indices":

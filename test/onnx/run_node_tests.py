@@ -56,16 +56,16 @@ def read_expected_failures(path):
     return expected
 
 
-# Inputs that decide a result's shape (or, for CumSum's axis, which axis is
-# computed); Kiln compiles static shapes, so these must be compile-time
-# constants. Where a test feeds them as graph inputs,
+# Inputs that decide a result's shape (Compress's condition and TopK's k
+# too; or, for CumSum's axis, which axis is computed); Kiln compiles static
+# shapes, so these must be compile-time constants. Where a test feeds them as graph inputs,
 # the runner folds each data set's values into the model as initializers
 # (what a user compiling for Kiln does) and checks ONNX's expected outputs.
 SHAPE_INPUTS = {"Reshape": 1, "Unsqueeze": 1, "Squeeze": 1, "Expand": 1,
                 "Slice": 1, "Split": 1, "ConstantOfShape": 0, "Resize": 1,
                 "Upsample": 1, "Tile": 1, "OneHot": 1, "Pad": 1, "Range": 0,
                 "HannWindow": 0, "HammingWindow": 0, "BlackmanWindow": 0,
-                "CumSum": 1,
+                "CumSum": 1, "TopK": 1, "Compress": 1,
                 **{"Reduce" + kind: 1 for kind in (
                     "Sum", "Mean", "Max", "Min", "Prod", "L1", "L2",
                     "SumSquare", "LogSum", "LogSumExp")}}

@@ -110,6 +110,12 @@ int64_t wrapArithmetic(Operation *op, int64_t lhs, int64_t rhs) {
     return static_cast<int64_t>(l * r);
   if (isa<RemOp>(op))
     return safeRemainder(lhs, rhs);
+  if (isa<AndOp>(op))
+    return lhs & rhs;
+  if (isa<OrOp>(op))
+    return lhs | rhs;
+  if (isa<XorOp>(op))
+    return lhs ^ rhs;
   return safeDivide(lhs, rhs);
 }
 

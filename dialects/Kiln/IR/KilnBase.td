@@ -47,6 +47,8 @@ def Kiln_Tensor : RankedTensorOf<[F32, F64, F16, BF16, I64, I32, I16, I8, I1]>;
 def Kiln_NumericTensor : RankedTensorOf<[F32, F64, I64, I32]>;
 def Kiln_IntegerTensor : RankedTensorOf<[I64, I32]>;
 def Kiln_BoolTensor : RankedTensorOf<[I1]>;
+// What the logical ops take: booleans, or integers bit by bit.
+def Kiln_BitsTensor : RankedTensorOf<[I1, I64, I32]>;
 // The composite ops (convolution, attention, normalization, ...) and their
 // kernels compute in f32; elementwise float math also in f64.
 def Kiln_FloatTensor : RankedTensorOf<[F32]>;

@@ -175,7 +175,7 @@ def Kiln_FloorOp : Kiln_UnaryOp<"floor", Kiln_RealTensor, "floor(x)">;
 def Kiln_CeilOp : Kiln_UnaryOp<"ceil", Kiln_RealTensor, "ceil(x)">;
 def Kiln_RoundOp : Kiln_UnaryOp<"round", Kiln_RealTensor,
                                 "x rounded to the nearest integer, halves to even">;
-def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BoolTensor, "!x"> {
+def Kiln_NotOp : Kiln_UnaryOp<"not", Kiln_BitsTensor, "!x (~x on integers)"> {
   let hasFolder = 1;
 }
 
@@ -218,23 +218,28 @@ def Kiln_ShiftLeftOp : Kiln_BinaryOp<"shift_left", Kiln_IntegerTensor> {
 }
 
 def Kiln_ShiftRightOp : Kiln_BinaryOp<"shift_right", Kiln_IntegerTensor> {
-  let summary = "elementwise logical right shift with broadcasting";
+  let summary = "elementwise right shift with broadcasting";
   let description = [{
-    `lhs >> rhs`, shifting in zeros (the operands are unsigned), after ONNX
-    multidirectional broadcasting; a shift by the bit width or more (or by
-    a negative amount) gives 0.
+    `lhs >> rhs` after ONNX multidirectional broadcasting, shifting in
+    zeros, or copies of the sign bit with `arithmetic` (signed operands). A
+    shift by the bit width or more (or by a negative amount) shifts every
+    bit out: 0, or -1 for a negative `lhs` with `arithmetic`.
 
     ```mlir
     %0 = kiln.shift_right %a, %b : tensor<3xi32>, tensor<3xi32>
+    %1 = kiln.shift_right %a, %b {arithmetic} : tensor<3xi32>, tensor<3xi32>
     ```
   }];
+  let arguments = (ins Kiln_IntegerTensor:$lhs, Kiln_IntegerTensor:$rhs,
+                       UnitAttr:$arithmetic);
 }
 
 class Kiln_LogicalOp<string mnemonic, string formula>
-    : Kiln_BinaryOp<mnemonic, Kiln_BoolTensor, [Commutative]> {
-  let summary = "elementwise logical " # mnemonic # " with broadcasting";
-  let description = "`" # formula # "` on booleans after ONNX "
-    "multidirectional broadcasting.\n\n"
+    : Kiln_BinaryOp<mnemonic, Kiln_BitsTensor, [Commutative]> {
+  let summary = "elementwise logical or bitwise " # mnemonic #
+    " with broadcasting";
+  let description = "`" # formula # "` on booleans, bit by bit on "
+    "integers, after ONNX multidirectional broadcasting.\n\n"
     "```mlir\n%0 = kiln." # mnemonic # " %a, %b : tensor<3x4xi1>, tensor<4xi1>\n```";
   let hasFolder = 1;
 }

@@ -131,6 +131,10 @@ struct ConcatLowering : OpConversionPattern<ConcatOp> {
                                      getDynamicResultSizes(rewriter, op));
     OpFoldResult offset = rewriter.getIndexAttr(0);
     for (Value input : adaptor.getInputs()) {
+      // An empty input adds nothing, and a slice at the end of the axis
+      // would not verify.
+      if (cast<RankedTensorType>(input.getType()).getDimSize(axis) == 0)
+        continue;
       SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
       offsets[axis] = offset;
       SmallVector<OpFoldResult> sizes =

@@ -67,22 +67,34 @@ Value createSafeUnsignedDivision(OpBuilder &b, Location loc, Value lhs,
   return arith::SelectOp::create(b, loc, isZero, zero, result);
 }
 
-/// lhs shifted by rhs, 0 where rhs is out of [0, bit width), where LLVM's
-/// shifts give poison.
+enum class Shift { Left, LogicalRight, ArithmeticRight };
+
+/// lhs shifted by rhs; a shift out of [0, bit width), where LLVM's shifts
+/// give poison, shifts every bit out (the sign fills an arithmetic one).
 Value createSafeShift(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                      bool left) {
+                      Shift shift) {
   Type type = lhs.getType();
-  Value width =
-      createScalarConstant(b, loc, type, type.getIntOrFloatBitWidth());
+  int64_t bits = type.getIntOrFloatBitWidth();
   Value inRange =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rhs, width);
-  Value amount = arith::SelectOp::create(b, loc, inRange, rhs,
-                                         createScalarConstant(b, loc, type, 0));
-  Value shifted = left
-                      ? arith::ShLIOp::create(b, loc, lhs, amount).getResult()
-                      : arith::ShRUIOp::create(b, loc, lhs, amount).getResult();
-  return arith::SelectOp::create(b, loc, inRange, shifted,
-                                 createScalarConstant(b, loc, type, 0));
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rhs,
+                            createScalarConstant(b, loc, type, bits));
+  // An arithmetic shift by width - 1 is what shifting every bit out leaves.
+  Value amount = arith::SelectOp::create(
+      b, loc, inRange, rhs,
+      createScalarConstant(b, loc, type,
+                           shift == Shift::ArithmeticRight ? bits - 1 : 0));
+  Value zero = createScalarConstant(b, loc, type, 0);
+  switch (shift) {
+  case Shift::Left:
+    return arith::SelectOp::create(
+        b, loc, inRange, arith::ShLIOp::create(b, loc, lhs, amount), zero);
+  case Shift::LogicalRight:
+    return arith::SelectOp::create(
+        b, loc, inRange, arith::ShRUIOp::create(b, loc, lhs, amount), zero);
+  case Shift::ArithmeticRight:
+    return arith::ShRSIOp::create(b, loc, lhs, amount);
+  }
+  llvm_unreachable("unknown shift");
 }
 
 /// f64 `value` rounded to f32 with round-to-odd: an inexact result has its
@@ -156,10 +168,12 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
                          .getResult();
       })
       .Case([&](ShiftLeftOp) -> Value {
-        return createSafeShift(b, loc, args[0], args[1], /*left=*/true);
+        return createSafeShift(b, loc, args[0], args[1], Shift::Left);
       })
-      .Case([&](ShiftRightOp) -> Value {
-        return createSafeShift(b, loc, args[0], args[1], /*left=*/false);
+      .Case([&](ShiftRightOp shift) -> Value {
+        return createSafeShift(b, loc, args[0], args[1],
+                               shift.getArithmetic() ? Shift::ArithmeticRight
+                                                     : Shift::LogicalRight);
       })
       .Case([&](NegOp) -> Value {
         if (isFloat)
@@ -199,8 +213,10 @@ Value createScalarOp(Operation *op, OpBuilder &b, Location loc, ValueRange args,
       .Case([&](CeilOp) { return math::CeilOp::create(b, loc, args[0]); })
       .Case([&](RoundOp) { return math::RoundEvenOp::create(b, loc, args[0]); })
       .Case([&](NotOp) {
-        return arith::XOrIOp::create(b, loc, args[0],
-                                     createScalarConstant(b, loc, type, 1));
+        // All ones: true for a boolean, ~x for an integer.
+        return arith::XOrIOp::create(
+            b, loc, args[0],
+            createScalarConstant(b, loc, type, type.isInteger(1) ? 1 : -1));
       })
       .Case([&](MinOp) -> Value {
         // minimumf returns NaN if either operand is one, as ONNX Min does.
