@@ -214,8 +214,8 @@ public:
   mlir::RankedTensorType getOperandType(unsigned i) const {
     return mlir::cast<mlir::RankedTensorType>(operands[i].getType());
   }
-  /// Whether operand `i` holds ONNX uint8, uint16 or uint4 (rather than
-  /// int8, int16 or int4).
+  /// Whether operand `i` holds one of ONNX's unsigned integer types
+  /// (rather than the signed one of its width).
   bool isUnsignedOperand(unsigned i) const {
     return static_cast<int>(i) < node.input_size() &&
            graph.isUnsigned(node.input(i));
