@@ -1,4 +1,4 @@
-//===- OnnxAttention.cpp - ONNX Attention (opset 23 on) -------------------===//
+//===- OnnxAttention.cpp - ONNX Attention and RotaryEmbedding (opset 23) --===//
 //
 // Scaled dot-product attention with its options: 3-D inputs split into
 // heads, grouped key/value heads, a past key/value cache concatenated in
@@ -8,7 +8,8 @@
 // nonpad_kv_seqlen), softcap, and the qk_matmul_output modes. It imports as
 // kiln's matmuls, softmax and elementwise ops, in f32 (float16 and bfloat16
 // inputs are widened and the results rounded back). A query row whose
-// every key is masked gives zeros, as ONNX defines.
+// every key is masked gives zeros, as ONNX defines. RotaryEmbedding turns
+// pairs of each head's channels by the angles of their position.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
@@ -338,4 +339,139 @@ LogicalResult AttentionBuilder::build() {
 
 LogicalResult kiln::importAttention(NodeImporter &node) {
   return AttentionBuilder(node).build();
+}
+
+namespace {
+
+/// `x[..., begin:end, ...]` along `axis` (static shapes).
+Value sliceAxis(NodeImporter &node, Value x, int64_t axis, int64_t begin,
+                int64_t end) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
+      strides(type.getRank(), 1);
+  offsets[axis] = begin;
+  sizes[axis] = end - begin;
+  SliceOp::Properties props;
+  props.offsets = node.b.getDenseI64ArrayAttr(offsets);
+  props.sizes = node.b.getDenseI64ArrayAttr(sizes);
+  props.strides = node.b.getDenseI64ArrayAttr(strides);
+  return SliceOp::create(node.b, node.loc, x, props);
+}
+
+Value concatLast(NodeImporter &node, ValueRange parts) {
+  ConcatOp::Properties props;
+  props.axis = node.b.getI64IntegerAttr(
+      cast<RankedTensorType>(parts[0].getType()).getRank() - 1);
+  return *createInferred<ConcatOp>(node, parts, props);
+}
+
+} // namespace
+
+/// RotaryEmbedding (opset 23): the first rotary_embedding_dim channels of
+/// each head turned by the angles of its position, as ONNX defines it:
+/// (x1, x2) -> (cos x1 - sin x2, sin x1 + cos x2), with x1 and x2 the two
+/// halves of those channels, or their even and odd ones when interleaved.
+LogicalResult kiln::importRotaryEmbedding(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0), cosCache = node.getOperand(1),
+                   sinCache = node.getOperand(2);
+  if (failed(input) || failed(cosCache) || failed(sinCache) ||
+      failed(requireFloat(node, *input)) ||
+      failed(requireSameElementType(node, *input, *cosCache)) ||
+      failed(requireSameElementType(node, *input, *sinCache)))
+    return failure();
+  RankedTensorType type = node.getOperandType(0);
+  if (!type.hasStaticShape() || (type.getRank() != 3 && type.getRank() != 4))
+    return node.emitError() << "the input must have a static shape of rank 3 "
+                               "or 4";
+  ArrayRef<int64_t> shape = type.getShape();
+  int64_t batch = shape[0], heads, sequence, headSize;
+  Value x;
+  if (type.getRank() == 4) {
+    heads = shape[1], sequence = shape[2], headSize = shape[3];
+    TransposeOp::Properties props;
+    props.perm = node.b.getDenseI64ArrayAttr({0, 2, 1, 3});
+    x = *createInferred<TransposeOp>(node, *input, props);
+  } else {
+    heads = node.getIntAttr("num_heads", 0);
+    sequence = shape[1];
+    if (heads <= 0 || shape[2] % heads)
+      return node.emitError() << "a 3-D input needs num_heads dividing its "
+                                 "hidden size";
+    headSize = shape[2] / heads;
+    x = createReshape(node, *input, {batch, sequence, heads, headSize});
+  }
+  int64_t rotated = node.getIntAttr("rotary_embedding_dim", 0);
+  if (rotated == 0)
+    rotated = headSize;
+  if (rotated < 2 || rotated > headSize || rotated % 2)
+    return node.emitError()
+           << "rotary_embedding_dim " << rotated
+           << " must be even and at most the head size " << headSize;
+  int64_t half = rotated / 2;
+  Value cos = *cosCache, sin = *sinCache;
+  if (node.operands.size() > 3 && node.operands[3]) {
+    FailureOr<Value> positions = getIndicesOperand(node, 3);
+    if (failed(positions))
+      return failure();
+    GatherOp::Properties props;
+    props.axis = node.b.getI64IntegerAttr(0);
+    FailureOr<Value> cosAt =
+        createInferred<GatherOp>(node, {cos, *positions}, props);
+    FailureOr<Value> sinAt =
+        createInferred<GatherOp>(node, {sin, *positions}, props);
+    if (failed(cosAt) || failed(sinAt))
+      return failure();
+    cos = *cosAt, sin = *sinAt;
+  }
+  SmallVector<int64_t> cacheShape = {batch, sequence, half};
+  for (Value cache : {cos, sin})
+    if (cast<RankedTensorType>(cache.getType()).getShape() !=
+        ArrayRef<int64_t>(cacheShape))
+      return node.emitError() << "the cos and sin caches (at the positions) "
+                                 "must have shape [batch, sequence, "
+                              << half << "]";
+  cos = createReshape(node, cos, {batch, sequence, 1, half});
+  sin = createReshape(node, sin, {batch, sequence, 1, half});
+  Value turned = sliceAxis(node, x, 3, 0, rotated);
+  bool interleaved = node.getIntAttr("interleaved", 0) != 0;
+  Value first, second;
+  if (interleaved) {
+    Value pairs =
+        createReshape(node, turned, {batch, sequence, heads, half, 2});
+    first = createReshape(node, sliceAxis(node, pairs, 4, 0, 1),
+                          {batch, sequence, heads, half});
+    second = createReshape(node, sliceAxis(node, pairs, 4, 1, 2),
+                           {batch, sequence, heads, half});
+  } else {
+    first = sliceAxis(node, turned, 3, 0, half);
+    second = sliceAxis(node, turned, 3, half, rotated);
+  }
+  Formula f(node, x);
+  FailureOr<Value> real =
+      f.apply<SubOp>(f.apply<MulOp>(cos, first), f.apply<MulOp>(sin, second));
+  FailureOr<Value> imaginary =
+      f.apply<AddOp>(f.apply<MulOp>(sin, first), f.apply<MulOp>(cos, second));
+  if (failed(real) || failed(imaginary))
+    return failure();
+  Value result;
+  if (interleaved) {
+    SmallVector<int64_t> column = {batch, sequence, heads, half, 1};
+    result = createReshape(
+        node,
+        concatLast(node, {createReshape(node, *real, column),
+                          createReshape(node, *imaginary, column)}),
+        {batch, sequence, heads, rotated});
+  } else {
+    result = concatLast(node, {*real, *imaginary});
+  }
+  if (rotated < headSize)
+    result =
+        concatLast(node, {result, sliceAxis(node, x, 3, rotated, headSize)});
+  if (type.getRank() == 3) {
+    node.results.push_back(createReshape(node, result, shape));
+    return success();
+  }
+  TransposeOp::Properties props;
+  props.perm = node.b.getDenseI64ArrayAttr({0, 2, 1, 3});
+  return addInferredResult<TransposeOp>(node, result, props);
 }

@@ -110,6 +110,7 @@ bool kiln::computesInWideTypes(StringRef opType) {
                                         "LogSoftmax",
                                         "MatMul",
                                         "Einsum",
+                                        "RotaryEmbedding",
                                         "TopK",
                                         "CumSum",
                                         "ReduceSum",

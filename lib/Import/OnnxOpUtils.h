@@ -167,6 +167,7 @@ createConvolution(NodeImporter &node, mlir::Value input, mlir::Value filter,
 llvm::LogicalResult importConv(NodeImporter &node);
 llvm::LogicalResult importConvTranspose(NodeImporter &node);
 llvm::LogicalResult importAttention(NodeImporter &node); // OnnxAttention.cpp
+llvm::LogicalResult importRotaryEmbedding(NodeImporter &node);
 llvm::LogicalResult importEinsum(NodeImporter &node);    // OnnxEinsum.cpp
 llvm::LogicalResult importLayerNormalization(NodeImporter &node);
 llvm::LogicalResult importRMSNormalization(NodeImporter &node);

@@ -354,6 +354,7 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("Equal", importEqual)
       .Case("Where", importWhere)
       .Case("Attention", importAttention)
+      .Case("RotaryEmbedding", importRotaryEmbedding)
       .Case("Einsum", importEinsum)
       .Case("LayerNormalization", importLayerNormalization)
       .Case("RMSNormalization", importRMSNormalization)

@@ -562,6 +562,36 @@ def attention_op_model(out_dir):
         ("present_v", present_v)])
 
 
+def rotary_model(out_dir):
+    """RotaryEmbedding (opset 23) on [batch, heads, sequence, head] input:
+    interleaved pairs, 6 of 8 channels turned, angles gathered at position
+    ids; numpy turns each pair (x[2i], x[2i+1]) by its angle."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 2, 3, 8)).astype(np.float32)
+    angles = rng.uniform(0, np.pi, (10, 3))
+    cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    positions = np.array([[4, 0, 9]], np.int64)
+    y = x.astype(np.float64).copy()
+    for s_ in range(3):
+        for i in range(3):
+            c = np.float64(cos[positions[0, s_], i])
+            n = np.float64(sin[positions[0, s_], i])
+            a, b = x[0, :, s_, 2 * i].astype(np.float64), x[0, :, s_, 2 * i + 1]
+            y[0, :, s_, 2 * i] = c * a - n * b
+            y[0, :, s_, 2 * i + 1] = n * a + c * b
+    save(graph_model(
+        [helper.make_node("RotaryEmbedding", ["x", "cos", "sin", "positions"],
+                          ["y"], name="rotary", interleaved=1,
+                          rotary_embedding_dim=6)],
+        [vinfo("x", TensorProto.FLOAT, [1, 2, 3, 8]),
+         vinfo("positions", TensorProto.INT64, [1, 3])],
+        [vinfo("y", TensorProto.FLOAT, [1, 2, 3, 8])],
+        [numpy_helper.from_array(cos, "cos"),
+         numpy_helper.from_array(sin, "sin")], opset=23), out_dir)
+    write_test_data(out_dir, [("x", x), ("positions", positions),
+                              ("y", y.astype(np.float32))])
+
+
 def more_ops_model(out_dir):
     """Einsum (a batched contraction, and a diagonal summed), TopK (ties
     keep the lower position first), Compress along an axis, LRN over 3
@@ -995,6 +1025,8 @@ def main():
         attention_op_model(out_dir)
     elif kind == "more-ops":
         more_ops_model(out_dir)
+    elif kind == "rotary":
+        rotary_model(out_dir)
     elif kind == "lp-pool":
         lp_pool_model(out_dir)
     elif kind == "max-pool-indices":
