@@ -11,6 +11,7 @@
 
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -36,29 +37,39 @@ importConstantRange(NodeImporter &node, Value start, Value limit, Value delta) {
     double from = first.getSplatValue<APFloat>().convertToDouble();
     double to = last.getSplatValue<APFloat>().convertToDouble();
     double by = step.getSplatValue<APFloat>().convertToDouble();
-    count = by == 0 ? 0 : std::max(std::ceil((to - from) / by), 0.0);
+    if (by == 0)
+      return node.emitError() << "delta must not be 0";
+    count = std::max(std::ceil((to - from) / by), 0.0);
   } else {
     int64_t from = first.getSplatValue<APInt>().getSExtValue();
     int64_t to = last.getSplatValue<APInt>().getSExtValue();
     int64_t by = step.getSplatValue<APInt>().getSExtValue();
-    count = by == 0
-                ? 0
-                : std::max<double>(llvm::divideCeilSigned(to - from, by), 0);
+    int64_t span;
+    if (by == 0)
+      return node.emitError() << "delta must not be 0";
+    if (llvm::SubOverflow(to, from, span))
+      return node.emitError() << "limit - start overflows int64";
+    count = std::max<double>(llvm::divideCeilSigned(span, by), 0);
   }
-  if (!(count <= 1e8))
-    return node.emitError() << "Range would have " << count << " elements";
+  // A constant this large would not belong in a compiled model.
+  if (!(count <= double(1 << 24)))
+    return node.emitError() << "Range would have " << count
+                            << " elements; Kiln folds at most 2^24";
   auto type = RankedTensorType::get({static_cast<int64_t>(count)}, elementType);
-  SmallVector<Attribute> values;
+  if (!isFloat) {
+    SmallVector<APInt> values;
+    for (int64_t i = 0; i < type.getNumElements(); ++i)
+      values.push_back(first.getSplatValue<APInt>() +
+                       step.getSplatValue<APInt>() *
+                           APInt(elementType.getIntOrFloatBitWidth(), i));
+    node.results.push_back(ConstantOp::create(
+        node.b, node.loc, DenseElementsAttr::get(type, values)));
+    return success();
+  }
+  // start + i * delta, rounded in the element type as the reference
+  // computes it.
+  SmallVector<APFloat> values;
   for (int64_t i = 0; i < type.getNumElements(); ++i) {
-    if (!isFloat) {
-      APInt value = first.getSplatValue<APInt>() +
-                    step.getSplatValue<APInt>() *
-                        APInt(elementType.getIntOrFloatBitWidth(), i);
-      values.push_back(IntegerAttr::get(elementType, value));
-      continue;
-    }
-    // start + i * delta, rounded in the element type as the reference
-    // computes it.
     APFloat value = first.getSplatValue<APFloat>();
     APFloat increment = step.getSplatValue<APFloat>();
     APFloat index(static_cast<double>(i));
@@ -66,7 +77,7 @@ importConstantRange(NodeImporter &node, Value start, Value limit, Value delta) {
     index.convert(value.getSemantics(), APFloat::rmNearestTiesToEven, &lost);
     increment.multiply(index, APFloat::rmNearestTiesToEven);
     value.add(increment, APFloat::rmNearestTiesToEven);
-    values.push_back(FloatAttr::get(elementType, value));
+    values.push_back(value);
   }
   node.results.push_back(ConstantOp::create(
       node.b, node.loc, DenseElementsAttr::get(type, values)));
