@@ -343,21 +343,6 @@ LogicalResult kiln::importAttention(NodeImporter &node) {
 
 namespace {
 
-/// `x[..., begin:end, ...]` along `axis` (static shapes).
-Value sliceAxis(NodeImporter &node, Value x, int64_t axis, int64_t begin,
-                int64_t end) {
-  auto type = cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
-      strides(type.getRank(), 1);
-  offsets[axis] = begin;
-  sizes[axis] = end - begin;
-  SliceOp::Properties props;
-  props.offsets = node.b.getDenseI64ArrayAttr(offsets);
-  props.sizes = node.b.getDenseI64ArrayAttr(sizes);
-  props.strides = node.b.getDenseI64ArrayAttr(strides);
-  return SliceOp::create(node.b, node.loc, x, props);
-}
-
 Value concatLast(NodeImporter &node, ValueRange parts) {
   ConcatOp::Properties props;
   props.axis = node.b.getI64IntegerAttr(
@@ -432,19 +417,19 @@ LogicalResult kiln::importRotaryEmbedding(NodeImporter &node) {
                               << half << "]";
   cos = createReshape(node, cos, {batch, sequence, 1, half});
   sin = createReshape(node, sin, {batch, sequence, 1, half});
-  Value turned = sliceAxis(node, x, 3, 0, rotated);
+  Value turned = createAxisSlice(node, x, 3, 0, rotated);
   bool interleaved = node.getIntAttr("interleaved", 0) != 0;
   Value first, second;
   if (interleaved) {
     Value pairs =
         createReshape(node, turned, {batch, sequence, heads, half, 2});
-    first = createReshape(node, sliceAxis(node, pairs, 4, 0, 1),
+    first = createReshape(node, createAxisSlice(node, pairs, 4, 0, 1),
                           {batch, sequence, heads, half});
-    second = createReshape(node, sliceAxis(node, pairs, 4, 1, 2),
+    second = createReshape(node, createAxisSlice(node, pairs, 4, 1, 2),
                            {batch, sequence, heads, half});
   } else {
-    first = sliceAxis(node, turned, 3, 0, half);
-    second = sliceAxis(node, turned, 3, half, rotated);
+    first = createAxisSlice(node, turned, 3, 0, half);
+    second = createAxisSlice(node, turned, 3, half, rotated);
   }
   Formula f(node, x);
   FailureOr<Value> real =
@@ -465,8 +450,8 @@ LogicalResult kiln::importRotaryEmbedding(NodeImporter &node) {
     result = concatLast(node, {*real, *imaginary});
   }
   if (rotated < headSize)
-    result =
-        concatLast(node, {result, sliceAxis(node, x, 3, rotated, headSize)});
+    result = concatLast(
+        node, {result, createAxisSlice(node, x, 3, rotated, headSize)});
   if (type.getRank() == 3) {
     node.results.push_back(createReshape(node, result, shape));
     return success();

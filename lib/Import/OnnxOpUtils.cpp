@@ -118,3 +118,16 @@ LogicalResult kiln::requireSameElementType(NodeImporter &node, Value lhs, Value 
                           << " and " << r;
 }
 
+Value kiln::createAxisSlice(NodeImporter &node, Value x, int64_t axis,
+                            int64_t begin, int64_t end) {
+  auto type = cast<RankedTensorType>(x.getType());
+  SmallVector<int64_t> offsets(type.getRank(), 0), sizes(type.getShape()),
+      strides(type.getRank(), 1);
+  offsets[axis] = begin;
+  sizes[axis] = end - begin;
+  SliceOp::Properties props;
+  props.offsets = node.b.getDenseI64ArrayAttr(offsets);
+  props.sizes = node.b.getDenseI64ArrayAttr(sizes);
+  props.strides = node.b.getDenseI64ArrayAttr(strides);
+  return SliceOp::create(node.b, node.loc, x, props);
+}

@@ -59,6 +59,10 @@ mlir::FailureOr<mlir::Value> createReshape(NodeImporter &node,
 mlir::Value createReshape(NodeImporter &node, mlir::Value input,
                           llvm::ArrayRef<int64_t> shape);
 
+/// `x[..., begin:end, ...]` along `axis` of a static shape.
+mlir::Value createAxisSlice(NodeImporter &node, mlir::Value x, int64_t axis,
+                            int64_t begin, int64_t end);
+
 /// `input` broadcast to `shape` (itself if that changes nothing).
 mlir::FailureOr<mlir::Value>
 createBroadcast(NodeImporter &node, mlir::Value input,

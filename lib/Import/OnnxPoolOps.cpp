@@ -182,15 +182,9 @@ LogicalResult kiln::importLRN(NodeImporter &node) {
   FailureOr<Value> padded = createInferred<ConcatOp>(node, parts, concat);
   if (failed(padded))
     return failure();
-  SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(), 1);
   FailureOr<Value> sum;
   for (int64_t o = 0; o < size; ++o) {
-    offsets[1] = o;
-    SliceOp::Properties slice;
-    slice.offsets = node.b.getDenseI64ArrayAttr(offsets);
-    slice.sizes = node.b.getDenseI64ArrayAttr(type.getShape());
-    slice.strides = node.b.getDenseI64ArrayAttr(strides);
-    Value window = SliceOp::create(node.b, node.loc, *padded, slice);
+    Value window = createAxisSlice(node, *padded, 1, o, o + type.getDimSize(1));
     sum = o == 0 ? FailureOr<Value>(window) : f.apply<AddOp>(sum, window);
   }
   FailureOr<Value> base = f.apply<AddOp>(
