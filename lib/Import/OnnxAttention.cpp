@@ -44,7 +44,6 @@ private:
   Value mergeHeads(Value x);
   /// `x` with each of its heads repeated `times` times in place.
   Value repeatHeads(Value x, int64_t times);
-  Value transpose(Value x, ArrayRef<int64_t> perm);
   /// The additive bias [.., q, kv] of the mask, causal and window options,
   /// and the key padding of nonpad_kv_seqlen.
   FailureOr<Value> createBias(int64_t queries, int64_t keys, int64_t past);
@@ -85,22 +84,17 @@ FailureOr<Value> AttentionBuilder::getFloatOperand(unsigned i) {
   return CastOp::create(node.b, node.loc, type.clone(f32), value).getResult();
 }
 
-Value AttentionBuilder::transpose(Value x, ArrayRef<int64_t> perm) {
-  TransposeOp::Properties props;
-  props.perm = node.b.getDenseI64ArrayAttr(perm);
-  return *createInferred<TransposeOp>(node, x, props);
-}
-
 Value AttentionBuilder::splitHeads(Value x, int64_t heads) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
-  return transpose(
+  return createTranspose(
+      node,
       createReshape(node, x, {shape[0], shape[1], heads, shape[2] / heads}),
       {0, 2, 1, 3});
 }
 
 Value AttentionBuilder::mergeHeads(Value x) {
   ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
-  return createReshape(node, transpose(x, {0, 2, 1, 3}),
+  return createReshape(node, createTranspose(node, x, {0, 2, 1, 3}),
                        {shape[0], shape[2], shape[1] * shape[3]});
 }
 
@@ -273,7 +267,7 @@ LogicalResult AttentionBuilder::build() {
   if (failed(scaledQuery) || failed(scaledKey))
     return failure();
   FailureOr<Value> scores = createInferred<MatMulOp>(
-      node, {*scaledQuery, transpose(*scaledKey, {0, 1, 3, 2})});
+      node, {*scaledQuery, createTranspose(node, *scaledKey, {0, 1, 3, 2})});
   float softcap = node.getFloatAttr("softcap", 0);
   if (softcap > 0) {
     FailureOr<Value> scaled = apply<DivOp>(scores, constant(softcap));
@@ -373,9 +367,7 @@ LogicalResult kiln::importRotaryEmbedding(NodeImporter &node) {
   Value x;
   if (type.getRank() == 4) {
     heads = shape[1], sequence = shape[2], headSize = shape[3];
-    TransposeOp::Properties props;
-    props.perm = node.b.getDenseI64ArrayAttr({0, 2, 1, 3});
-    x = *createInferred<TransposeOp>(node, *input, props);
+    x = createTranspose(node, *input, {0, 2, 1, 3});
   } else {
     heads = node.getIntAttr("num_heads", 0);
     sequence = shape[1];
@@ -456,7 +448,6 @@ LogicalResult kiln::importRotaryEmbedding(NodeImporter &node) {
     node.results.push_back(createReshape(node, result, shape));
     return success();
   }
-  TransposeOp::Properties props;
-  props.perm = node.b.getDenseI64ArrayAttr({0, 2, 1, 3});
-  return addInferredResult<TransposeOp>(node, result, props);
+  node.results.push_back(createTranspose(node, result, {0, 2, 1, 3}));
+  return success();
 }

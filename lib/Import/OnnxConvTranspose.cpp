@@ -66,15 +66,11 @@ FailureOr<Value> createFlippedFilter(NodeImporter &node, Value filter,
   SmallVector<int64_t> perm = {0, 2, 1};
   for (size_t d = 3; d < grouped.size(); ++d)
     perm.push_back(d);
-  TransposeOp::Properties transpose;
-  transpose.perm = node.b.getDenseI64ArrayAttr(perm);
-  FailureOr<Value> swapped = createInferred<TransposeOp>(
-      node, createReshape(node, filter, grouped), transpose);
-  if (failed(swapped))
-    return failure();
+  Value swapped =
+      createTranspose(node, createReshape(node, filter, grouped), perm);
   SmallVector<int64_t> swappedShape = {groups * outPerGroup, inPerGroup};
   llvm::append_range(swappedShape, shape.drop_front(2));
-  FailureOr<Value> flipped = createReshape(node, *swapped, swappedShape);
+  FailureOr<Value> flipped = createReshape(node, swapped, swappedShape);
   Type i64 = node.b.getI64Type();
   for (int64_t axis = 2; axis < type.getRank(); ++axis) {
     SmallVector<int64_t> reversed;

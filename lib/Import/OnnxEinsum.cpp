@@ -182,12 +182,7 @@ FailureOr<Term> EinsumBuilder::arrange(Term term, StringRef order) {
   }
   if (llvm::equal(perm, llvm::seq<int64_t>(0, perm.size())))
     return term;
-  TransposeOp::Properties props;
-  props.perm = node.b.getDenseI64ArrayAttr(perm);
-  FailureOr<Value> moved = createInferred<TransposeOp>(node, term.value, props);
-  if (failed(moved))
-    return failure();
-  return Term{*moved, letters};
+  return Term{createTranspose(node, term.value, perm), letters};
 }
 
 FailureOr<Value> EinsumBuilder::contractPair(Term lhs, Term rhs) {

@@ -118,6 +118,15 @@ LogicalResult kiln::requireSameElementType(NodeImporter &node, Value lhs, Value 
                           << " and " << r;
 }
 
+Value kiln::createTranspose(NodeImporter &node, Value x,
+                            ArrayRef<int64_t> perm) {
+  TransposeOp::Properties props;
+  props.perm = node.b.getDenseI64ArrayAttr(perm);
+  FailureOr<Value> moved = createInferred<TransposeOp>(node, x, props);
+  assert(succeeded(moved) && "a checked permutation always infers");
+  return *moved;
+}
+
 Value kiln::createAxisSlice(NodeImporter &node, Value x, int64_t axis,
                             int64_t begin, int64_t end) {
   auto type = cast<RankedTensorType>(x.getType());

@@ -59,6 +59,10 @@ mlir::FailureOr<mlir::Value> createReshape(NodeImporter &node,
 mlir::Value createReshape(NodeImporter &node, mlir::Value input,
                           llvm::ArrayRef<int64_t> shape);
 
+/// `x` with its dimensions permuted by `perm`, which the caller has checked.
+mlir::Value createTranspose(NodeImporter &node, mlir::Value x,
+                            llvm::ArrayRef<int64_t> perm);
+
 /// `x[..., begin:end, ...]` along `axis` of a static shape.
 mlir::Value createAxisSlice(NodeImporter &node, mlir::Value x, int64_t axis,
                             int64_t begin, int64_t end);
@@ -188,6 +192,10 @@ llvm::LogicalResult importGlobalAveragePool(NodeImporter &node);
 llvm::LogicalResult importGlobalMaxPool(NodeImporter &node);
 llvm::LogicalResult importGlobalLpPool(NodeImporter &node);
 llvm::LogicalResult importLRN(NodeImporter &node);
+// Recurrent layers, unrolled over their sequence (OnnxRecurrent.cpp).
+llvm::LogicalResult importRNN(NodeImporter &node);
+llvm::LogicalResult importGRU(NodeImporter &node);
+llvm::LogicalResult importLSTM(NodeImporter &node);
 
 // Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
 llvm::LogicalResult importTranspose(NodeImporter &node);

@@ -68,29 +68,14 @@ LogicalResult importGemm(NodeImporter &node) {
   if (failed(a) || failed(b) || failed(requireSameElementType(node, *a, *b)))
     return failure();
   Type elementType = node.getOperandType(0).getElementType();
-  auto transpose = [&](Value v) -> FailureOr<Value> {
-    if (cast<RankedTensorType>(v.getType()).getRank() != 2)
-      return node.emitError() << "operands A and B must be matrices";
-    TransposeOp::Properties props;
-    props.perm = node.b.getDenseI64ArrayAttr({1, 0});
-    return createInferred<TransposeOp>(node, v, props);
-  };
-  Value lhs = *a, rhs = *b;
-  if (node.getIntAttr("transA", 0)) {
-    FailureOr<Value> t = transpose(lhs);
-    if (failed(t))
-      return failure();
-    lhs = *t;
-  }
-  if (node.getIntAttr("transB", 0)) {
-    FailureOr<Value> t = transpose(rhs);
-    if (failed(t))
-      return failure();
-    rhs = *t;
-  }
   if (node.getOperandType(0).getRank() != 2 ||
       node.getOperandType(1).getRank() != 2)
     return node.emitError() << "operands A and B must be matrices";
+  Value lhs = *a, rhs = *b;
+  if (node.getIntAttr("transA", 0))
+    lhs = createTranspose(node, lhs, {1, 0});
+  if (node.getIntAttr("transB", 0))
+    rhs = createTranspose(node, rhs, {1, 0});
   FailureOr<Value> product = createInferred<MatMulOp>(node, {lhs, rhs});
   if (failed(product))
     return failure();
@@ -373,6 +358,9 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("GlobalMaxPool", importGlobalMaxPool)
       .Case("GlobalLpPool", importGlobalLpPool)
       .Case("LRN", importLRN)
+      .Case("RNN", importRNN)
+      .Case("GRU", importGRU)
+      .Case("LSTM", importLSTM)
       .Case("Expand", importExpand)
       .Case("Slice", importSlice)
       .Case("Split", importSplit)

@@ -48,17 +48,11 @@ namespace {
 
 /// `input` reshaped to `split`, transposed by `perm` and reshaped to
 /// `merged` (all static).
-FailureOr<Value> createBlockShuffle(NodeImporter &node, Value input,
-                                    ArrayRef<int64_t> split,
-                                    ArrayRef<int64_t> perm,
-                                    ArrayRef<int64_t> merged) {
+Value createBlockShuffle(NodeImporter &node, Value input,
+                         ArrayRef<int64_t> split, ArrayRef<int64_t> perm,
+                         ArrayRef<int64_t> merged) {
   Value blocks = createReshape(node, input, split);
-  TransposeOp::Properties props;
-  props.perm = node.b.getDenseI64ArrayAttr(perm);
-  FailureOr<Value> moved = createInferred<TransposeOp>(node, blocks, props);
-  if (failed(moved))
-    return failure();
-  return createReshape(node, *moved, merged);
+  return createReshape(node, createTranspose(node, blocks, perm), merged);
 }
 
 /// What DepthToSpace and SpaceToDepth read: the static [N, C, H, W] input,
