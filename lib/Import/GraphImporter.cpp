@@ -308,11 +308,13 @@ std::optional<SymbolicInts> GraphImporter::getContents(Value value) const {
   auto constant = value.getDefiningOp<ConstantOp>();
   auto dense = constant ? dyn_cast<DenseIntElementsAttr>(constant.getValue())
                         : DenseIntElementsAttr();
-  if (!dense || !dense.getElementType().isInteger(64) ||
+  if (!dense || !isShapeElementType(dense.getElementType()) ||
       dense.getNumElements() > kFoldElementLimit)
     return std::nullopt;
-  return kiln::getConstantInts(value.getContext(),
-                               SmallVector<int64_t>(dense.getValues<int64_t>()));
+  SmallVector<int64_t> ints;
+  for (const APInt &element : dense.getValues<APInt>())
+    ints.push_back(element.getSExtValue());
+  return kiln::getConstantInts(value.getContext(), ints);
 }
 
 std::optional<SymbolicInts> GraphImporter::getSymbolicInts(StringRef name) {
@@ -520,7 +522,7 @@ LogicalResult GraphImporter::foldNewOps(Operation *lastBefore,
               op, [&](Value v) { return getContents(v); })) {
         SmallVector<int64_t> sizes = getStaticSizes(*elements);
         if (!llvm::is_contained(sizes, ShapedType::kDynamic))
-          replace(op, DenseElementsAttr::get(type, ArrayRef<int64_t>(sizes)));
+          replace(op, getShapeElementsAttr(type, sizes));
         else
           contents[op->getResult(0)] = std::move(*elements);
         folded = !llvm::is_contained(sizes, ShapedType::kDynamic);

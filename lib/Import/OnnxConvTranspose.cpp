@@ -70,21 +70,12 @@ FailureOr<Value> createFlippedFilter(NodeImporter &node, Value filter,
       createTranspose(node, createReshape(node, filter, grouped), perm);
   SmallVector<int64_t> swappedShape = {groups * outPerGroup, inPerGroup};
   llvm::append_range(swappedShape, shape.drop_front(2));
-  FailureOr<Value> flipped = createReshape(node, swapped, swappedShape);
-  Type i64 = node.b.getI64Type();
+  Value flipped = createReshape(node, swapped, swappedShape);
   for (int64_t axis = 2; axis < type.getRank(); ++axis) {
     SmallVector<int64_t> reversed;
     for (int64_t i = shape[axis] - 1; i >= 0; --i)
       reversed.push_back(i);
-    auto indicesType = RankedTensorType::get({shape[axis]}, i64);
-    Value indices = ConstantOp::create(
-        node.b, node.loc,
-        DenseElementsAttr::get(indicesType, ArrayRef<int64_t>(reversed)));
-    GatherOp::Properties gather;
-    gather.axis = node.b.getI64IntegerAttr(axis);
-    flipped = createInferred<GatherOp>(node, {*flipped, indices}, gather);
-    if (failed(flipped))
-      return failure();
+    flipped = createAxisGather(node, flipped, axis, reversed);
   }
   return flipped;
 }

@@ -105,7 +105,9 @@ LogicalResult applyInputShapes(onnx::ModelProto &model,
                               << dims.size() << " dimensions, but the input "
                               << "has rank " << tensor.shape().dim_size();
       for (auto [i, size] : llvm::enumerate(dims)) {
+        // Older exporters (Paddle's) write an unknown size as -1.
         if (tensor.has_shape() && tensor.shape().dim(i).has_dim_value() &&
+            tensor.shape().dim(i).dim_value() >= 0 &&
             tensor.shape().dim(i).dim_value() != size)
           return emitError(loc)
                  << "--shape " << input->name() << " gives dimension " << i
@@ -289,7 +291,7 @@ LogicalResult importGraph(onnx::GraphProto &graph,
         declared.has_shape() &&
         declared.shape().dim_size() != static_cast<int>(shape.size());
     for (auto [d, dim] : llvm::enumerate(declared.shape().dim())) {
-      if (mismatch || !dim.has_dim_value())
+      if (mismatch || !dim.has_dim_value() || dim.dim_value() < 0)
         continue;
       auto constant = dyn_cast<AffineConstantExpr>(shape[d]);
       mismatch = !constant || constant.getValue() != dim.dim_value();

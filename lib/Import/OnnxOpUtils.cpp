@@ -127,6 +127,20 @@ Value kiln::createTranspose(NodeImporter &node, Value x,
   return *moved;
 }
 
+Value kiln::createAxisGather(NodeImporter &node, Value x, int64_t axis,
+                             ArrayRef<int64_t> indices) {
+  auto indicesType = RankedTensorType::get(
+      {static_cast<int64_t>(indices.size())}, node.b.getI64Type());
+  Value indexTensor = ConstantOp::create(
+      node.b, node.loc, DenseElementsAttr::get(indicesType, indices));
+  GatherOp::Properties props;
+  props.axis = node.b.getI64IntegerAttr(axis);
+  FailureOr<Value> gathered =
+      createInferred<GatherOp>(node, {x, indexTensor}, props);
+  assert(succeeded(gathered) && "indices the caller checked always infer");
+  return *gathered;
+}
+
 Value kiln::createAxisSlice(NodeImporter &node, Value x, int64_t axis,
                             int64_t begin, int64_t end) {
   auto type = cast<RankedTensorType>(x.getType());

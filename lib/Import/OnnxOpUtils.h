@@ -63,6 +63,10 @@ mlir::Value createReshape(NodeImporter &node, mlir::Value input,
 mlir::Value createTranspose(NodeImporter &node, mlir::Value x,
                             llvm::ArrayRef<int64_t> perm);
 
+/// The elements of `x` at `indices` along `axis` (a constant kiln.gather).
+mlir::Value createAxisGather(NodeImporter &node, mlir::Value x, int64_t axis,
+                             llvm::ArrayRef<int64_t> indices);
+
 /// `x[..., begin:end, ...]` along `axis` of a static shape.
 mlir::Value createAxisSlice(NodeImporter &node, mlir::Value x, int64_t axis,
                             int64_t begin, int64_t end);

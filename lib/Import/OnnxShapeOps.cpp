@@ -245,8 +245,6 @@ LogicalResult kiln::importExpand(NodeImporter &node) {
   return success();
 }
 
-/// Slice with positive steps; starts and ends clamp into range as ONNX
-/// specifies, so every slice the importer builds is in bounds.
 /// A Slice start or end as ONNX reads it: from the end when negative, then
 /// clamped to [0, dim].
 static int64_t clampSliceIndex(int64_t index, int64_t dim) {
@@ -416,18 +414,34 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
                               *steps ? ArrayRef<int64_t>(**steps)
                                      : ArrayRef<int64_t>());
 
+  // Positive steps become one kiln.slice; a negative step picks its
+  // elements, last first, with a gather along the axis.
   SmallVector<int64_t> offsets(rank, 0), sizes(type.getShape()),
       strides(rank, 1);
+  SmallVector<std::pair<int64_t, SmallVector<int64_t>>> gathers;
   for (auto [i, axis] : llvm::enumerate(*normalized)) {
     int64_t dim = type.getDimSize(axis);
     if (ShapedType::isDynamic(dim))
       return node.emitError() << "slicing dimension " << axis << " of "
                               << type << " is not supported: it is dynamic";
     int64_t step = *steps ? (**steps)[i] : 1;
-    if (step <= 0)
-      return node.emitError() << "step " << step
-                              << " is not supported; Kiln slices with "
-                                 "positive steps";
+    if (step == 0)
+      return node.emitError() << "steps must not be 0";
+    if (step < 0) {
+      // Going down, start clamps to [0, dim - 1] and end to [-1, dim - 1].
+      int64_t start = (*starts)[i] < 0 ? (*starts)[i] + dim : (*starts)[i];
+      int64_t end = (*ends)[i] < 0 ? (*ends)[i] + dim : (*ends)[i];
+      start = std::clamp<int64_t>(start, -1, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      SmallVector<int64_t> indices;
+      for (int64_t index = start; index > end; index += step)
+        indices.push_back(index);
+      if (indices.empty())
+        sizes[axis] = 0;
+      else
+        gathers.push_back({axis, std::move(indices)});
+      continue;
+    }
     int64_t start = clampSliceIndex((*starts)[i], dim),
             end = clampSliceIndex((*ends)[i], dim);
     int64_t size = end > start ? (end - start + step - 1) / step : 0;
@@ -435,11 +449,22 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
     sizes[axis] = size;
     strides[axis] = step;
   }
-  SliceOp::Properties props;
-  props.offsets = node.b.getDenseI64ArrayAttr(offsets);
-  props.sizes = node.b.getDenseI64ArrayAttr(sizes);
-  props.strides = node.b.getDenseI64ArrayAttr(strides);
-  return addInferredResult<SliceOp>(node, *input, props);
+  Value result = *input;
+  if (sizes != type.getShape() ||
+      llvm::any_of(strides, [](int64_t stride) { return stride != 1; })) {
+    SliceOp::Properties props;
+    props.offsets = node.b.getDenseI64ArrayAttr(offsets);
+    props.sizes = node.b.getDenseI64ArrayAttr(sizes);
+    props.strides = node.b.getDenseI64ArrayAttr(strides);
+    FailureOr<Value> sliced = createInferred<SliceOp>(node, result, props);
+    if (failed(sliced))
+      return failure();
+    result = *sliced;
+  }
+  for (auto &[axis, indices] : gathers)
+    result = createAxisGather(node, result, axis, indices);
+  node.results.push_back(result);
+  return success();
 }
 
 /// Split into consecutive slices along `axis`.

@@ -261,12 +261,26 @@ combineElements(ArrayRef<AffineExpr> lhs, ArrayRef<AffineExpr> rhs,
   return result;
 }
 
+bool kiln::isShapeElementType(Type type) {
+  return type.isSignlessInteger(64) || type.isSignlessInteger(32);
+}
+
+DenseElementsAttr kiln::getShapeElementsAttr(RankedTensorType type,
+                                             ArrayRef<int64_t> values) {
+  unsigned width = type.getElementType().getIntOrFloatBitWidth();
+  SmallVector<APInt> elements;
+  for (int64_t value : values)
+    elements.push_back(APInt(width, value, /*isSigned=*/true,
+                             /*implicitTrunc=*/true));
+  return DenseElementsAttr::get(type, elements);
+}
+
 std::optional<SymbolicInts> kiln::evaluateSymbolicInts(
     Operation *op,
     function_ref<std::optional<SymbolicInts>(Value)> contentsOf) {
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (op->getNumResults() != 1 || !type || !type.hasStaticShape() ||
-      type.getRank() > 1 || !type.getElementType().isInteger(64))
+      type.getRank() > 1 || !isShapeElementType(type.getElementType()))
     return std::nullopt;
   SmallVector<SymbolicInts> operands;
   for (Value operand : op->getOperands()) {
@@ -297,8 +311,23 @@ std::optional<SymbolicInts> kiln::evaluateSymbolicInts(
           llvm::append_range(result, operand);
         return std::optional<SymbolicInts>(result);
       })
-      .Case<ReshapeOp, CastOp>(
-          [&](auto) { return std::optional<SymbolicInts>(operands[0]); })
+      .Case([&](ReshapeOp) { return std::optional<SymbolicInts>(operands[0]); })
+      .Case([&](CastOp) -> std::optional<SymbolicInts> {
+        if (type.getElementType().isInteger(64))
+          return operands[0];
+        // Narrowed to i32, a constant wraps as the cast does at run time;
+        // a symbolic size is assumed to fit.
+        SymbolicInts result;
+        for (AffineExpr element : operands[0]) {
+          auto constant = dyn_cast<AffineConstantExpr>(element);
+          result.push_back(constant
+                               ? getAffineConstantExpr(
+                                     static_cast<int32_t>(constant.getValue()),
+                                     element.getContext())
+                               : element);
+        }
+        return result;
+      })
       .Case([&](SliceOp slice) -> std::optional<SymbolicInts> {
         SymbolicInts result;
         for (int64_t i = 0; i < slice.getSizes()[0]; ++i)

@@ -3,8 +3,9 @@
 // While importing, every tensor's shape is known as affine expressions over
 // the model's named dimensions (symbol k is the module's #kiln.dim k): a
 // constant for a fixed size, `s0`, `s0 * 12`, `s0 + s1`... The same holds
-// for the contents of the small int64 tensors exporters compute shapes with
-// (Shape -> Gather -> Concat -> Reshape), so a reshape to [batch, seq, 12,
+// for the contents of the small int64 (or int32, as Paddle's exporter casts
+// them) tensors exporters compute shapes with (Shape -> Gather -> Concat ->
+// Reshape), so a reshape to [batch, seq, 12,
 // 32] keeps 12 and 32 static and knows its two dynamic sizes.
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,8 @@
 #define KILN_LIB_IMPORT_SYMBOLICSHAPES_H
 
 #include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -63,6 +66,13 @@ std::optional<mlir::AffineExpr> divideExactly(mlir::AffineExpr dividend,
 mlir::FailureOr<SymbolicInts> inferSymbolicShape(
     mlir::Operation *op,
     llvm::function_ref<SymbolicInts(mlir::Value)> shapeOf);
+
+/// Whether tensors of `type` can hold shape values: i64, or i32.
+bool isShapeElementType(mlir::Type type);
+
+/// `values` as the elements of `type` (i64 or i32; wrapped to 32 bits).
+mlir::DenseElementsAttr getShapeElementsAttr(mlir::RankedTensorType type,
+                                             llvm::ArrayRef<int64_t> values);
 
 /// The elements of `op`'s result when it computes on shape values (gather
 /// of an element, concat, reshape, cast, slice, integer arithmetic), given

@@ -68,6 +68,25 @@ func.func @float_and_data_movement() -> (tensor<1x2xf32>, tensor<2x2xf32>, tenso
 
 // -----
 
+// A gather of constants folds, negative indices counting from the end (as
+// a Slice with a negative step imports); an index out of range is left to
+// the lowering, which clamps it.
+// CHECK-LABEL: func.func @gather
+// CHECK-DAG: kiln.constant dense<{{\[}}[3, 2], [6, 5]]> : tensor<2x2xi64>
+// CHECK: %[[OUT:.*]] = kiln.gather
+// CHECK-SAME: tensor<2x3xi64>, tensor<1xi64> -> tensor<2x1xi64>
+// CHECK: return %{{.*}}, %[[OUT]]
+func.func @gather() -> (tensor<2x2xi64>, tensor<2x1xi64>) {
+  %data = kiln.constant dense<[[1, 2, 3], [4, 5, 6]]> : tensor<2x3xi64>
+  %down = kiln.constant dense<[-1, 1]> : tensor<2xi64>
+  %0 = kiln.gather %data[%down], axis = 1 : tensor<2x3xi64>, tensor<2xi64> -> tensor<2x2xi64>
+  %outside = kiln.constant dense<[3]> : tensor<1xi64>
+  %1 = kiln.gather %data[%outside], axis = 1 : tensor<2x3xi64>, tensor<1xi64> -> tensor<2x1xi64>
+  return %0, %1 : tensor<2x2xi64>, tensor<2x1xi64>
+}
+
+// -----
+
 // A commutative op takes its constant on the right, so fusion patterns
 // see one operand order.
 // CHECK-LABEL: func.func @constant_to_the_right

@@ -791,6 +791,59 @@ def narrow_types_model(out_dir):
         ("exp", np.exp(h.astype(np.float32)).astype(np.float16))])
 
 
+def exporter_idioms_model(out_dir):
+    """Idioms of real exporters, on x [-1, 3, 4] (Paddle writes an unknown
+    size as -1):
+    - Paddle's shape math in int32: Shape -> Cast(int32) -> Slice ->
+      Cast(int64) -> Concat -> Reshape to [N, 12];
+    - PyTorch's pad idiom: pads [1, 2] for the last axis turned into ONNX's
+      order by a Slice with step -1 over constants, then Pad;
+    - a Slice with step -2 over data, backwards from the end."""
+    i64 = TensorProto.INT64
+
+    def ints(name, values):
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Cast", ["shape"], ["shape32"], to=TensorProto.INT32),
+        helper.make_node("Slice", ["shape32", "zero", "one"], ["batch32"]),
+        helper.make_node("Cast", ["batch32"], ["batch"], to=i64),
+        helper.make_node("Concat", ["batch", "minus_one"], ["flat_shape"],
+                         axis=0),
+        helper.make_node("Reshape", ["x", "flat_shape"], ["flat"]),
+        helper.make_node("ConstantOfShape", ["two"], ["zeros"],
+                         value=ints("v", [0])),
+        helper.make_node("Concat", ["torch_pads", "zeros"], ["pads4"],
+                         axis=0),
+        helper.make_node("Reshape", ["pads4", "pairs"], ["pad_pairs"]),
+        helper.make_node("Slice", ["pad_pairs", "minus_one", "far_below",
+                                   "zero", "minus_one"], ["flipped"]),
+        helper.make_node("Transpose", ["flipped"], ["turned"], perm=[1, 0]),
+        helper.make_node("Reshape", ["turned", "minus_one"], ["pads"]),
+        helper.make_node("Pad", ["flat", "pads"], ["padded"],
+                         name="torch_pad"),
+        helper.make_node("Slice", ["flat", "minus_one", "far_below", "one",
+                                   "minus_two"], ["backwards"],
+                         name="backwards"),
+    ]
+    initializers = [
+        ints("zero", [0]), ints("one", [1]), ints("two", [2]),
+        ints("minus_one", [-1]), ints("minus_two", [-2]),
+        ints("far_below", [-(2**63) + 1]), ints("torch_pads", [1, 2]),
+        ints("pairs", [-1, 2])]
+    save(graph_model(
+        nodes, [vinfo("x", TensorProto.FLOAT, [-1, 3, 4])],
+        [vinfo("padded", TensorProto.FLOAT, [-1, 15]),
+         vinfo("backwards", TensorProto.FLOAT, [-1, 6])], initializers),
+        out_dir)
+    x = np.random.default_rng(3).uniform(-1, 1, (2, 3, 4)).astype(np.float32)
+    flat = x.reshape(2, 12)
+    write_test_data(out_dir, [
+        ("x", x), ("padded", np.pad(flat, ((0, 0), (1, 2)))),
+        ("backwards", flat[:, ::-2].copy())])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -819,6 +872,8 @@ def main():
         external_weight_model(out_dir, "absent.bin")
     elif kind.startswith("group-norm-"):
         group_norm_model(kind[len("group-norm-"):], out_dir)
+    elif kind == "exporter-idioms":
+        exporter_idioms_model(out_dir)
     elif kind == "timestep-embedding":
         timestep_embedding_model(out_dir)
     elif kind == "dynamic-input":

@@ -83,6 +83,30 @@ SmallVector<int64_t> getMovedIndices(Operation *op, ArrayRef<int64_t> input,
   return indices;
 }
 
+/// Source flat index of every element of a gather from `data` along `axis`
+/// at `indices`; nullopt for an index out of range, which the lowering
+/// clamps rather than folding would guess.
+std::optional<SmallVector<int64_t>>
+getGatherSources(ArrayRef<int64_t> data, int64_t axis,
+                 DenseElementsAttr indices) {
+  int64_t outer = getNumElements(data.take_front(axis));
+  int64_t dim = data[axis];
+  int64_t inner = getNumElements(data.drop_front(axis + 1));
+  SmallVector<int64_t> picked;
+  for (const APInt &index : indices.getValues<APInt>()) {
+    int64_t i = index.getSExtValue();
+    if (i < -dim || i >= dim)
+      return std::nullopt;
+    picked.push_back(i < 0 ? i + dim : i);
+  }
+  SmallVector<int64_t> sources;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i : picked)
+      for (int64_t n = 0; n < inner; ++n)
+        sources.push_back((o * dim + i) * inner + n);
+  return sources;
+}
+
 /// The same integer division the lowering generates (x / 0 == 0, and
 /// INT64_MIN / -1 wraps), so folding never changes a result.
 int64_t safeDivide(int64_t lhs, int64_t rhs) {
@@ -225,7 +249,8 @@ ElementsAttr kiln::evaluateDataMovement(Operation *op, ElementsAttr input) {
 bool kiln::isConstantEvaluable(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, NegOp, EqualOp,
              LessOp, LessEqualOp, AndOp, OrOp, XorOp, NotOp, SelectOp, CastOp,
-             ReshapeOp, TransposeOp, SliceOp, BroadcastOp, ConcatOp>(op);
+             ReshapeOp, TransposeOp, SliceOp, BroadcastOp, ConcatOp, GatherOp>(
+      op);
 }
 
 DenseElementsAttr
@@ -257,6 +282,19 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands) {
       for (size_t i = 0; i < l.size(); ++i)
         result.push_back(compare<T>(op, lhs[l[i]], rhs[r[i]]));
       return build<bool>(type, result);
+    });
+  }
+  if (auto gather = dyn_cast<GatherOp>(op)) {
+    std::optional<SmallVector<int64_t>> sources =
+        getGatherSources(operandShape(0), gather.getAxis(), operands[1]);
+    if (!sources)
+      return {};
+    return withCppType(type.getElementType(), [&](auto t) {
+      using T = decltype(t);
+      SmallVector<T> values(operands[0].getValues<T>()), result;
+      for (int64_t source : *sources)
+        result.push_back(values[source]);
+      return build<T>(type, result);
     });
   }
   return withCppType(type.getElementType(), [&](auto t) -> DenseElementsAttr {

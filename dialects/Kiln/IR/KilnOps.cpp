@@ -254,6 +254,10 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
+  return foldConstantOperands(*this, adaptor.getOperands());
+}
+
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   if (llvm::equal(getPerm(), llvm::seq<int64_t>(getPerm().size())))
     return getInput();

@@ -421,6 +421,7 @@ def Kiln_GatherOp : Kiln_Op<"gather",
     $data `[` $indices `]` `,` `axis` `=` $axis attr-dict
     `:` type($data) `,` type($indices) `->` type($result)
   }];
+  let hasFolder = 1;
 }
 
 def Kiln_GatherElementsOp : Kiln_Op<"gather_elements",
