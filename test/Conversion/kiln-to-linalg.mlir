@@ -405,15 +405,23 @@ func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>)
 // CHECK: %[[BATCH_PATCHES:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<36x72xf32>)
 // CHECK: linalg.matmul ins(%{{.*}}, %[[BATCH_PATCHES]] : tensor<6x36xf32>, tensor<36x72xf32>)
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<6x2x6x6xf32>) outs(%{{.*}} : tensor<2x6x6x6xf32>) permutation = [1, 0, 2, 3]
-// With patch-columns, the batch's 72 pixels go in 3 panels of 32 columns
-// (the last one zero past pixel 72), multiplied panel by panel.
+// With patch-columns, output rows that do not tile the panels of 32 columns
+// are computed over whole rows of the padded input (5 columns for 4 outputs
+// at stride 2): per tap row, its input rows (every 2nd, 7 of them, zeros
+// below the image) flattened; per tap, a strided slice of those copied into
+// the panels with no gather; the overhang column cropped afterwards.
 // PANELS-LABEL: func.func @conv
-// PANELS: linalg.generic {{.*}} outs(%{{.*}} : tensor<3x36x32xf32>)
-// PANELS: arith.cmpi uge
-// PANELS: arith.select
+// PANELS: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 4, 7, 10] [1, 1, 2, 1] : tensor<1x4x15x10xf32> to tensor<1x4x7x10xf32>
+// PANELS: tensor.collapse_shape %{{.*}} {{\[\[}}0], [1], [2, 3]] : tensor<1x4x7x10xf32> into tensor<1x4x70xf32>
+// PANELS: tensor.extract_slice %{{.*}}[0, 0, 1] [1, 4, 32] [1, 1, 2] : tensor<1x4x70xf32> to tensor<1x4x32xf32>
+// PANELS-NOT: arith.cmpi uge
 // PANELS: scf.forall
 // PANELS: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<6x36xf32>, tensor<36x32xf32>)
+// PANELS: tensor.extract_slice %{{.*}}[0, 0, 0, 0] [6, 1, 4, 4] [1, 1, 1, 1] : tensor<6x1x4x5xf32> to tensor<6x1x4x4xf32>
 // PANELS: linalg.transpose
+// The batch: 6 rows of 8 per image, in 2 panels each.
+// PANELS: scf.forall (%{{.*}}) in (4)
+// PANELS: tensor.expand_shape %{{.*}} output_shape [6, 2, 6, 8]
 func.func @conv(%x: tensor<1x4x8x8xf32>, %w: tensor<6x4x3x3xf32>, %g: tensor<6x2x3x3xf32>, %batch: tensor<2x4x8x8xf32>) -> (tensor<1x6x4x4xf32>, tensor<1x6x6x6xf32>, tensor<2x6x6x6xf32>) {
   %0 = kiln.conv2d %x, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x4x8x8xf32>, tensor<6x4x3x3xf32> -> tensor<1x6x4x4xf32>
   %1 = kiln.conv2d %x, %g strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x6x6xf32>

@@ -136,47 +136,36 @@ PanelCopy getPanelCopy(MLIRContext *ctx, Type elementType,
 }
 
 /// The patches in panels of `panelColumns` pixels, where every panel holds
-/// whole output rows or an equal part of one: per filter tap (i, j), the
-/// strided slice of the input the tap reads, split into panel rows and
-/// lanes, copied into the panels' (c, i, j) rows by a copy that reads its
-/// innermost dimension contiguously, which kiln-vectorize-generics turns
-/// into SIMD loads (a gather with a division per element stays scalar).
-/// Null where the rows do not tile the panels.
-Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
-                      int64_t kw, RankedTensorType resultType,
-                      ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
-                      int64_t panelColumns) {
+/// whole rows of the [N, C, rows, rowLength] maps `getTap(i, j)` gives for
+/// each filter tap (i, j), or an equal part of one: each map, split into
+/// panel rows and lanes, is copied into the panels' (c, i, j) rows by a copy
+/// that reads its innermost dimension contiguously, which
+/// kiln-vectorize-generics turns into SIMD loads (a gather with a division
+/// per element stays scalar). Null where the rows do not tile the panels.
+Value createTapPanels(OpBuilder &b, Location loc, int64_t images,
+                      int64_t channels, int64_t rows, int64_t rowLength,
+                      int64_t kh, int64_t kw, Type f32, int64_t panelColumns,
+                      function_ref<Value(int64_t, int64_t)> getTap) {
   MLIRContext *ctx = b.getContext();
-  Type f32 = resultType.getElementType();
-  int64_t channels = cast<RankedTensorType>(input.getType()).getDimSize(1);
-  int64_t images = resultType.getDimSize(0), outH = resultType.getDimSize(2),
-          outW = resultType.getDimSize(3);
   std::optional<RowPanelSplit> split =
-      splitRowsIntoPanels(outH, outW, panelColumns);
+      splitRowsIntoPanels(rows, rowLength, panelColumns);
   if (!split)
     return Value();
-  PanelCopy copy = getPanelCopy(ctx, f32, {images, channels, outH, outW},
+  PanelCopy copy = getPanelCopy(ctx, f32, {images, channels, rows, rowLength},
                                 *split, panelColumns);
   // Panels as the copy's with the taps (kh, kw) after the channels.
   unsigned tapDim = copy.channelDim + 1;
   SmallVector<int64_t> panelShape(copy.panelShape);
   panelShape.insert(panelShape.begin() + tapDim, {kh, kw});
   auto panelType = RankedTensorType::get(panelShape, f32);
-  auto tapType = RankedTensorType::get({images, channels, outH, outW}, f32);
   auto copyType = RankedTensorType::get(copy.panelShape, f32);
   SmallVector<utils::IteratorType> parallel(5, utils::IteratorType::parallel);
 
   Value panels = createEmptyTensor(b, loc, panelType);
   for (int64_t i = 0; i < kh; ++i) {
     for (int64_t j = 0; j < kw; ++j) {
-      Value tap = tensor::ExtractSliceOp::create(
-          b, loc, tapType, input,
-          ValueRange(), ValueRange(), ValueRange(),
-          b.getDenseI64ArrayAttr({0, 0, i * dilations[0], j * dilations[1]}),
-          b.getDenseI64ArrayAttr({images, channels, outH, outW}),
-          b.getDenseI64ArrayAttr({1, 1, strides[0], strides[1]}));
       Value splitTap = tensor::ExpandShapeOp::create(
-          b, loc, copy.sourceType, tap, copy.sourceGroups);
+          b, loc, copy.sourceType, getTap(i, j), copy.sourceGroups);
       SmallVector<int64_t> offsets(7, 0), sizes(panelShape), unit(7, 1);
       offsets[tapDim] = i;
       offsets[tapDim + 1] = j;
@@ -201,7 +190,7 @@ Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
           b.getDenseI64ArrayAttr(unit));
     }
   }
-  int64_t panelCount = images * outH * outW / panelColumns;
+  int64_t panelCount = images * rows * rowLength / panelColumns;
   // The taps join the channels in the panels' depth.
   SmallVector<ReassociationIndices> groups;
   for (ReassociationIndices group : copy.collapseGroups) {
@@ -216,6 +205,117 @@ Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
       RankedTensorType::get({panelCount, channels * kh * kw, panelColumns},
                             f32),
       panels, groups);
+}
+
+/// The patches of output rows that tile the panels: per tap, the strided
+/// slice of the input it reads.
+Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
+                      int64_t kw, RankedTensorType resultType,
+                      ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                      int64_t panelColumns) {
+  int64_t channels = cast<RankedTensorType>(input.getType()).getDimSize(1);
+  int64_t images = resultType.getDimSize(0), outH = resultType.getDimSize(2),
+          outW = resultType.getDimSize(3);
+  Type f32 = resultType.getElementType();
+  auto tapType = RankedTensorType::get({images, channels, outH, outW}, f32);
+  return createTapPanels(
+      b, loc, images, channels, outH, outW, kh, kw, f32, panelColumns,
+      [&](int64_t i, int64_t j) -> Value {
+        return tensor::ExtractSliceOp::create(
+            b, loc, tapType, input, ValueRange(), ValueRange(), ValueRange(),
+            b.getDenseI64ArrayAttr({0, 0, i * dilations[0], j * dilations[1]}),
+            b.getDenseI64ArrayAttr({images, channels, outH, outW}),
+            b.getDenseI64ArrayAttr({1, 1, strides[0], strides[1]}));
+      });
+}
+
+/// A convolution whose output rows do not tile the panels, computed over
+/// whole rows of the padded input instead. For tap row i, the input rows
+/// it reads (i * dh, then every s-th) flattened to one sequence of rows
+/// `width` long (width a multiple of s): output pixel q of an image's
+/// flattened output rows (width / s per row) reads element q * s + j * dw
+/// of it for tap (i, j), so every tap is one strided slice and its copy
+/// into the panels stays contiguous. The width / s - Wo extra columns per
+/// row (the kernel's overhang, a few percent) are computed and dropped.
+/// Null for unequal strides.
+Value createFlatRowConv(OpBuilder &b, Location loc, Value input, Value filter,
+                        RankedTensorType resultType, ArrayRef<int64_t> strides,
+                        ArrayRef<int64_t> dilations, int64_t panelColumns) {
+  if (strides[0] != strides[1])
+    return Value();
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  Type f32 = resultType.getElementType();
+  int64_t stride = strides[0];
+  int64_t images = resultType.getDimSize(0), filters = resultType.getDimSize(1),
+          outH = resultType.getDimSize(2), outW = resultType.getDimSize(3);
+  int64_t channels = inputType.getDimSize(1), height = inputType.getDimSize(2);
+  int64_t kh = filterType.getDimSize(2), kw = filterType.getDimSize(3);
+  int64_t width = llvm::alignTo(inputType.getDimSize(3), stride);
+  int64_t rowLength = width / stride;
+  // Each image's pixels fill whole panels, the last padded with columns
+  // that read zeros below the image.
+  int64_t pixels = llvm::alignTo(outH * rowLength, panelColumns);
+  int64_t lastRead = (pixels - 1) * stride + (kw - 1) * dilations[1];
+  int64_t tapRows = lastRead / width + 1;
+  int64_t rows =
+      std::max(height, (kh - 1) * dilations[0] + (tapRows - 1) * stride + 1);
+  Value padded = padImages(
+      b, loc, input, {0, 0, rows - height, width - inputType.getDimSize(3)});
+  auto tapType = RankedTensorType::get({images, channels, pixels}, f32);
+  auto tapMapType = RankedTensorType::get({images, channels, 1, pixels}, f32);
+  SmallVector<Value> flatRows;
+  for (int64_t i = 0; i < kh; ++i) {
+    Value selected = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({images, channels, tapRows, width}, f32),
+        padded, ValueRange(), ValueRange(), ValueRange(),
+        b.getDenseI64ArrayAttr({0, 0, i * dilations[0], 0}),
+        b.getDenseI64ArrayAttr({images, channels, tapRows, width}),
+        b.getDenseI64ArrayAttr({1, 1, stride, 1}));
+    flatRows.push_back(tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({images, channels, tapRows * width}, f32),
+        selected, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}));
+  }
+  Value patches = createTapPanels(
+      b, loc, images, channels, 1, pixels, kh, kw, f32, panelColumns,
+      [&](int64_t i, int64_t j) -> Value {
+        Value tap = tensor::ExtractSliceOp::create(
+            b, loc, tapType, flatRows[i], ValueRange(), ValueRange(),
+            ValueRange(), b.getDenseI64ArrayAttr({0, 0, j * dilations[1]}),
+            b.getDenseI64ArrayAttr({images, channels, pixels}),
+            b.getDenseI64ArrayAttr({1, 1, stride}));
+        return tensor::ExpandShapeOp::create(
+            b, loc, tapMapType, tap,
+            SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+      });
+  assert(patches && "one row of whole panels always tiles them");
+  int64_t depth = channels * kh * kw;
+  Value product = PackedMatMulOp::create(
+      b, loc, RankedTensorType::get({filters, images * pixels}, f32),
+      reshapeTensor(b, loc, filter,
+                    RankedTensorType::get({filters, depth}, f32)),
+      patches, Value(), Value(), nullptr);
+  Value byImage = reshapeTensor(
+      b, loc, product, RankedTensorType::get({filters, images, pixels}, f32));
+  Value rowsOnly = tensor::ExtractSliceOp::create(
+      b, loc, RankedTensorType::get({filters, images, outH * rowLength}, f32),
+      byImage, ValueRange(), ValueRange(), ValueRange(),
+      b.getDenseI64ArrayAttr({0, 0, 0}),
+      b.getDenseI64ArrayAttr({filters, images, outH * rowLength}),
+      b.getDenseI64ArrayAttr({1, 1, 1}));
+  Value wide = tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get({filters, images, outH, rowLength}, f32),
+      rowsOnly, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  auto byFilterType = RankedTensorType::get({filters, images, outH, outW}, f32);
+  Value cropped = tensor::ExtractSliceOp::create(
+      b, loc, byFilterType, wide, ValueRange(), ValueRange(), ValueRange(),
+      b.getDenseI64ArrayAttr({0, 0, 0, 0}),
+      b.getDenseI64ArrayAttr({filters, images, outH, outW}),
+      b.getDenseI64ArrayAttr({1, 1, 1, 1}));
+  return linalg::TransposeOp::create(b, loc, cropped,
+                                     createEmptyTensor(b, loc, resultType),
+                                     SmallVector<int64_t>{1, 0, 2, 3})
+      .getResult()[0];
 }
 
 /// A single-group convolution as one matrix product, so it runs on the
@@ -253,6 +353,10 @@ Value createIm2ColConv(OpBuilder &b, Location loc, Value input, Value filter,
   if (panelColumns > 0 && pixels % panelColumns == 0)
     patches = createRowPanels(b, loc, input, kh, kw, resultType, strides,
                               dilations, panelColumns);
+  if (!patches && panelColumns > 0)
+    if (Value result = createFlatRowConv(b, loc, input, filter, resultType,
+                                         strides, dilations, panelColumns))
+      return result;
   if (!patches)
     patches =
       linalg::GenericOp::create(
