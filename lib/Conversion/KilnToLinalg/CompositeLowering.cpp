@@ -237,11 +237,13 @@ Value createRowPanels(OpBuilder &b, Location loc, Value input, int64_t kh,
 /// of it for tap (i, j), so every tap is one strided slice and its copy
 /// into the panels stays contiguous. The width / s - Wo extra columns per
 /// row (the kernel's overhang, a few percent) are computed and dropped.
-/// Null for unequal strides.
+/// Null for unequal strides and strides above 2: those copies read every
+/// s-th element, no better than the gather, and a patch embedding's many
+/// taps (16 x 16 at stride 16) would make minutes of copies to compile.
 Value createFlatRowConv(OpBuilder &b, Location loc, Value input, Value filter,
                         RankedTensorType resultType, ArrayRef<int64_t> strides,
                         ArrayRef<int64_t> dilations, int64_t panelColumns) {
-  if (strides[0] != strides[1])
+  if (strides[0] != strides[1] || strides[0] > 2)
     return Value();
   auto inputType = cast<RankedTensorType>(input.getType());
   auto filterType = cast<RankedTensorType>(filter.getType());
