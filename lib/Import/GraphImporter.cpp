@@ -262,6 +262,14 @@ FailureOr<Value> GraphImporter::lookup(StringRef name, Location loc) {
   return value;
 }
 
+/// The elements of an i32 or i64 constant as int64.
+static SmallVector<int64_t> getSignExtendedInts(DenseIntElementsAttr dense) {
+  SmallVector<int64_t> ints;
+  for (const APInt &element : dense.getValues<APInt>())
+    ints.push_back(element.getSExtValue());
+  return ints;
+}
+
 std::optional<SmallVector<int64_t>>
 GraphImporter::getConstantInts(StringRef name) {
   auto constant = constants.find(name);
@@ -274,10 +282,7 @@ GraphImporter::getConstantInts(StringRef name) {
                     : DenseIntElementsAttr();
     if (!dense || !isShapeElementType(dense.getElementType()))
       return std::nullopt;
-    SmallVector<int64_t> result;
-    for (const APInt &element : dense.getValues<APInt>())
-      result.push_back(element.getSExtValue());
-    return result;
+    return getSignExtendedInts(dense);
   }
   // ONNX lets int32 stand for int64 in axes, pads, repeats, sizes and the
   // like (tf2onnx writes them so).
@@ -331,10 +336,7 @@ std::optional<SymbolicInts> GraphImporter::getContents(Value value) const {
   if (!dense || !isShapeElementType(dense.getElementType()) ||
       dense.getNumElements() > kFoldElementLimit)
     return std::nullopt;
-  SmallVector<int64_t> ints;
-  for (const APInt &element : dense.getValues<APInt>())
-    ints.push_back(element.getSExtValue());
-  return kiln::getConstantInts(value.getContext(), ints);
+  return kiln::getConstantInts(value.getContext(), getSignExtendedInts(dense));
 }
 
 std::optional<SymbolicInts> GraphImporter::getSymbolicInts(StringRef name) {

@@ -347,7 +347,9 @@ std::optional<SymbolicInts> kiln::evaluateSymbolicInts(
         return combineElements(operands[0], operands[1],
                                [](AffineExpr a, AffineExpr b) { return a * b; });
       })
-      .Case([&](DivOp) {
+      .Case([&](DivOp div) -> std::optional<SymbolicInts> {
+        if (div.getIsUnsigned())
+          return std::nullopt;
         // Sizes are not negative, where floor and ONNX's truncation agree.
         return combineElements(
             operands[0], operands[1],
