@@ -44,7 +44,7 @@ public:
 private:
   /// The activations of each direction (f, g, h in ONNX's names).
   LogicalResult parseActivations(int64_t directions);
-  /// `x` of the static shape [d0, ...] moved or sliced as named.
+  /// `x` reshaped to a static shape, or sliced along one axis.
   Value reshape(Value x, ArrayRef<int64_t> shape) {
     return createReshape(node, x, shape);
   }
@@ -206,10 +206,10 @@ Value RecurrentBuilder::activate(const Activation &a, Value x, bool clipped) {
 
 Value RecurrentBuilder::reverseSteps(Value x) {
   if (!lengths) {
-    SmallVector<Value> reversed;
+    SmallVector<int64_t> reversed;
     for (int64_t t = steps - 1; t >= 0; --t)
-      reversed.push_back(slice(x, 0, t, t + 1));
-    return concat(reversed, 0);
+      reversed.push_back(t);
+    return createAxisGather(node, x, 0, reversed);
   }
   // index[t, b] = lengths[b] - 1 - t inside the sequence, t past its end.
   ArrayRef<int64_t> shape = cast<RankedTensorType>(x.getType()).getShape();
