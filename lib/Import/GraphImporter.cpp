@@ -508,8 +508,14 @@ static DenseElementsAttr foldToConstant(Operation *op) {
     operands.push_back(constant.getValue());
   }
   SmallVector<OpFoldResult> results;
+  // Ops without a folder of their own (Floor, Relu, ...) still evaluate.
   if (failed(op->fold(operands, results)) || results.size() != 1)
-    return {};
+    return dyn_cast_if_present<DenseElementsAttr>(
+        dyn_cast_if_present<Attribute>(foldConstantOperands(op, operands)));
+  // A fold to an operand (a cast to the same type) is that constant.
+  if (auto value = dyn_cast<Value>(results[0]))
+    if (auto constant = value.getDefiningOp<ConstantOp>())
+      return dyn_cast<DenseElementsAttr>(constant.getValue());
   return dyn_cast_if_present<DenseElementsAttr>(
       dyn_cast_if_present<Attribute>(results[0]));
 }
@@ -584,7 +590,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
 
   NodeImporter importer(*this, node, loc);
   for (const std::string &input : node.input()) {
-    if (input.empty()) {
+    if (input.empty() || lookupSequence(input)) {
       importer.operands.push_back(Value());
       continue;
     }

@@ -113,6 +113,18 @@ public:
   void bindValue(llvm::StringRef name, mlir::Value value) {
     values[name] = value;
   }
+  /// A sequence whose length and elements are known at compile time (ONNX
+  /// sequence ops over them resolve while importing).
+  void bindSequence(llvm::StringRef name,
+                    llvm::SmallVector<mlir::Value> items) {
+    sequences[name] = std::move(items);
+  }
+  /// The elements of the sequence `name`, or null if it is no sequence.
+  const llvm::SmallVector<mlir::Value> *
+  lookupSequence(llvm::StringRef name) const {
+    auto it = sequences.find(name);
+    return it == sequences.end() ? nullptr : &it->second;
+  }
   /// The ONNX element type of the graph value `name` (a TensorProto data
   /// type), as the model or its shape inference declares it; 0 if unknown.
   /// Kiln's integer types are signless, so this tells uint8 from int8.
@@ -169,6 +181,7 @@ private:
   mlir::OpBuilder &builder;
   llvm::StringMap<int64_t> opsets;
   llvm::StringMap<mlir::Value> values;
+  llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
   llvm::StringMap<int32_t> valueTypes;
   llvm::StringMap<onnx::TensorProto *> constants;
   std::deque<onnx::TensorProto> ownedTensors;
@@ -193,7 +206,8 @@ public:
   const onnx::NodeProto &node;
   mlir::Location loc;
   mlir::OpBuilder &b;
-  /// One entry per ONNX input; null where an optional input is omitted.
+  /// One entry per ONNX input; null where an optional input is omitted or
+  /// is a sequence (see GraphImporter::lookupSequence).
   llvm::SmallVector<mlir::Value> operands;
   /// Filled by the op importer, one per ONNX output.
   llvm::SmallVector<mlir::Value> results;
@@ -250,6 +264,9 @@ OpImportFn lookupIndexOpImporter(llvm::StringRef opType);
 /// The importer for ONNX's ops that make a tensor from a few scalars
 /// (Range, the window functions; OnnxGeneratorOps.cpp), or null.
 OpImportFn lookupGeneratorOpImporter(llvm::StringRef opType);
+/// The importer for ONNX's sequence op `opType`, over sequences known at
+/// compile time (OnnxSequenceOps.cpp), or null.
+OpImportFn lookupSequenceOpImporter(llvm::StringRef opType);
 /// Whether ONNX op `opType` computes elementwise (or, as Softmax, MatMul,
 /// TopK and the reductions, gives results of its inputs' type computed from
 /// their values alone), so

@@ -1,8 +1,9 @@
 //===- OnnxGeneratorOps.cpp - tensors made from a few scalars ------------===//
 //
-// Range and the window functions (HannWindow, HammingWindow,
-// BlackmanWindow). Their output shapes depend on input values: constants
-// (or values computed from the inputs' shapes, for Range) at compile time.
+// Range, the window functions (HannWindow, HammingWindow,
+// BlackmanWindow) and MelWeightMatrix. Their output shapes depend on input
+// values: constants (or values computed from the inputs' shapes, for Range) at
+// compile time.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
@@ -194,6 +195,90 @@ LogicalResult importBlackmanWindow(NodeImporter &node) {
   });
 }
 
+/// The scalar constant input `i` as a double, or nullopt.
+std::optional<double> getConstantScalar(NodeImporter &node, unsigned i) {
+  DenseElementsAttr attr;
+  if (node.operands.size() <= i || !node.operands[i] ||
+      !matchPattern(node.operands[i], m_Constant(&attr)) ||
+      attr.getNumElements() != 1)
+    return std::nullopt;
+  if (isa<FloatType>(attr.getElementType()))
+    return attr.getSplatValue<APFloat>().convertToDouble();
+  return static_cast<double>(attr.getSplatValue<APInt>().getSExtValue());
+}
+
+/// MelWeightMatrix: [dft_length / 2 + 1, num_mel_bins] triangular filters
+/// between mel-spaced frequencies, computed as ONNX's reference does
+/// (including its division of the mel range into num_mel_bins + 2 steps and
+/// its integer bin edges), from constant inputs.
+LogicalResult importMelWeightMatrix(NodeImporter &node) {
+  SmallVector<double> inputs;
+  for (unsigned i = 0; i < 5; ++i) {
+    std::optional<double> value = getConstantScalar(node, i);
+    if (!value)
+      return node.emitError() << "every input must be a compile-time "
+                                 "constant scalar";
+    inputs.push_back(*value);
+  }
+  int64_t bins = static_cast<int64_t>(inputs[0]);
+  int64_t dftLength = static_cast<int64_t>(inputs[1]);
+  int64_t sampleRate = static_cast<int64_t>(inputs[2]);
+  double lower = inputs[3], upper = inputs[4];
+  if (bins < 1 || dftLength < 1 || sampleRate < 1 || bins > (1 << 16) ||
+      dftLength > (1 << 24) || !(lower >= 0 && lower < upper))
+    return node.emitError() << "needs positive sizes and 0 <= "
+                               "lower_edge_hertz < upper_edge_hertz";
+  int64_t dataType = node.getIntAttr("output_datatype", 1);
+  Type elementType = getElementType(node.b.getContext(), dataType);
+  if (!elementType || !isa<FloatType>(elementType))
+    return node.emitError() << "output_datatype " << getOnnxTypeName(dataType)
+                            << " is not supported";
+  auto toMel = [](double hertz) {
+    return 2595 * std::log1p(hertz / 700) / std::log(10.0);
+  };
+  double low = toMel(lower);
+  double step = (toMel(upper) - low) / static_cast<double>(bins + 2);
+  SmallVector<int64_t> edges;
+  for (int64_t i = 0; i < bins + 2; ++i) {
+    double hertz = 700 * std::expm1((i * step + low) / 2595 * std::log(10.0));
+    edges.push_back(static_cast<int64_t>(
+        std::floor((dftLength + 1) * hertz / static_cast<double>(sampleRate))));
+  }
+  int64_t rows = dftLength / 2 + 1;
+  SmallVector<double> matrix(rows * bins, 0.0);
+  auto at = [&](int64_t row, int64_t bin) -> double * {
+    return row >= 0 && row < rows ? &matrix[row * bins + bin] : nullptr;
+  };
+  for (int64_t i = 0; i < bins; ++i) {
+    int64_t left = edges[i], center = edges[i + 1], right = edges[i + 2];
+    if (center == left) {
+      if (double *cell = at(center, i))
+        *cell = 1;
+    } else {
+      for (int64_t j = left; j <= center; ++j)
+        if (double *cell = at(j, i))
+          *cell = static_cast<double>(j - left) / (center - left);
+    }
+    for (int64_t j = center; j < right; ++j)
+      if (double *cell = at(j, i))
+        *cell = static_cast<double>(right - j) / (right - center);
+  }
+  auto floatType = cast<FloatType>(elementType);
+  SmallVector<APFloat> values;
+  for (double value : matrix) {
+    APFloat element(value);
+    bool lost;
+    element.convert(floatType.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                    &lost);
+    values.push_back(element);
+  }
+  node.results.push_back(ConstantOp::create(
+      node.b, node.loc,
+      DenseElementsAttr::get(RankedTensorType::get({rows, bins}, elementType),
+                             values)));
+  return success();
+}
+
 } // namespace
 
 OpImportFn kiln::lookupGeneratorOpImporter(StringRef opType) {
@@ -202,5 +287,6 @@ OpImportFn kiln::lookupGeneratorOpImporter(StringRef opType) {
       .Case("HannWindow", importHannWindow)
       .Case("HammingWindow", importHammingWindow)
       .Case("BlackmanWindow", importBlackmanWindow)
+      .Case("MelWeightMatrix", importMelWeightMatrix)
       .Default(nullptr);
 }

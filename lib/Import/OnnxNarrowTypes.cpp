@@ -43,8 +43,8 @@ Value castElements(NodeImporter &node, Value value, Type elementType,
       value);
   if (isUnsigned)
     cast.setInputUnsigned(true);
-  if (!type.hasStaticShape())
-    node.graph.setShape(cast, node.graph.getShape(value));
+  // A dynamic shape is inferred with the node's other new ops, once the
+  // op computing `value` has its own.
   return cast;
 }
 

@@ -54,12 +54,106 @@ FailureOr<WindowAttrs> kiln::getWindowAttrs(NodeImporter &node,
   return attrs;
 }
 
+/// A 3-D convolution as a sum over the filter's depth taps of 2-D ones:
+/// depth tap k reads input depth d * stride + k * dilation (after padding)
+/// for output depth d, so the padded input, its depth moved next to the
+/// batch, is sliced with the depth stride and folded into the batch, and
+/// convolved with the filter's k-th depth slice.
+static FailureOr<Value> createConvolution3D(NodeImporter &node, Value input,
+                                            Value filter,
+                                            const WindowAttrs &window,
+                                            int64_t groups) {
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  if (!inputType.hasStaticShape() || !filterType.hasStaticShape())
+    return node.emitError() << "a 3-D convolution needs static shapes; the "
+                               "input is "
+                            << inputType << " and the filter " << filterType;
+  ArrayRef<int64_t> shape = inputType.getShape();
+  int64_t batch = shape[0], channels = shape[1], height = shape[3],
+          width = shape[4];
+  int64_t front = window.pads[0], back = window.pads[3];
+  int64_t stride = window.strides[0], dilation = window.dilations[0];
+  int64_t taps = filterType.getDimSize(2);
+  int64_t padded = shape[2] + front + back;
+  int64_t span = dilation * (taps - 1) + 1;
+  if (padded < span || stride < 1)
+    return node.emitError()
+           << "the filter's depth " << taps
+           << " does not fit the padded input depth " << padded;
+  int64_t depth = (padded - span) / stride + 1;
+
+  // [N, D + pads, C, H, W]
+  Value x = createTranspose(node, input, {0, 2, 1, 3, 4});
+  if (front || back) {
+    SmallVector<Value> parts;
+    auto zeros = [&](int64_t size) {
+      auto type = RankedTensorType::get({batch, size, channels, height, width},
+                                        inputType.getElementType());
+      return ConstantOp::create(
+          node.b, node.loc,
+          DenseElementsAttr::get(
+              type, node.b.getZeroAttr(inputType.getElementType())));
+    };
+    if (front)
+      parts.push_back(zeros(front));
+    parts.push_back(x);
+    if (back)
+      parts.push_back(zeros(back));
+    ConcatOp::Properties props;
+    props.axis = node.b.getI64IntegerAttr(1);
+    FailureOr<Value> joined = createInferred<ConcatOp>(node, parts, props);
+    if (failed(joined))
+      return failure();
+    x = *joined;
+  }
+  WindowAttrs planar{
+      {window.strides[1], window.strides[2]},
+      {window.dilations[1], window.dilations[2]},
+      {window.pads[1], window.pads[2], window.pads[4], window.pads[5]}};
+  Value sum;
+  for (int64_t k = 0; k < taps; ++k) {
+    SliceOp::Properties props;
+    props.offsets = node.b.getDenseI64ArrayAttr({0, k * dilation, 0, 0, 0});
+    props.sizes =
+        node.b.getDenseI64ArrayAttr({batch, depth, channels, height, width});
+    props.strides = node.b.getDenseI64ArrayAttr({1, stride, 1, 1, 1});
+    Value slice = SliceOp::create(node.b, node.loc, x, props);
+    slice = createReshape(
+        node, slice, ArrayRef<int64_t>{batch * depth, channels, height, width});
+    Value w = createAxisSlice(node, filter, 2, k, k + 1);
+    w = createReshape(
+        node, w,
+        ArrayRef<int64_t>{filterType.getDimSize(0), filterType.getDimSize(1),
+                          filterType.getDimSize(3), filterType.getDimSize(4)});
+    FailureOr<Value> conv = createConvolution(node, slice, w, planar, groups);
+    if (failed(conv))
+      return failure();
+    if (!sum) {
+      sum = *conv;
+      continue;
+    }
+    FailureOr<Value> added = createInferred<AddOp>(node, {sum, *conv});
+    if (failed(added))
+      return failure();
+    sum = *added;
+  }
+  auto planarType = cast<RankedTensorType>(sum.getType());
+  Value result = createReshape(
+      node, sum,
+      ArrayRef<int64_t>{batch, depth, planarType.getDimSize(1),
+                        planarType.getDimSize(2), planarType.getDimSize(3)});
+  return createTranspose(node, result, {0, 2, 1, 3, 4});
+}
+
 FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
                                          Value filter,
                                          const WindowAttrs &window,
                                          int64_t groups) {
   auto inputType = cast<RankedTensorType>(input.getType());
   int64_t spatial = inputType.getRank() - 2;
+  if (spatial == 3)
+    return createConvolution3D(node, input, filter, window, groups);
   SmallVector<int64_t> strides = window.strides, dilations = window.dilations,
                        pads = window.pads;
   Value x = input, w = filter;
@@ -95,16 +189,16 @@ FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
   return result;
 }
 
-/// The 1-D or 2-D convolution of `input` by `filter` (f32 or i32) with the
+/// The 1-D, 2-D or 3-D convolution of `input` by `filter` (f32 or i32) with the
 /// node's strides, dilations, pads, auto_pad and group.
 FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
                                          Value filter) {
   auto inputType = cast<RankedTensorType>(input.getType());
   auto filterType = cast<RankedTensorType>(filter.getType());
   int64_t spatial = inputType.getRank() - 2;
-  if ((spatial != 1 && spatial != 2) || filterType.getRank() != spatial + 2)
-    return node.emitError() << "only 1-D and 2-D convolutions are supported; "
-                               "the input has rank "
+  if (spatial < 1 || spatial > 3 || filterType.getRank() != spatial + 2)
+    return node.emitError() << "only 1-D, 2-D and 3-D convolutions are "
+                               "supported; the input has rank "
                             << inputType.getRank();
   FailureOr<WindowAttrs> window =
       getWindowAttrs(node, inputType.getShape().drop_front(2),
@@ -115,8 +209,8 @@ FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
                            node.getIntAttr("group", 1));
 }
 
-/// 1-D and 2-D Conv, grouped or not; the bias becomes an add broadcast over
-/// the spatial dimensions.
+/// 1-D, 2-D and 3-D Conv, grouped or not; the bias becomes an add broadcast
+/// over the spatial dimensions.
 LogicalResult kiln::importConv(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0), filter = node.getOperand(1);
   if (failed(input) || failed(filter) || failed(requireFloat(node, *input)) ||

@@ -166,13 +166,14 @@ struct WindowAttrs {
 mlir::FailureOr<WindowAttrs> getWindowAttrs(NodeImporter &node,
                                             llvm::ArrayRef<int64_t> inputSizes,
                                             llvm::ArrayRef<int64_t> kernel);
-/// The 1-D or 2-D convolution of `input` by `filter` (both f32 or both
-/// i32) with the node's convolution attributes.
+/// The 1-D, 2-D or 3-D convolution of `input` by `filter` (both f32 or
+/// both i32) with the node's convolution attributes.
 mlir::FailureOr<mlir::Value> createConvolution(NodeImporter &node,
                                                mlir::Value input,
                                                mlir::Value filter);
 /// The same with the given window and group count instead of the node's;
-/// a 1-D convolution runs as a 2-D one of height 1.
+/// a 1-D convolution runs as a 2-D one of height 1, a 3-D one as a sum of
+/// 2-D ones over the filter's depth.
 mlir::FailureOr<mlir::Value>
 createConvolution(NodeImporter &node, mlir::Value input, mlir::Value filter,
                   const WindowAttrs &window, int64_t groups);
@@ -188,8 +189,20 @@ llvm::LogicalResult importGroupNormalization(NodeImporter &node);
 llvm::LogicalResult importMeanVarianceNormalization(NodeImporter &node);
 llvm::LogicalResult importLpNormalization(NodeImporter &node);
 llvm::LogicalResult importResize(NodeImporter &node);
+llvm::LogicalResult importGridSample(NodeImporter &node); // OnnxGridSample.cpp
+// DFT as a product with a constant matrix (OnnxSpectralOps.cpp).
+llvm::LogicalResult importDFT(NodeImporter &node);
+llvm::LogicalResult importDet(NodeImporter &node); // OnnxDet.cpp
+llvm::LogicalResult importSTFT(NodeImporter &node);
 llvm::LogicalResult importUpsample(NodeImporter &node);
 llvm::LogicalResult importMaxPool(NodeImporter &node);
+/// The Indices output of MaxPool: for each element of `pooled` (the max pool
+/// of `input` over `window` and `kernel`), the flat index into `input` of
+/// the first window element equal to it (OnnxPoolIndices.cpp).
+mlir::FailureOr<mlir::Value>
+createMaxPoolIndices(NodeImporter &node, mlir::Value input, mlir::Value pooled,
+                     const WindowAttrs &window, llvm::ArrayRef<int64_t> kernel);
+llvm::LogicalResult importMaxUnpool(NodeImporter &node);
 llvm::LogicalResult importAveragePool(NodeImporter &node);
 llvm::LogicalResult importLpPool(NodeImporter &node);
 llvm::LogicalResult importGlobalAveragePool(NodeImporter &node);
@@ -200,6 +213,11 @@ llvm::LogicalResult importLRN(NodeImporter &node);
 llvm::LogicalResult importRNN(NodeImporter &node);
 llvm::LogicalResult importGRU(NodeImporter &node);
 llvm::LogicalResult importLSTM(NodeImporter &node);
+
+// Control flow, resolved or unrolled at import (OnnxControlFlow.cpp).
+llvm::LogicalResult importIf(NodeImporter &node);
+llvm::LogicalResult importLoop(NodeImporter &node);
+llvm::LogicalResult importScan(NodeImporter &node);
 
 // Importers of the ops that only move or reshape data (OnnxShapeOps.cpp).
 llvm::LogicalResult importTranspose(NodeImporter &node);

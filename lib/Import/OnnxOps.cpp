@@ -277,6 +277,8 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
     return importer;
   if (OpImportFn importer = lookupGeneratorOpImporter(opType))
     return importer;
+  if (OpImportFn importer = lookupSequenceOpImporter(opType))
+    return importer;
   if (OpImportFn importer = lookupIndexOpImporter(opType))
     return importer;
   return llvm::StringSwitch<OpImportFn>(opType)
@@ -348,10 +350,18 @@ OpImportFn kiln::lookupOpImporter(StringRef opType) {
       .Case("MeanVarianceNormalization", importMeanVarianceNormalization)
       .Case("LpNormalization", importLpNormalization)
       .Case("Resize", importResize)
+      .Case("GridSample", importGridSample)
+      .Case("DFT", importDFT)
+      .Case("Det", importDet)
+      .Case("If", importIf)
+      .Case("Loop", importLoop)
+      .Case("Scan", importScan)
+      .Case("STFT", importSTFT)
       .Case("Upsample", importUpsample)
       .Case("Conv", importConv)
       .Case("ConvTranspose", importConvTranspose)
       .Case("MaxPool", importMaxPool)
+      .Case("MaxUnpool", importMaxUnpool)
       .Case("AveragePool", importAveragePool)
       .Case("LpPool", importLpPool)
       .Case("GlobalAveragePool", importGlobalAveragePool)

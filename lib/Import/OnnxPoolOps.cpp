@@ -90,13 +90,50 @@ FailureOr<Value> reduceSpatial(NodeImporter &node, FailureOr<Value> input) {
 
 } // namespace
 
+/// MaxPool, in f32; 8-bit and int16 inputs, exact in f32, pool there. The
+/// Indices output is spelled out (OnnxPoolIndices.cpp).
 LogicalResult kiln::importMaxPool(NodeImporter &node) {
+  FailureOr<Value> operand = node.getOperand(0);
+  if (failed(operand))
+    return failure();
+  auto type = cast<RankedTensorType>(operand->getType());
+  Type element = type.getElementType();
+  bool isUnsigned = node.isUnsignedOperand(0);
+  bool widened = element.isInteger(8) || (element.isInteger(16) && !isUnsigned);
+  Value pooledInput = *operand;
+  if (widened) {
+    auto widen = CastOp::create(node.b, node.loc,
+                                type.clone(node.b.getF32Type()), *operand);
+    if (isUnsigned)
+      widen.setInputUnsigned(true);
+    pooledInput = widen;
+  }
+  node.operands[0] = pooledInput;
   FailureOr<Value> input = getPoolInput(node);
   if (failed(input))
     return failure();
-  if (node.node.output_size() > 1 && !node.node.output(1).empty())
-    return node.emitError() << "the Indices output is not supported";
-  return addResult(node, createPool(node, *input, PoolKind::Max, false));
+  FailureOr<Value> pooled = createPool(node, *input, PoolKind::Max, false);
+  if (failed(pooled))
+    return failure();
+  Value result = *pooled;
+  if (widened) {
+    auto narrow = CastOp::create(
+        node.b, node.loc,
+        cast<RankedTensorType>(result.getType()).clone(element), result);
+    if (isUnsigned)
+      narrow.setResultUnsigned(true);
+    result = narrow;
+  }
+  node.results.push_back(result);
+  if (node.node.output_size() < 2 || node.node.output(1).empty())
+    return success();
+  std::optional<SmallVector<int64_t>> kernel = node.getIntsAttr("kernel_shape");
+  FailureOr<WindowAttrs> window =
+      getWindowAttrs(node, type.getShape().drop_front(2), *kernel);
+  if (failed(window))
+    return failure();
+  return addResult(
+      node, createMaxPoolIndices(node, *input, *pooled, *window, *kernel));
 }
 
 LogicalResult kiln::importAveragePool(NodeImporter &node) {

@@ -70,3 +70,17 @@ func.func @two_dynamic(%x: tensor<?x?xf32>, %init: tensor<?x?xf32>) -> tensor<?x
   } -> tensor<?x?xf32>
   return %0 : tensor<?x?xf32>
 }
+
+// An op with an empty dimension computes nothing: it is left as it is.
+// CHECK-LABEL: func.func @empty
+// CHECK-NOT: scf.forall
+// CHECK: linalg.generic
+func.func @empty(%x: tensor<0x?xf32>, %init: tensor<0x?xf32>) -> tensor<0x?xf32> {
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<0x?xf32>) outs(%init : tensor<0x?xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.negf %in : f32
+    linalg.yield %s : f32
+  } -> tensor<0x?xf32>
+  return %0 : tensor<0x?xf32>
+}

@@ -371,13 +371,40 @@ def lp_pool_model(out_dir):
 
 
 def max_pool_indices_model(out_dir):
-    """MaxPool asked for its Indices output."""
+    """MaxPool's Indices output on x [2, 3, 5, 5] (3x3 windows, strides 2,
+    pads 1), row-major and with storage_order 1 (column-major images),
+    against a numpy loop over ONNX's definition: the flat index into x of
+    the first maximum of each window."""
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    attrs = dict(kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     save(graph_model(
         [helper.make_node("MaxPool", ["x"], ["y", "indices"], name="pool",
-                          kernel_shape=[2, 2])],
-        [vinfo("x", TensorProto.FLOAT, [1, 1, 4, 4])],
-        [vinfo("y", TensorProto.FLOAT, [1, 1, 3, 3]),
-         vinfo("indices", TensorProto.INT64, [1, 1, 3, 3])]), out_dir)
+                          **attrs),
+         helper.make_node("MaxPool", ["x"], ["y_cols", "indices_cols"],
+                          name="pool_cols", storage_order=1, **attrs)],
+        [vinfo("x", f32, [2, 3, 5, 5])],
+        [vinfo("y", f32, [2, 3, 3, 3]), vinfo("indices", i64, [2, 3, 3, 3]),
+         vinfo("y_cols", f32, [2, 3, 3, 3]),
+         vinfo("indices_cols", i64, [2, 3, 3, 3])]), out_dir)
+    x = np.random.default_rng(7).uniform(-1, 1, (2, 3, 5, 5)).astype(
+        np.float32)
+    y = np.zeros((2, 3, 3, 3), np.float32)
+    rows = np.zeros((2, 3, 3, 3), np.int64)
+    cols = np.zeros((2, 3, 3, 3), np.int64)
+    for n, c, oh, ow in np.ndindex(y.shape):
+        best = None
+        for kh in range(3):
+            for kw in range(3):
+                h, w = oh * 2 - 1 + kh, ow * 2 - 1 + kw
+                if 0 <= h < 5 and 0 <= w < 5 and (
+                        best is None or x[n, c, h, w] > best[0]):
+                    best = (x[n, c, h, w], h, w)
+        y[n, c, oh, ow] = best[0]
+        image = (n * 3 + c) * 25
+        rows[n, c, oh, ow] = image + best[1] * 5 + best[2]
+        cols[n, c, oh, ow] = image + best[2] * 5 + best[1]
+    write_test_data(out_dir, [("x", x), ("y", y), ("indices", rows),
+                              ("indices_cols", cols)])
 
 
 def index_ops_model(out_dir):
@@ -844,6 +871,82 @@ def exporter_idioms_model(out_dir):
         ("backwards", flat[:, ::-2].copy())])
 
 
+def control_flow_model(out_dir, runtime_trip_count=False):
+    """If, Loop and Scan on x [3, 4] and a boolean input `flag`:
+    - y = If(flag) then x * 2 else x - 1, both branches reading x from the
+      enclosing graph (the condition is known only at run time);
+    - a Loop of 3 iterations carrying v = v * 0.5 + x[i] and stacking each
+      i * v (with runtime_trip_count, the trip count is an input instead);
+    - a reverse Scan over x's rows carrying a running sum and stacking the
+      sums along axis 1."""
+    f32, i64 = TensorProto.FLOAT, TensorProto.INT64
+    then_branch = helper.make_graph(
+        [helper.make_node("Mul", ["x", "two"], ["doubled"])], "then", [],
+        [vinfo("doubled", f32, [3, 4])])
+    else_branch = helper.make_graph(
+        [helper.make_node("Sub", ["x", "one"], ["lowered"])], "else", [],
+        [vinfo("lowered", f32, [3, 4])])
+    loop_body = helper.make_graph([
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        helper.make_node("Unsqueeze", ["i", "axis0"], ["i1"]),
+        helper.make_node("Gather", ["x", "i"], ["row"], axis=0),
+        helper.make_node("Mul", ["v_in", "half"], ["halved"]),
+        helper.make_node("Add", ["halved", "row"], ["v_out"]),
+        helper.make_node("Cast", ["i", ], ["i_float"], to=f32),
+        helper.make_node("Mul", ["v_out", "i_float"], ["scaled"]),
+    ], "loop_body", [vinfo("i", i64, []), vinfo("cond_in", TensorProto.BOOL, []),
+                     vinfo("v_in", f32, [4])],
+        [vinfo("cond_out", TensorProto.BOOL, []), vinfo("v_out", f32, [4]),
+         vinfo("scaled", f32, [4])])
+    scan_body = helper.make_graph(
+        [helper.make_node("Add", ["sum_in", "x_row"], ["sum_out"]),
+         helper.make_node("Identity", ["sum_out"], ["sum_copy"])],
+        "scan_body", [vinfo("sum_in", f32, [4]), vinfo("x_row", f32, [4])],
+        [vinfo("sum_out", f32, [4]), vinfo("sum_copy", f32, [4])])
+    nodes = [
+        helper.make_node("If", ["flag"], ["y"], name="choose",
+                         then_branch=then_branch, else_branch=else_branch),
+        helper.make_node("Loop", ["trips", "yes", "v0"], ["v", "steps"],
+                         name="accumulate", body=loop_body),
+        helper.make_node("Scan", ["v0", "x"], ["total", "sums"],
+                         name="running_sum", body=scan_body,
+                         num_scan_inputs=1, scan_input_directions=[1],
+                         scan_output_axes=[1]),
+    ]
+    initializers = [
+        numpy_helper.from_array(np.array(2, np.float32), "two"),
+        numpy_helper.from_array(np.array(1, np.float32), "one"),
+        numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+        numpy_helper.from_array(np.array([0], np.int64), "axis0"),
+        numpy_helper.from_array(np.array(True), "yes"),
+        numpy_helper.from_array(np.zeros(4, np.float32), "v0")]
+    inputs = [vinfo("x", f32, [3, 4]), vinfo("flag", TensorProto.BOOL, [])]
+    if runtime_trip_count:
+        inputs.append(vinfo("trips", i64, []))
+    else:
+        initializers.append(
+            numpy_helper.from_array(np.array(3, np.int64), "trips"))
+    save(graph_model(
+        nodes, inputs,
+        [vinfo("y", f32, [3, 4]), vinfo("v", f32, [4]),
+         vinfo("steps", f32, [3, 4]), vinfo("total", f32, [4]),
+         vinfo("sums", f32, [4, 3])], initializers), out_dir)
+    x = np.random.default_rng(5).uniform(-1, 1, (3, 4)).astype(np.float32)
+    v, steps = np.zeros(4, np.float32), []
+    for i in range(3):
+        v = v * np.float32(0.5) + x[i]
+        steps.append(v * np.float32(i))
+    sums, total = [], np.zeros(4, np.float32)
+    for row in x[::-1]:
+        total = total + row
+        sums.append(total)
+    write_test_data(out_dir, [
+        ("x", x), ("flag_true", np.array(True)),
+        ("flag_false", np.array(False)), ("y_true", x * 2),
+        ("y_false", x - 1), ("v", v), ("steps", np.stack(steps)),
+        ("total", total), ("sums", np.stack(sums, axis=1))])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -874,6 +977,10 @@ def main():
         group_norm_model(kind[len("group-norm-"):], out_dir)
     elif kind == "exporter-idioms":
         exporter_idioms_model(out_dir)
+    elif kind == "control-flow":
+        control_flow_model(out_dir)
+    elif kind == "control-flow-runtime-trips":
+        control_flow_model(out_dir, runtime_trip_count=True)
     elif kind == "timestep-embedding":
         timestep_embedding_model(out_dir)
     elif kind == "dynamic-input":

@@ -36,6 +36,7 @@ RTOL = "1e-3"
 RTOL_BFLOAT16 = "8e-3"
 ATOL = "1e-6"
 BIN_DIR = None  # --bin-dir
+DYNAMIC = False  # --dynamic
 COMPILE_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 300
 
@@ -65,28 +66,53 @@ SHAPE_INPUTS = {"Reshape": 1, "Unsqueeze": 1, "Squeeze": 1, "Expand": 1,
                 "Slice": 1, "Split": 1, "ConstantOfShape": 0, "Resize": 1,
                 "Upsample": 1, "Tile": 1, "OneHot": 1, "Pad": 1, "Range": 0,
                 "HannWindow": 0, "HammingWindow": 0, "BlackmanWindow": 0,
-                "CumSum": 1, "TopK": 1, "Compress": 1,
+                "CumSum": 1, "TopK": 1, "Compress": 1, "Loop": 0, "STFT": 1,
+                "MaxUnpool": 2, "MelWeightMatrix": 0,
                 **{"Reduce" + kind: 1 for kind in (
                     "Sum", "Mean", "Max", "Min", "Prod", "L1", "L2",
                     "SumSquare", "LogSum", "LogSumExp")}}
 # Ops all of whose inputs from SHAPE_INPUTS' index on decide the shape.
-ALL_LATER_INPUTS = {"Slice", "Resize", "Pad", "Range"}
+ALL_LATER_INPUTS = {"Slice", "Resize", "Pad", "Range", "MelWeightMatrix"}
+# Ops whose first N inputs from SHAPE_INPUTS' index on decide the shape (a
+# Loop's trip count and condition decide how many iterations it stacks).
+LEADING_INPUTS = {"Loop": 2}
+# Further shape-deciding inputs past those (STFT's frame_length).
+LATER_SHAPE_INPUTS = {"STFT": [3]}
+# Ops whose outputs depend on their input's shape only: a shape input
+# computed through them does not make that input a shape input.
+SHAPE_ONLY_OPS = {"Shape", "Size"}
 
 
 def runtime_shape_inputs(model):
-    """Names of the graph inputs that decide a result's shape."""
+    """Names of the graph inputs that decide a result's shape, directly or
+    through the nodes that compute a shape input (a window's size cast and
+    divided before a Range, a Loop's trip count)."""
     graph_inputs = {value.name for value in model.graph.input}
     initializers = {tensor.name for tensor in model.graph.initializer}
-    names = set()
+    producers = {output: node for node in model.graph.node
+                 for output in node.output}
+    pending = []
     for node in model.graph.node:
         index = SHAPE_INPUTS.get(node.op_type)
         if index is None:
             continue
         last = len(node.input) if node.op_type in ALL_LATER_INPUTS \
-            else index + 1
-        for name in node.input[index:last]:
-            if name in graph_inputs and name not in initializers:
-                names.add(name)
+            else index + LEADING_INPUTS.get(node.op_type, 1)
+        pending += node.input[index:last]
+        pending += [node.input[i] for i in LATER_SHAPE_INPUTS.get(
+            node.op_type, []) if i < len(node.input)]
+    names = set()
+    seen = set()
+    while pending:
+        name = pending.pop()
+        if not name or name in seen:
+            continue
+        seen.add(name)
+        if name in graph_inputs and name not in initializers:
+            names.add(name)
+        producer = producers.get(name)
+        if producer is not None and producer.op_type not in SHAPE_ONLY_OPS:
+            pending += producer.input
     return names
 
 
@@ -117,11 +143,44 @@ def run_tool(cmd, timeout):
 
 
 def compile_model(model_path, artifact):
-    """None if kiln-compile succeeds, else its error."""
+    """None if kiln-compile succeeds, else its error. With --dynamic, the
+    model is compiled with its inputs' dimensions made dynamic first."""
+    flags = []
+    if DYNAMIC:
+        model = onnx.load(str(model_path), load_external_data=False)
+        model_path = artifact[:-len(".so")] + "-dynamic.onnx"
+        flags = make_dims_dynamic(model, model_path)
     returncode, message = run_tool(
         [os.path.join(BIN_DIR, "kiln-compile"), str(model_path), "-o",
-         artifact], COMPILE_TIMEOUT_S)
+         artifact] + flags, COMPILE_TIMEOUT_S)
     return None if returncode == 0 else "compile: " + message
+
+
+def make_dims_dynamic(model, path):
+    """Writes `model` with every input dimension larger than 1 made a named
+    dimension, and returns the kiln-compile flags that keep each within
+    1..its size. Dimensions of one size share a name, as onnx-mlir's
+    dimParams tie the dimensions that broadcast together; size-1
+    dimensions stay fixed, as they are what broadcasting stretches. The
+    outputs' and intermediate values' declared sizes are dropped: they
+    follow from the inputs'."""
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    sizes = set()
+    for value in model.graph.input:
+        if value.name in initializers or \
+                not value.type.HasField("tensor_type"):
+            continue
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.HasField("dim_value") and dim.dim_value > 1:
+                sizes.add(dim.dim_value)
+                dim.dim_param = f"d{dim.dim_value}"
+    for value in model.graph.output:
+        if value.type.HasField("tensor_type"):
+            for dim in value.type.tensor_type.shape.dim:
+                dim.ClearField("dim_value")
+    del model.graph.value_info[:]
+    onnx.save(model, path)
+    return [f"--dim=d{size}=1..{size}" for size in sorted(sizes)]
 
 
 def fold_inputs(model, data_set, names, path):
@@ -256,12 +315,17 @@ def main():
                         "expected-failures.txt: drop tests that pass, give "
                         "failures Kiln's error as the reason unless a reason "
                         "was written by hand")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="compile every model with its inputs' "
+                        "dimensions dynamic (see make_dims_dynamic); "
+                        "results are listed as FOLDER-dynamic")
     args = parser.parse_args()
-    global BIN_DIR
+    global BIN_DIR, DYNAMIC
     BIN_DIR = args.bin_dir
+    DYNAMIC = args.dynamic
 
     data_dir = pathlib.Path(args.data_dir)
-    folder = data_dir.name
+    folder = data_dir.name + ("-dynamic" if args.dynamic else "")
     tests = sorted(p for p in data_dir.iterdir()
                    if (p / "model.onnx").exists() and args.filter in p.name)
     if not tests:

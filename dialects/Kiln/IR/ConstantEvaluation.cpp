@@ -180,13 +180,16 @@ bool applyLogical(Operation *op, bool lhs, bool rhs) {
   return lhs != rhs;
 }
 
-/// Runs `fn` with `T` the C++ type of `elementType` (float, int64_t, bool);
+/// Runs `fn` with `T` the C++ type of `elementType` (float, int64_t,
+/// int32_t, bool);
 /// null for the element types that are not evaluated at compile time.
 template <typename Fn> DenseElementsAttr withCppType(Type elementType, Fn fn) {
   if (elementType.isF32())
     return fn(float());
   if (elementType.isInteger(64))
     return fn(int64_t());
+  if (elementType.isInteger(32))
+    return fn(int32_t());
   if (elementType.isInteger(1))
     return fn(bool());
   return {};
@@ -209,6 +212,11 @@ DenseElementsAttr evaluateCast(DenseElementsAttr input, RankedTensorType type) {
                       std::is_same_v<From, float>) {
           // Out of range is undefined in C++ and poison in generated code.
           if (!(v > -9.2e18f && v < 9.2e18f))
+            return {};
+        }
+        if constexpr (std::is_same_v<To, int32_t> &&
+                      std::is_same_v<From, float>) {
+          if (!(v > -2.1e9f && v < 2.1e9f))
             return {};
         }
         if constexpr (std::is_same_v<To, bool>)
@@ -247,10 +255,10 @@ ElementsAttr kiln::evaluateDataMovement(Operation *op, ElementsAttr input) {
 }
 
 bool kiln::isConstantEvaluable(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, NegOp, EqualOp,
-             LessOp, LessEqualOp, AndOp, OrOp, XorOp, NotOp, SelectOp, CastOp,
-             ReshapeOp, TransposeOp, SliceOp, BroadcastOp, ConcatOp, GatherOp>(
-      op);
+  return isa<AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, NegOp, AbsOp,
+             ReluOp, FloorOp, CeilOp, EqualOp, LessOp, LessEqualOp, AndOp, OrOp,
+             XorOp, NotOp, SelectOp, CastOp, ReshapeOp, TransposeOp, SliceOp,
+             BroadcastOp, ConcatOp, GatherOp>(op);
 }
 
 DenseElementsAttr
@@ -316,6 +324,27 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands) {
       if constexpr (std::is_same_v<T, bool>)
         for (bool v : operands[0].getValues<bool>())
           result.push_back(!v);
+    } else if (isa<AbsOp, ReluOp, FloorOp, CeilOp>(op)) {
+      if constexpr (!std::is_same_v<T, bool>) {
+        for (T v : operands[0].getValues<T>()) {
+          if constexpr (std::is_same_v<T, float>) {
+            // NaN stays NaN, as in the lowering's max(x, 0).
+            if (isa<ReluOp>(op))
+              result.push_back(v != v || v > 0 ? v : 0.0f);
+            else if (isa<AbsOp>(op))
+              result.push_back(std::fabs(v));
+            else
+              result.push_back(isa<FloorOp>(op) ? std::floor(v) : std::ceil(v));
+          } else if (isa<ReluOp>(op)) {
+            result.push_back(v > T(0) ? v : T(0));
+          } else if (isa<AbsOp>(op)) {
+            // Wraps at the most negative value, as the generated code does.
+            using U = std::make_unsigned_t<T>;
+            result.push_back(v < T(0) ? static_cast<T>(U(0) - static_cast<U>(v))
+                                      : v);
+          }
+        }
+      }
     } else if (isa<NegOp>(op)) {
       if constexpr (std::is_same_v<T, int64_t>) {
         for (int64_t v : operands[0].getValues<int64_t>())

@@ -14,7 +14,7 @@ using namespace mlir;
 int64_t kiln::getElementBytes(Type type) {
   if (type.isF32() || type.isInteger(32))
     return 4;
-  if (type.isInteger(64))
+  if (type.isF64() || type.isInteger(64))
     return 8;
   if (type.isF16() || type.isBF16() || type.isInteger(16))
     return 2;

@@ -29,10 +29,13 @@ using namespace mlir;
 
 namespace {
 
-/// The one dynamic loop of `op` if it has exactly one and it is parallel.
+/// The one dynamic loop of `op` if it has exactly one and it is parallel
+/// (and no loop is empty: such an op computes nothing to tile).
 std::optional<unsigned> getDynamicParallelLoop(linalg::LinalgOp op) {
   std::optional<unsigned> found;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::is_contained(ranges, 0))
+    return std::nullopt;
   for (auto [i, range] : llvm::enumerate(ranges)) {
     if (!ShapedType::isDynamic(range))
       continue;
