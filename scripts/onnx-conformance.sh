@@ -30,6 +30,11 @@ for folder in "${folders[@]}"; do
       --data-dir "$folder" --results "$work/$name.json" | tail -2 || status=1
   results+=("$work/$name.json")
 done
+echo "onnx-conformance: node-dynamic"
+/usr/bin/python3 test/onnx/run_node_tests.py --bin-dir "$build/bin" \
+    --data-dir "$testdata/node" --dynamic \
+    --results "$work/node-dynamic.json" | tail -2 || status=1
+results+=("$work/node-dynamic.json")
 real_args=()
 if [ -n "$real" ]; then
   echo "onnx-conformance: real models"

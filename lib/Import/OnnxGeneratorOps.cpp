@@ -93,9 +93,15 @@ LogicalResult importRange(NodeImporter &node) {
                    delta = node.getOperand(2);
   if (failed(start) || failed(limit) || failed(delta))
     return failure();
-  for (unsigned i = 0; i < 3; ++i)
-    if (node.getOperandType(i).getRank() != 0)
+  // Exporters (ONNX's own AffineGrid function among them) pass [1]-shaped
+  // tensors, which other runtimes take as the scalars they hold.
+  for (FailureOr<Value> *operand : {&start, &limit, &delta}) {
+    auto type = cast<RankedTensorType>((*operand)->getType());
+    if (type.getRank() == 1 && type.getDimSize(0) == 1)
+      *operand = createReshape(node, **operand, ArrayRef<int64_t>{});
+    else if (type.getRank() != 0)
       return node.emitError() << "start, limit and delta must be scalars";
+  }
   if (failed(requireSameElementType(node, *start, *limit)) ||
       failed(requireSameElementType(node, *start, *delta)))
     return failure();

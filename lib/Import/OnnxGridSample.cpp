@@ -299,3 +299,69 @@ LogicalResult kiln::importGridSample(NodeImporter &node) {
   node.results.push_back(createReshape(node, sum, outShape));
   return success();
 }
+
+/// AffineGrid: the normalized coordinates (x, y[, z], 1) of every output
+/// position, a constant [P, r + 1] matrix, times each batch's transposed
+/// theta [r + 1, r], giving the [N, D1..Dr, r] grid GridSample reads.
+LogicalResult kiln::importAffineGrid(NodeImporter &node) {
+  FailureOr<Value> theta = node.getOperand(0);
+  if (failed(theta) || failed(requireReal(node, *theta)))
+    return failure();
+  auto thetaType = cast<RankedTensorType>(theta->getType());
+  std::optional<SmallVector<int64_t>> size =
+      node.node.input_size() > 1
+          ? node.graph.getConstantInts(node.node.input(1))
+          : std::nullopt;
+  if (!size || (size->size() != 4 && size->size() != 5))
+    return node.emitError() << "size must be a compile-time constant "
+                               "[N, C, H, W] or [N, C, D, H, W]";
+  int64_t rank = static_cast<int64_t>(size->size()) - 2;
+  if (!thetaType.hasStaticShape() || thetaType.getRank() != 3 ||
+      thetaType.getDimSize(0) != (*size)[0] ||
+      thetaType.getDimSize(1) != rank || thetaType.getDimSize(2) != rank + 1)
+    return node.emitError() << "theta must be [N, " << rank << ", " << rank + 1
+                            << "]; it is " << thetaType;
+  ArrayRef<int64_t> sizes = ArrayRef<int64_t>(*size).drop_front(2);
+  if (llvm::any_of(sizes, [](int64_t s) { return s < 1; }))
+    return node.emitError() << "the spatial sizes must be positive";
+  bool alignCorners = node.getIntAttr("align_corners", 0) != 0;
+  auto coordinate = [&](int64_t i, int64_t length) {
+    if (alignCorners)
+      return length == 1 ? -1.0 : -1.0 + 2.0 * i / (length - 1);
+    return -1.0 + (2.0 * i + 1.0) / length;
+  };
+  int64_t points = 1;
+  for (int64_t s : sizes)
+    points *= s;
+  SmallVector<double> base;
+  for (int64_t p = 0; p < points; ++p) {
+    SmallVector<int64_t> position(rank);
+    for (int64_t d = rank - 1, rest = p; d >= 0; --d) {
+      position[d] = rest % sizes[d];
+      rest /= sizes[d];
+    }
+    // Innermost axis first: x, y, z.
+    for (int64_t d = rank - 1; d >= 0; --d)
+      base.push_back(coordinate(position[d], sizes[d]));
+    base.push_back(1.0);
+  }
+  Type elementType = thetaType.getElementType();
+  auto baseType = RankedTensorType::get({points, rank + 1}, elementType);
+  DenseElementsAttr attr;
+  if (elementType.isF64()) {
+    attr = DenseElementsAttr::get(baseType, ArrayRef<double>(base));
+  } else {
+    SmallVector<float> narrow(base.begin(), base.end());
+    attr = DenseElementsAttr::get(baseType, ArrayRef<float>(narrow));
+  }
+  Value transposed = createTranspose(node, *theta, {0, 2, 1});
+  FailureOr<Value> grid = createInferred<MatMulOp>(
+      node, {ConstantOp::create(node.b, node.loc, attr), transposed});
+  if (failed(grid))
+    return failure();
+  SmallVector<int64_t> shape = {(*size)[0]};
+  shape.append(sizes.begin(), sizes.end());
+  shape.push_back(rank);
+  node.results.push_back(createReshape(node, *grid, shape));
+  return success();
+}

@@ -116,6 +116,7 @@ bool kiln::computesInWideTypes(StringRef opType) {
                                         "LSTM",
                                         "TopK",
                                         "CumSum",
+                                        "CumProd",
                                         "ReduceSum",
                                         "ReduceMean",
                                         "ReduceMax",
@@ -170,9 +171,10 @@ LogicalResult importOnUint64(NodeImporter &node, OpImportFn importFn) {
       "Min", "Max", "Clip", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
   // TopK orders uint64 itself.
   static const llvm::StringSet<> signless = {
-      "Add",        "Sub",       "Mul",        "Sum",        "Equal",
-      "Where",      "BitShift",  "MatMul",     "Einsum",     "CumSum",
-      "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "TopK"};
+      "Add",       "Sub",        "Mul",        "Sum",
+      "Equal",     "Where",      "BitShift",   "MatMul",
+      "Einsum",    "CumSum",     "CumProd",    "BitwiseAnd",
+      "BitwiseOr", "BitwiseXor", "BitwiseNot", "TopK"};
   // A uint64 exponent of a float base is cast to the base's type, as
   // unsigned.
   bool isExponent = opType == "Pow" && !isUint64Operand(node, 0);

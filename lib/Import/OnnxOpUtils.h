@@ -190,9 +190,12 @@ llvm::LogicalResult importMeanVarianceNormalization(NodeImporter &node);
 llvm::LogicalResult importLpNormalization(NodeImporter &node);
 llvm::LogicalResult importResize(NodeImporter &node);
 llvm::LogicalResult importGridSample(NodeImporter &node); // OnnxGridSample.cpp
+llvm::LogicalResult importAffineGrid(NodeImporter &node);
 // DFT as a product with a constant matrix (OnnxSpectralOps.cpp).
 llvm::LogicalResult importDFT(NodeImporter &node);
 llvm::LogicalResult importDet(NodeImporter &node); // OnnxDet.cpp
+llvm::LogicalResult
+importTfIdfVectorizer(NodeImporter &node); // OnnxTfIdfVectorizer.cpp
 llvm::LogicalResult importSTFT(NodeImporter &node);
 llvm::LogicalResult importUpsample(NodeImporter &node);
 llvm::LogicalResult importMaxPool(NodeImporter &node);
@@ -239,6 +242,7 @@ llvm::LogicalResult importPad(NodeImporter &node); // OnnxPad.cpp
 llvm::LogicalResult importDepthToSpace(NodeImporter &node);
 llvm::LogicalResult importSpaceToDepth(NodeImporter &node);
 llvm::LogicalResult importReverseSequence(NodeImporter &node);
+llvm::LogicalResult importCenterCropPad(NodeImporter &node);
 
 // Importers of indexed reads and writes (OnnxGatherOps.cpp).
 /// Operand `i` as int64 indices (int32 ones widened); an error for other

@@ -4,7 +4,7 @@
 // and broadcasts: Tile repeats x [d0, d1] r0 x r1 times by broadcasting
 // x as [1, d0, 1, d1] to [r0, d0, r1, d1]; DepthToSpace and SpaceToDepth
 // split a dimension into blocks, transpose them and merge; ReverseSequence
-// gathers at reversed positions.
+// gathers at reversed positions; CenterCropPad slices and pads with zeros.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
@@ -160,4 +160,70 @@ LogicalResult kiln::importReverseSequence(NodeImporter &node) {
   GatherElementsOp::Properties props;
   props.axis = node.b.getI64IntegerAttr(*timeAxis);
   return addInferredResult<GatherElementsOp>(node, {*input, *spread}, props);
+}
+
+/// CenterCropPad: each listed axis cropped or zero-padded to its target
+/// size around its center (an odd difference leaves the extra element at
+/// the end), as a slice and a concat with zeros.
+LogicalResult kiln::importCenterCropPad(NodeImporter &node) {
+  FailureOr<Value> input = node.getOperand(0);
+  if (failed(input))
+    return failure();
+  auto type = cast<RankedTensorType>(input->getType());
+  std::optional<SmallVector<int64_t>> targets =
+      node.node.input_size() > 1
+          ? node.graph.getConstantInts(node.node.input(1))
+          : std::nullopt;
+  if (!targets)
+    return node.emitError() << "shape must be a compile-time constant";
+  int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> axes =
+      normalizeAxes(node,
+                    node.getIntsAttr("axes").value_or(
+                        llvm::to_vector(llvm::seq<int64_t>(0, rank))),
+                    rank);
+  if (failed(axes))
+    return failure();
+  if (axes->size() != targets->size())
+    return node.emitError() << "shape gives " << targets->size()
+                            << " sizes for " << axes->size() << " axes";
+  Value result = *input;
+  for (auto [axis, target] : llvm::zip(*axes, *targets)) {
+    auto current = cast<RankedTensorType>(result.getType());
+    int64_t size = current.getDimSize(axis);
+    if (ShapedType::isDynamic(size) || target < 0)
+      return node.emitError() << "axis " << axis
+                              << " must be static and its target size "
+                                 "non-negative";
+    if (target < size) {
+      int64_t start = (size - target) / 2;
+      result = createAxisSlice(node, result, axis, start, start + target);
+      continue;
+    }
+    if (target == size)
+      continue;
+    int64_t before = (target - size) / 2, after = target - size - before;
+    SmallVector<Value> parts;
+    for (int64_t count : {before, int64_t(-1), after}) {
+      if (count == -1) {
+        parts.push_back(result);
+        continue;
+      }
+      if (count == 0)
+        continue;
+      SmallVector<int64_t> shape(current.getShape());
+      shape[axis] = count;
+      parts.push_back(BroadcastOp::create(
+          node.b, node.loc, current.clone(shape),
+          createScalar(node, current.getElementType(), 0), ValueRange()));
+    }
+    ConcatOp::Properties props;
+    props.axis = node.b.getI64IntegerAttr(axis);
+    FailureOr<Value> padded = createInferred<ConcatOp>(node, parts, props);
+    if (failed(padded))
+      return failure();
+    result = *padded;
+  }
+  node.results.push_back(result);
+  return success();
 }

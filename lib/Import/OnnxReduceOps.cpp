@@ -2,7 +2,7 @@
 //
 // ReduceSum, Mean, Max, Min and Prod map onto kiln reductions; ReduceL1, L2,
 // SumSquare, LogSum and LogSumExp are sums with elementwise ops before and
-// after, as ONNX defines them; CumSum is a masked sum.
+// after, as ONNX defines them; CumSum and CumProd are masked reductions.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Import/OnnxOpUtils.h"
@@ -168,11 +168,13 @@ LogicalResult importReduceLogSumExp(NodeImporter &node) {
   return addInferredResult<AddOp>(node, {log, *result});
 }
 
-/// CumSum as the sum of the inputs the mask k <= i (k < i when exclusive,
-/// >= and > when reverse) selects for output i, over a new axis of k. That
-/// takes O(n^2) steps along the axis, where a scan takes O(n), but keeps
-/// every step a plain reduction.
-LogicalResult importCumSum(NodeImporter &node) {
+/// CumSum (CumProd) as the sum (product) of the inputs the mask k <= i
+/// (k < i when exclusive, >= and > when reverse) selects for output i, over
+/// a new axis of k, the others replaced by 0 (1). That takes O(n^2) steps
+/// along the axis, where a scan takes O(n), but keeps every step a plain
+/// reduction.
+template <typename ReduceOpTy, int Identity>
+LogicalResult importCumulative(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0), axisInput = node.getOperand(1);
   if (failed(input) || failed(axisInput) ||
       failed(requireNumeric(node, *input)))
@@ -210,10 +212,10 @@ LogicalResult importCumSum(NodeImporter &node) {
   if (failed(mask) || failed(terms))
     return failure();
   Formula f(node, *input);
-  FailureOr<Value> selected = f.select(*mask, *terms, f.constant(0));
+  FailureOr<Value> selected = f.select(*mask, *terms, f.constant(Identity));
   if (failed(selected))
     return failure();
-  return addResult(node, createReduce<ReduceSumOp>(
+  return addResult(node, createReduce<ReduceOpTy>(
                              node, *selected, ReduceAttrs{{axis + 1}, false}));
 }
 
@@ -231,6 +233,7 @@ OpImportFn kiln::lookupReduceOpImporter(StringRef opType) {
       .Case("ReduceSumSquare", importReduceSumSquare)
       .Case("ReduceLogSum", importReduceLogSum)
       .Case("ReduceLogSumExp", importReduceLogSumExp)
-      .Case("CumSum", importCumSum)
+      .Case("CumSum", importCumulative<ReduceSumOp, 0>)
+      .Case("CumProd", importCumulative<ReduceProdOp, 1>)
       .Default(nullptr);
 }

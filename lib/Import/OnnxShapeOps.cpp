@@ -107,7 +107,7 @@ LogicalResult kiln::importReshape(NodeImporter &node) {
     shape[inferred] = *rest;
     known = known * *rest;
   }
-  if (known != total)
+  if (simplify(known) != simplify(total))
     return node.emitError() << "cannot reshape " << input->getType() << " ("
                             << node.graph.describe(total) << " elements) into "
                             << node.graph.describe(known) << " elements";

@@ -53,13 +53,76 @@ FailureOr<SymbolicInts> kiln::broadcastShapes(ArrayRef<AffineExpr> a,
   return result;
 }
 
+namespace {
+
+/// `coefficient * s_i * s_j * ...`, the form products of sizes take.
+struct Monomial {
+  int64_t coefficient = 1;
+  SmallVector<unsigned> symbols; // sorted, with repeats
+};
+
+std::optional<Monomial> getMonomial(AffineExpr expr) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return Monomial{constant.getValue(), {}};
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
+    return Monomial{1, {symbol.getPosition()}};
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary || binary.getKind() != AffineExprKind::Mul)
+    return std::nullopt;
+  std::optional<Monomial> lhs = getMonomial(binary.getLHS()),
+                          rhs = getMonomial(binary.getRHS());
+  if (!lhs || !rhs)
+    return std::nullopt;
+  lhs->coefficient *= rhs->coefficient;
+  llvm::append_range(lhs->symbols, rhs->symbols);
+  llvm::sort(lhs->symbols);
+  return lhs;
+}
+
+/// `expr` with every product of a constant and symbols written one way:
+/// the constant, then the symbols in order (d3 * (d4 * d5) and
+/// (d3 * d4) * d5 alike), so sizes computed in different orders compare
+/// equal.
+AffineExpr canonicalizeProducts(AffineExpr expr) {
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return expr;
+  MLIRContext *context = expr.getContext();
+  if (binary.getKind() == AffineExprKind::Mul)
+    if (std::optional<Monomial> monomial = getMonomial(expr)) {
+      AffineExpr product =
+          getAffineConstantExpr(monomial->coefficient, context);
+      for (unsigned symbol : monomial->symbols)
+        product = product * getAffineSymbolExpr(symbol, context);
+      return product;
+    }
+  AffineExpr lhs = canonicalizeProducts(binary.getLHS());
+  AffineExpr rhs = canonicalizeProducts(binary.getRHS());
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    return lhs + rhs;
+  case AffineExprKind::Mul:
+    return lhs * rhs;
+  case AffineExprKind::FloorDiv:
+    return lhs.floorDiv(rhs);
+  case AffineExprKind::CeilDiv:
+    return lhs.ceilDiv(rhs);
+  case AffineExprKind::Mod:
+    return lhs % rhs;
+  default:
+    return expr;
+  }
+}
+
+} // namespace
+
 AffineExpr kiln::simplify(AffineExpr expr) {
   unsigned symbols = 0;
   expr.walk([&](AffineExpr sub) {
     if (auto symbol = dyn_cast<AffineSymbolExpr>(sub))
       symbols = std::max(symbols, symbol.getPosition() + 1);
   });
-  return simplifyAffineExpr(expr, /*numDims=*/0, symbols);
+  return canonicalizeProducts(simplifyAffineExpr(expr, /*numDims=*/0, symbols));
 }
 
 std::optional<std::pair<int64_t, int64_t>>
@@ -114,34 +177,6 @@ AffineExpr kiln::getProduct(MLIRContext *context, ArrayRef<AffineExpr> values) {
     product = product * value;
   return product;
 }
-
-namespace {
-
-/// `coefficient * s_i * s_j * ...`, the form products of sizes take.
-struct Monomial {
-  int64_t coefficient = 1;
-  SmallVector<unsigned> symbols; // sorted, with repeats
-};
-
-std::optional<Monomial> getMonomial(AffineExpr expr) {
-  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
-    return Monomial{constant.getValue(), {}};
-  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr))
-    return Monomial{1, {symbol.getPosition()}};
-  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
-  if (!binary || binary.getKind() != AffineExprKind::Mul)
-    return std::nullopt;
-  std::optional<Monomial> lhs = getMonomial(binary.getLHS()),
-                          rhs = getMonomial(binary.getRHS());
-  if (!lhs || !rhs)
-    return std::nullopt;
-  lhs->coefficient *= rhs->coefficient;
-  llvm::append_range(lhs->symbols, rhs->symbols);
-  llvm::sort(lhs->symbols);
-  return lhs;
-}
-
-} // namespace
 
 std::optional<AffineExpr> kiln::divideExactly(AffineExpr dividend,
                                               AffineExpr divisor) {

@@ -947,6 +947,38 @@ def control_flow_model(out_dir, runtime_trip_count=False):
         ("total", total), ("sums", np.stack(sums, axis=1))])
 
 
+def tfidf_model(out_dir):
+    """TfIdfVectorizer in IDF and TFIDF modes with weights (ONNX's test data
+    covers TF only) on int32 tokens [2, 7], unigrams and bigrams up to
+    two tokens apart, against a direct count of the definition: unigrams
+    at each position, bigrams (x[s], x[s + k]) for k = 1..3."""
+    unigrams, bigrams = [2, 3, 5], [(5, 6), (7, 8), (6, 7)]
+    pool = unigrams + [t for pair in bigrams for t in pair]
+    indexes = [4, 0, 2, 1, 3, 5]
+    weights = [0.5, 1.5, 2.0, 0.25, 3.0, 1.0]
+    common = dict(min_gram_length=1, max_gram_length=2, max_skip_count=2,
+                  ngram_counts=[0, 3], ngram_indexes=indexes,
+                  pool_int64s=pool, weights=weights)
+    nodes = [helper.make_node("TfIdfVectorizer", ["x"], [mode.lower()],
+                              name=mode.lower(), mode=mode, **common)
+             for mode in ("IDF", "TFIDF")]
+    save(graph_model(nodes, [vinfo("x", TensorProto.INT32, [2, 7])],
+                     [vinfo("idf", TensorProto.FLOAT, [2, 6]),
+                      vinfo("tfidf", TensorProto.FLOAT, [2, 6])]), out_dir)
+    x = np.array([[2, 5, 6, 7, 8, 5, 2], [3, 3, 9, 5, 1, 6, 6]], np.int32)
+    counts = np.zeros((2, 6), np.float32)
+    for b, row in enumerate(x.tolist()):
+        for g, token in enumerate(unigrams):
+            counts[b, indexes[g]] += row.count(token)
+        for g, pair in enumerate(bigrams, len(unigrams)):
+            for k in (1, 2, 3):
+                counts[b, indexes[g]] += sum(
+                    (row[s], row[s + k]) == pair for s in range(7 - k))
+    w = np.array(weights, np.float32)
+    write_test_data(out_dir, [("x", x), ("idf", (counts > 0) * w),
+                              ("tfidf", counts * w)])
+
+
 def main():
     kind, out_dir = sys.argv[1], sys.argv[2]
     weights = np.arange(1, 5, dtype=np.float32).tobytes()
@@ -977,6 +1009,8 @@ def main():
         group_norm_model(kind[len("group-norm-"):], out_dir)
     elif kind == "exporter-idioms":
         exporter_idioms_model(out_dir)
+    elif kind == "tfidf":
+        tfidf_model(out_dir)
     elif kind == "control-flow":
         control_flow_model(out_dir)
     elif kind == "control-flow-runtime-trips":

@@ -35,7 +35,13 @@ Folders: `node`, `pytorch-operator`, `pytorch-converted` and `simple` come
 from Debian's libonnx-testdata (ONNX 1.12: IR version 8, opset 17);
 `current-node` holds the node tests of the onnx package on PyPI (written by
 `test/onnx/make_current_node_tests.py`; IR versions and opsets up to that
-release's).
+release's). `node-dynamic` runs the node tests again with every input
+dimension above 1 made a named dimension kept within 1..its size (dimensions
+of one size share a name, as onnx-mlir's dimParams tie dimensions that
+broadcast together; size-1 dimensions stay fixed); the artifact is compiled
+once for the range and run on the test's data. Named dimensions a test's
+model declares are given their sizes in the test's data, as a user does
+with `--dim`.
 
 ## Versions
 
@@ -53,8 +59,17 @@ DOUBLE in double precision; convolutions, pools and the normalization and
 attention layers compute in FLOAT only. FLOAT16 and BFLOAT16 compute in
 FLOAT and are rounded once per op; INT8, INT16 and UINT32 compute in a
 wider integer and wrap as ONNX's do; UINT64 orders and divides as unsigned.
-The float8 and float4 types, STRING, complex numbers, sequences and
-optionals are refused with an error naming the input or node.
+The float8 and float4 types, STRING, complex numbers, sequence or optional
+graph inputs and outputs, and optionals are refused with an error naming
+the input or node. Sequences built inside the graph whose lengths and
+positions are constants resolve at import.
+
+## Control flow
+
+If with a constant condition imports its branch; with a run-time one, both
+branches and a select of their outputs. Loop (constant trip count, a
+condition that folds every iteration) and Scan (static sequence length) are
+unrolled, up to 4096 iterations.
 """
 
 

@@ -66,21 +66,33 @@ SHAPE_INPUTS = {"Reshape": 1, "Unsqueeze": 1, "Squeeze": 1, "Expand": 1,
                 "Slice": 1, "Split": 1, "ConstantOfShape": 0, "Resize": 1,
                 "Upsample": 1, "Tile": 1, "OneHot": 1, "Pad": 1, "Range": 0,
                 "HannWindow": 0, "HammingWindow": 0, "BlackmanWindow": 0,
-                "CumSum": 1, "TopK": 1, "Compress": 1, "Loop": 0, "STFT": 1,
-                "MaxUnpool": 2, "MelWeightMatrix": 0,
+                "CumSum": 1, "CumProd": 1, "TopK": 1, "Compress": 1, "Loop": 0, "STFT": 1,
+                "MaxUnpool": 2, "MelWeightMatrix": 0, "DFT": 1,
+                "CenterCropPad": 1, "AffineGrid": 1, "SplitToSequence": 1,
                 **{"Reduce" + kind: 1 for kind in (
                     "Sum", "Mean", "Max", "Min", "Prod", "L1", "L2",
                     "SumSquare", "LogSum", "LogSumExp")}}
 # Ops all of whose inputs from SHAPE_INPUTS' index on decide the shape.
 ALL_LATER_INPUTS = {"Slice", "Resize", "Pad", "Range", "MelWeightMatrix"}
 # Ops whose first N inputs from SHAPE_INPUTS' index on decide the shape (a
-# Loop's trip count and condition decide how many iterations it stacks).
-LEADING_INPUTS = {"Loop": 2}
+# Loop's trip count and condition decide how many iterations it stacks; a
+# DFT's length and axis).
+LEADING_INPUTS = {"Loop": 2, "DFT": 2}
 # Further shape-deciding inputs past those (STFT's frame_length).
 LATER_SHAPE_INPUTS = {"STFT": [3]}
 # Ops whose outputs depend on their input's shape only: a shape input
 # computed through them does not make that input a shape input.
 SHAPE_ONLY_OPS = {"Shape", "Size"}
+
+
+def all_nodes(graph):
+    """The nodes of `graph` and of its subgraphs (If branches, loop
+    bodies), which may read the graph's values by name."""
+    for node in graph.node:
+        yield node
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from all_nodes(attr.g)
 
 
 def runtime_shape_inputs(model):
@@ -89,10 +101,10 @@ def runtime_shape_inputs(model):
     divided before a Range, a Loop's trip count)."""
     graph_inputs = {value.name for value in model.graph.input}
     initializers = {tensor.name for tensor in model.graph.initializer}
-    producers = {output: node for node in model.graph.node
-                 for output in node.output}
+    nodes = list(all_nodes(model.graph))
+    producers = {output: node for node in nodes for output in node.output}
     pending = []
-    for node in model.graph.node:
+    for node in nodes:
         index = SHAPE_INPUTS.get(node.op_type)
         if index is None:
             continue
@@ -113,6 +125,10 @@ def runtime_shape_inputs(model):
         producer = producers.get(name)
         if producer is not None and producer.op_type not in SHAPE_ONLY_OPS:
             pending += producer.input
+            # An If's or a loop's outputs come from its subgraphs'.
+            pending += [output.name for attr in producer.attribute
+                        if attr.type == onnx.AttributeProto.GRAPH
+                        for output in attr.g.output]
     return names
 
 
@@ -142,14 +158,35 @@ def run_tool(cmd, timeout):
     return result.returncode, message
 
 
-def compile_model(model_path, artifact):
+def named_dim_flags(model, data_set):
+    """--dim flags fixing the graph inputs' named dimensions to their sizes
+    in `data_set`, as a user compiling for those inputs gives them."""
+    initializers = {tensor.name for tensor in model.graph.initializer}
+    values = [value for value in model.graph.input
+              if value.name not in initializers]
+    files = sorted(data_set.glob("input_*.pb"),
+                   key=lambda p: int(p.stem.split("_")[1]))
+    sizes = {}
+    for value, file in zip(values, files):
+        dims = value.type.tensor_type.shape.dim
+        named = [(d, dim.dim_param) for d, dim in enumerate(dims)
+                 if dim.dim_param]
+        if named:
+            shape = onnx.load_tensor(str(file)).dims
+            for d, name in named:
+                if d < len(shape):
+                    sizes[name] = shape[d]
+    return [f"--dim={name}={size}" for name, size in sorted(sizes.items())]
+
+
+def compile_model(model_path, artifact, flags=()):
     """None if kiln-compile succeeds, else its error. With --dynamic, the
     model is compiled with its inputs' dimensions made dynamic first."""
-    flags = []
+    flags = list(flags)
     if DYNAMIC:
         model = onnx.load(str(model_path), load_external_data=False)
         model_path = artifact[:-len(".so")] + "-dynamic.onnx"
-        flags = make_dims_dynamic(model, model_path)
+        flags += make_dims_dynamic(model, model_path)
     returncode, message = run_tool(
         [os.path.join(BIN_DIR, "kiln-compile"), str(model_path), "-o",
          artifact] + flags, COMPILE_TIMEOUT_S)
@@ -234,13 +271,14 @@ def check_test(test_dir, work_dir):
     model = onnx.load(str(test_dir / "model.onnx"), load_external_data=False)
     folded = runtime_shape_inputs(model)
     artifact = os.path.join(work_dir, test_dir.name + ".so")
-    if not folded:
-        error = compile_model(test_dir / "model.onnx", artifact)
-        if error:
-            return "fail", error
     data_sets = sorted(test_dir.glob("test_data_set_*"))
     if not data_sets:
         return "fail", "no test data"
+    dims = named_dim_flags(model, data_sets[0])
+    if not folded:
+        error = compile_model(test_dir / "model.onnx", artifact, dims)
+        if error:
+            return "fail", error
     for data_set in data_sets:
         inputs = sorted(data_set.glob("input_*.pb"),
                         key=lambda p: int(p.stem.split("_")[1]))
@@ -248,7 +286,7 @@ def check_test(test_dir, work_dir):
             path = os.path.join(work_dir, f"{test_dir.name}-{data_set.name}"
                                 ".onnx")
             inputs = fold_inputs(model, data_set, folded, path)
-            error = compile_model(path, artifact)
+            error = compile_model(path, artifact, dims)
             if error:
                 return "fail", f"{data_set.name}: {error}"
         has_bfloat16 = any(

@@ -32,7 +32,8 @@ import numpy as np
 # Each: the package (pinned) and the model's path inside its wheel, what
 # the model does, the license the package declares, and the inputs to feed:
 # name -> (kind, shape). Kinds: "image" (normalized pixels), "audio"
-# (samples), "state" (recurrent state), "bytes" (0..255, 256 for padding).
+# (samples), "state" (recurrent state), "bytes" (0..255, 256 for padding),
+# "rate" (a sample rate of 16 kHz, a scalar).
 MODELS = [
     dict(name="ppocr-det", package="rapidocr-onnxruntime", version="1.4.4",
          path="rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
@@ -76,6 +77,18 @@ MODELS = [
          license="MIT",
          inputs={"input": ("audio", [1, 576]),
                  "state": ("state", [2, 1, 128])}),
+    dict(name="silero-vad-op15", package="silero-vad", version="6.2.3",
+         path="silero_vad/data/silero_vad_16k_op15.onnx",
+         task="voice activity detection, If on the sample rate (LSTM)",
+         license="MIT",
+         inputs={"input": ("audio", [1, 576]),
+                 "state": ("state", [2, 1, 128]), "sr": ("rate", [])}),
+    dict(name="silero-vad-half", package="silero-vad", version="6.2.3",
+         path="silero_vad/data/silero_vad_half.onnx",
+         task="voice activity detection, If on the input's length (LSTM)",
+         license="MIT",
+         inputs={"input": ("audio", [1, 576]),
+                 "state": ("state", [2, 1, 128])}),
     dict(name="magika", package="magika", version="1.0.3",
          path="magika/models/standard_v3_3/model.onnx",
          task="file content-type classification (byte CNN, tf2onnx export)",
@@ -87,6 +100,8 @@ RTOL, ATOL = 1e-3, 1e-4
 
 
 def make_input(kind, shape, rng):
+    if kind == "rate":
+        return np.array(16000, np.int64)
     if kind == "bytes":
         return rng.integers(0, 257, shape).astype(np.int32)
     if kind == "image":
@@ -173,7 +188,7 @@ def check_model(model, cache, bin_dir, work):
     data = os.path.join(folder, "test_data_set_0")
     artifact = os.path.join(work, model["name"] + ".so")
     shapes = [f"--shape={name}=" + ",".join(map(str, shape))
-              for name, (_, shape) in model["inputs"].items()]
+              for name, (_, shape) in model["inputs"].items() if shape]
     start = time.monotonic()
     compiled = subprocess.run(
         [os.path.join(bin_dir, "kiln-compile"),
