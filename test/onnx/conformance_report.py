@@ -135,7 +135,7 @@ def real_models_section(results_path):
         "| result | error |", "|---|---|---|---|---|---|---:|"]
     for model in real_models.MODELS:
         result = results.get(model["name"], {})
-        shapes = "; ".join(f"{name} {'x'.join(map(str, shape))}"
+        shapes = "; ".join(f"{name} {'x'.join(map(str, shape)) or 'scalar'}"
                            for name, (_, shape) in model["inputs"].items())
         error = result.get("max_rel_error")
         status = result.get("status", "not run")
