@@ -58,9 +58,7 @@ public:
 private:
   Value entry(int64_t i, int64_t j) { return entries[i * size + j]; }
   template <typename OpTy> Value apply(Value lhs, Value rhs) {
-    FailureOr<Value> result = createInferred<OpTy>(node, {lhs, rhs});
-    assert(succeeded(result) && "the entries share one shape");
-    return *result;
+    return createMatching<OpTy>(node, {lhs, rhs});
   }
 
   NodeImporter &node;

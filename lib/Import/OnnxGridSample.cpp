@@ -30,8 +30,7 @@ struct Tap {
   Value weight;
 };
 
-/// Builds the elementwise formulas of one GridSample node. Every operand
-/// shape is built here, so a shape inference failure is a compiler bug.
+/// Builds the elementwise formulas of one GridSample node.
 class GridSampler {
 public:
   GridSampler(NodeImporter &node, Interpolation mode, Padding padding,
@@ -44,18 +43,13 @@ public:
   }
 
   template <typename OpTy> Value apply(Value lhs, Value rhs) {
-    FailureOr<Value> result = createInferred<OpTy>(node, {lhs, rhs});
-    assert(succeeded(result) && "GridSample builds matching shapes");
-    return *result;
+    return createMatching<OpTy>(node, {lhs, rhs});
   }
   template <typename OpTy> Value apply(Value input) {
     return OpTy::create(node.b, node.loc, input).getResult();
   }
   Value select(Value condition, Value yes, Value no) {
-    FailureOr<Value> result =
-        createInferred<SelectOp>(node, {condition, yes, no});
-    assert(succeeded(result) && "GridSample builds matching shapes");
-    return *result;
+    return createMatching<SelectOp>(node, {condition, yes, no});
   }
   Value clamp(Value x, double low, double high) {
     return apply<MaxOp>(apply<MinOp>(x, constant(high)), constant(low));

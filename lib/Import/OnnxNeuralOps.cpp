@@ -85,28 +85,7 @@ static FailureOr<Value> createConvolution3D(NodeImporter &node, Value input,
 
   // [N, D + pads, C, H, W]
   Value x = createTranspose(node, input, {0, 2, 1, 3, 4});
-  if (front || back) {
-    SmallVector<Value> parts;
-    auto zeros = [&](int64_t size) {
-      auto type = RankedTensorType::get({batch, size, channels, height, width},
-                                        inputType.getElementType());
-      return ConstantOp::create(
-          node.b, node.loc,
-          DenseElementsAttr::get(
-              type, node.b.getZeroAttr(inputType.getElementType())));
-    };
-    if (front)
-      parts.push_back(zeros(front));
-    parts.push_back(x);
-    if (back)
-      parts.push_back(zeros(back));
-    ConcatOp::Properties props;
-    props.axis = node.b.getI64IntegerAttr(1);
-    FailureOr<Value> joined = createInferred<ConcatOp>(node, parts, props);
-    if (failed(joined))
-      return failure();
-    x = *joined;
-  }
+  x = createAxisPad(node, x, 1, front, back, 0);
   WindowAttrs planar{
       {window.strides[1], window.strides[2]},
       {window.dilations[1], window.dilations[2]},

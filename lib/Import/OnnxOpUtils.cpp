@@ -154,3 +154,26 @@ Value kiln::createAxisSlice(NodeImporter &node, Value x, int64_t axis,
   props.strides = node.b.getDenseI64ArrayAttr(strides);
   return SliceOp::create(node.b, node.loc, x, props);
 }
+
+Value kiln::createAxisPad(NodeImporter &node, Value x, int64_t axis,
+                          int64_t before, int64_t after, double fill) {
+  if (before == 0 && after == 0)
+    return x;
+  auto type = cast<RankedTensorType>(x.getType());
+  auto filler = [&](int64_t size) -> Value {
+    SmallVector<int64_t> shape(type.getShape());
+    shape[axis] = size;
+    return BroadcastOp::create(node.b, node.loc, type.clone(shape),
+                               createScalar(node, type.getElementType(), fill),
+                               ValueRange());
+  };
+  SmallVector<Value> parts;
+  if (before)
+    parts.push_back(filler(before));
+  parts.push_back(x);
+  if (after)
+    parts.push_back(filler(after));
+  ConcatOp::Properties props;
+  props.axis = node.b.getI64IntegerAttr(axis);
+  return createMatching<ConcatOp>(node, parts, props);
+}

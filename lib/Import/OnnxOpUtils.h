@@ -28,6 +28,18 @@ createInferred(NodeImporter &node, mlir::ValueRange operands,
   return node.b.create(state)->getResult(0);
 }
 
+/// Creates `OpTy` on operands whose shapes the importer built to match
+/// (a decomposition's intermediate values), so a failed shape inference is
+/// a compiler bug, not a user's error.
+template <typename OpTy>
+mlir::Value createMatching(NodeImporter &node, mlir::ValueRange operands,
+                           typename OpTy::Properties props = {}) {
+  mlir::FailureOr<mlir::Value> result =
+      createInferred<OpTy>(node, operands, props);
+  assert(mlir::succeeded(result) && "operand shapes are built to match");
+  return *result;
+}
+
 /// Creates `OpTy` with an inferred result type as the node's result.
 template <typename OpTy>
 llvm::LogicalResult addInferredResult(NodeImporter &node,
@@ -70,6 +82,11 @@ mlir::Value createAxisGather(NodeImporter &node, mlir::Value x, int64_t axis,
 /// `x[..., begin:end, ...]` along `axis` of a static shape.
 mlir::Value createAxisSlice(NodeImporter &node, mlir::Value x, int64_t axis,
                             int64_t begin, int64_t end);
+
+/// `x` with `before` and `after` elements of `fill` around its static
+/// dimension `axis` (itself if both are 0).
+mlir::Value createAxisPad(NodeImporter &node, mlir::Value x, int64_t axis,
+                          int64_t before, int64_t after, double fill);
 
 /// `input` broadcast to `shape` (itself if that changes nothing).
 mlir::FailureOr<mlir::Value>

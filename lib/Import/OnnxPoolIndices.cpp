@@ -26,30 +26,8 @@ namespace {
 /// dimension d (dimension d + 2).
 Value padSpatial(NodeImporter &node, Value x, ArrayRef<int64_t> before,
                  ArrayRef<int64_t> after, double fill) {
-  for (size_t d = 0; d < before.size(); ++d) {
-    auto type = cast<RankedTensorType>(x.getType());
-    SmallVector<Value> parts;
-    for (int64_t size : {before[d], int64_t(-1), after[d]}) {
-      if (size == -1) {
-        parts.push_back(x);
-        continue;
-      }
-      if (size == 0)
-        continue;
-      SmallVector<int64_t> shape(type.getShape());
-      shape[d + 2] = size;
-      parts.push_back(BroadcastOp::create(
-          node.b, node.loc, type.clone(shape),
-          createScalar(node, type.getElementType(), fill), ValueRange()));
-    }
-    if (parts.size() == 1)
-      continue;
-    ConcatOp::Properties props;
-    props.axis = node.b.getI64IntegerAttr(d + 2);
-    FailureOr<Value> joined = createInferred<ConcatOp>(node, parts, props);
-    assert(succeeded(joined) && "the padding matches the input's shape");
-    x = *joined;
-  }
+  for (size_t d = 0; d < before.size(); ++d)
+    x = createAxisPad(node, x, d + 2, before[d], after[d], fill);
   return x;
 }
 

@@ -200,28 +200,10 @@ LogicalResult kiln::importLRN(NodeImporter &node) {
   if (failed(squares))
     return failure();
   int64_t before = (size - 1) / 2, after = size - 1 - before;
-  SmallVector<Value> parts;
-  for (int64_t channels : {before, int64_t(-1), after}) {
-    if (channels == -1) {
-      parts.push_back(*squares);
-      continue;
-    }
-    if (channels == 0)
-      continue;
-    SmallVector<int64_t> shape(type.getShape());
-    shape[1] = channels;
-    parts.push_back(BroadcastOp::create(
-        node.b, node.loc, type.clone(shape),
-        createScalar(node, type.getElementType(), 0), ValueRange()));
-  }
-  ConcatOp::Properties concat;
-  concat.axis = node.b.getI64IntegerAttr(1);
-  FailureOr<Value> padded = createInferred<ConcatOp>(node, parts, concat);
-  if (failed(padded))
-    return failure();
+  Value padded = createAxisPad(node, *squares, 1, before, after, 0);
   FailureOr<Value> sum;
   for (int64_t o = 0; o < size; ++o) {
-    Value window = createAxisSlice(node, *padded, 1, o, o + type.getDimSize(1));
+    Value window = createAxisSlice(node, padded, 1, o, o + type.getDimSize(1));
     sum = o == 0 ? FailureOr<Value>(window) : f.apply<AddOp>(sum, window);
   }
   FailureOr<Value> base = f.apply<AddOp>(

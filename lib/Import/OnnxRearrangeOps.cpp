@@ -200,29 +200,9 @@ LogicalResult kiln::importCenterCropPad(NodeImporter &node) {
       result = createAxisSlice(node, result, axis, start, start + target);
       continue;
     }
-    if (target == size)
-      continue;
-    int64_t before = (target - size) / 2, after = target - size - before;
-    SmallVector<Value> parts;
-    for (int64_t count : {before, int64_t(-1), after}) {
-      if (count == -1) {
-        parts.push_back(result);
-        continue;
-      }
-      if (count == 0)
-        continue;
-      SmallVector<int64_t> shape(current.getShape());
-      shape[axis] = count;
-      parts.push_back(BroadcastOp::create(
-          node.b, node.loc, current.clone(shape),
-          createScalar(node, current.getElementType(), 0), ValueRange()));
-    }
-    ConcatOp::Properties props;
-    props.axis = node.b.getI64IntegerAttr(axis);
-    FailureOr<Value> padded = createInferred<ConcatOp>(node, parts, props);
-    if (failed(padded))
-      return failure();
-    result = *padded;
+    int64_t before = (target - size) / 2;
+    result =
+        createAxisPad(node, result, axis, before, target - size - before, 0);
   }
   node.results.push_back(result);
   return success();

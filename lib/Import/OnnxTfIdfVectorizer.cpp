@@ -37,12 +37,6 @@ Value toFloat(NodeImporter &node, Value v) {
   return CastOp::create(node.b, node.loc, type.clone(node.b.getF32Type()), v);
 }
 
-template <typename OpTy> Value apply(NodeImporter &node, Value lhs, Value rhs) {
-  FailureOr<Value> result = createInferred<OpTy>(node, {lhs, rhs});
-  assert(succeeded(result) && "TfIdfVectorizer builds matching shapes");
-  return *result;
-}
-
 /// [B, grams] counts of `set`'s grams in the rows of `x` ([B, C] int64).
 Value countGrams(NodeImporter &node, Value x, const GramSet &set,
                  int64_t maxDistance) {
@@ -69,15 +63,14 @@ Value countGrams(NodeImporter &node, Value x, const GramSet &set,
           DenseElementsAttr::get(
               RankedTensorType::get({grams}, node.b.getI64Type()),
               ArrayRef<int64_t>(wanted)));
-      Value equal = apply<EqualOp>(node, tokens, pool);
-      match = match ? apply<AndOp>(node, match, equal) : equal;
+      Value equal = createMatching<EqualOp>(node, {tokens, pool});
+      match = match ? createMatching<AndOp>(node, {match, equal}) : equal;
     }
     ReduceSumOp::Properties props;
     props.axes = node.b.getDenseI64ArrayAttr({1});
-    FailureOr<Value> counts =
-        createInferred<ReduceSumOp>(node, toFloat(node, match), props);
-    assert(succeeded(counts) && "axis 1 exists");
-    total = total ? apply<AddOp>(node, total, *counts) : *counts;
+    Value counts =
+        createMatching<ReduceSumOp>(node, toFloat(node, match), props);
+    total = total ? createMatching<AddOp>(node, {total, counts}) : counts;
   }
   return total;
 }
@@ -167,9 +160,10 @@ LogicalResult kiln::importTfIdfVectorizer(NodeImporter &node) {
         DenseElementsAttr::get(
             RankedTensorType::get({grams, outputs}, node.b.getF32Type()),
             ArrayRef<float>(scatter)));
-    Value spread = apply<MatMulOp>(node, found, matrix);
-    frequencies =
-        frequencies ? apply<AddOp>(node, frequencies, spread) : spread;
+    Value spread = createMatching<MatMulOp>(node, {found, matrix});
+    frequencies = frequencies
+                      ? createMatching<AddOp>(node, {frequencies, spread})
+                      : spread;
   }
   auto outputType = RankedTensorType::get({rows, outputs}, node.b.getF32Type());
   Value zero = createScalar(node, node.b.getF32Type(), 0);
@@ -185,7 +179,7 @@ LogicalResult kiln::importTfIdfVectorizer(NodeImporter &node) {
                             << " entries for " << outputs << " outputs";
   Value result = frequencies;
   if (mode == "IDF") {
-    Value present = apply<LessOp>(node, zero, frequencies);
+    Value present = createMatching<LessOp>(node, {zero, frequencies});
     result = toFloat(node, present);
   }
   if (mode != "TF" && !weights.empty()) {
@@ -194,7 +188,7 @@ LogicalResult kiln::importTfIdfVectorizer(NodeImporter &node) {
         DenseElementsAttr::get(
             RankedTensorType::get({outputs}, node.b.getF32Type()),
             ArrayRef<float>(weights)));
-    result = apply<MulOp>(node, result, weight);
+    result = createMatching<MulOp>(node, {result, weight});
   }
   SmallVector<int64_t> shape;
   if (type.getRank() == 2)
