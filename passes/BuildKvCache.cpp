@@ -374,8 +374,12 @@ LogicalResult buildCache(ModuleOp module, func::FuncOp func, int64_t maxContext,
   if (auto dims = module->getAttrOfType<ArrayAttr>(kDimsAttr);
       dims && !stillUsed) {
     SmallVector<Attribute> kept;
+    // Computed dimensions reading it sized the present outputs, now gone.
     for (auto dim : dims.getAsRange<DimAttr>())
-      if (dim.getName() != pastDim)
+      if (dim.getName() != pastDim &&
+          !(dim.isComputed() &&
+            llvm::is_contained(dim.getOperands().getAsValueRange<StringAttr>(),
+                               StringRef(pastDim))))
         kept.push_back(dim);
     if (kept.empty())
       module->removeAttr(kDimsAttr);

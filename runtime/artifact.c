@@ -63,6 +63,95 @@ static const char *descriptor_cpu_features(const kiln_abi_artifact *desc) {
              : NULL;
 }
 
+const int64_t *kiln_descriptor_dim_expr(const kiln_abi_artifact *desc,
+                                        uint32_t k) {
+  if (desc->size <= offsetof(kiln_abi_artifact, dim_exprs) || !desc->dim_exprs)
+    return NULL;
+  return desc->dim_exprs[k];
+}
+
+/* The most (operation, operand) pairs a dimension's program may take. */
+#define MAX_EXPR_LENGTH 1024
+
+/* Whether dimension k's program is well formed: known operations, reads of
+ * dimensions the inputs set, a stack within its bound, one value at END. */
+static int valid_dim_expr(const kiln_abi_artifact *desc, const int64_t *expr) {
+  int depth = 0;
+  for (int i = 0; i < MAX_EXPR_LENGTH; ++i, expr += 2) {
+    switch (expr[0]) {
+    case KILN_ABI_EXPR_END:
+      return depth == 1;
+    case KILN_ABI_EXPR_DIM:
+      if (expr[1] < 0 || expr[1] >= (int64_t)desc->num_dims ||
+          kiln_descriptor_dim_expr(desc, (uint32_t)expr[1]) ||
+          ++depth > KILN_ABI_EXPR_MAX_DEPTH)
+        return 0;
+      break;
+    case KILN_ABI_EXPR_CONST:
+      if (++depth > KILN_ABI_EXPR_MAX_DEPTH)
+        return 0;
+      break;
+    case KILN_ABI_EXPR_ADD:
+    case KILN_ABI_EXPR_MUL:
+    case KILN_ABI_EXPR_FLOORDIV:
+    case KILN_ABI_EXPR_CEILDIV:
+    case KILN_ABI_EXPR_MOD:
+      if (--depth < 1)
+        return 0;
+      break;
+    default:
+      return 0;
+    }
+  }
+  return 0;
+}
+
+static int64_t floor_divide(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+int kiln_evaluate_dim_expr(const int64_t *expr, const int64_t *dim_values,
+                           int64_t *value) {
+  int64_t stack[KILN_ABI_EXPR_MAX_DEPTH];
+  int depth = 0;
+  for (;; expr += 2) {
+    if (expr[0] == KILN_ABI_EXPR_END) {
+      *value = stack[0];
+      return 1;
+    }
+    if (expr[0] == KILN_ABI_EXPR_CONST || expr[0] == KILN_ABI_EXPR_DIM) {
+      int64_t v =
+          expr[0] == KILN_ABI_EXPR_CONST ? expr[1] : dim_values[expr[1]];
+      if (v < 0 && expr[0] == KILN_ABI_EXPR_DIM)
+        return 0;
+      stack[depth++] = v;
+      continue;
+    }
+    int64_t b = stack[--depth], a = stack[depth - 1], r;
+    switch (expr[0]) {
+    case KILN_ABI_EXPR_ADD:
+      if (__builtin_add_overflow(a, b, &r))
+        return 0;
+      break;
+    case KILN_ABI_EXPR_MUL:
+      if (__builtin_mul_overflow(a, b, &r))
+        return 0;
+      break;
+    default:
+      if (b == 0 || (a == INT64_MIN && b == -1))
+        return 0;
+      r = floor_divide(a, b);
+      if (expr[0] == KILN_ABI_EXPR_CEILDIV)
+        r = -floor_divide(-a, b);
+      else if (expr[0] == KILN_ABI_EXPR_MOD)
+        r = a - b * r;
+      break;
+    }
+    stack[depth - 1] = r;
+  }
+}
+
 static kiln_status validate_tensors(const char *path,
                                     const kiln_abi_artifact *desc,
                                     const char *entry, const char *kind,
@@ -89,6 +178,11 @@ static kiln_status validate_tensors(const char *path,
                          "which the artifact does not have",
                          path, entry, kind, t->name,
                          (long long)KILN_ABI_DIM_INDEX(dim));
+      if (dim < 0 && strcmp(kind, "input") == 0 &&
+          kiln_descriptor_dim_expr(desc, (uint32_t)KILN_ABI_DIM_INDEX(dim)))
+        return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                         "%s: entry '%s' input '%s' has a computed dimension",
+                         path, entry, t->name);
       largest[d] = dim >= 0 ? dim : desc->dims[KILN_ABI_DIM_INDEX(dim)].max;
     }
     int ok = 0;
@@ -123,6 +217,11 @@ static kiln_status validate(const char *path, const kiln_abi_artifact *desc) {
     const kiln_abi_dim *dim = &desc->dims[d];
     if (!dim->name || !*dim->name || dim->min < 0 || dim->min > dim->max)
       return malformed(path, "malformed dimension table", NULL);
+    const int64_t *expr = kiln_descriptor_dim_expr(desc, d);
+    if (expr && !valid_dim_expr(desc, expr))
+      return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                       "%s: dimension '%s' has a malformed computation", path,
+                       dim->name);
   }
   for (uint32_t e = 0; e < desc->num_entries; ++e) {
     const kiln_abi_entry *entry = kiln_descriptor_entry(desc, e);

@@ -41,6 +41,15 @@ const kiln_abi_entry *kiln_artifact_get_entry(const kiln_artifact *artifact,
 const kiln_abi_entry *kiln_descriptor_entry(const kiln_abi_artifact *desc,
                                             uint32_t index);
 
+/* Dimension k's program (kiln/abi.h's kiln_abi_expr_op) when the compiler
+ * computes it, NULL when the inputs set it. */
+const int64_t *kiln_descriptor_dim_expr(const kiln_abi_artifact *desc,
+                                        uint32_t k);
+/* Runs a validated program over the bound `dim_values`; 0 when a dimension
+ * it reads is unbound (-1) or the arithmetic overflows or divides by 0. */
+int kiln_evaluate_dim_expr(const int64_t *expr, const int64_t *dim_values,
+                           int64_t *value);
+
 /* A session's threads: num_threads - 1 workers plus the calling thread. */
 typedef struct kiln_thread_pool kiln_thread_pool;
 kiln_status kiln_thread_pool_create(int32_t num_threads,

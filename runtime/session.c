@@ -194,6 +194,13 @@ static kiln_status check_tensor(const kiln_session *session,
                        entry->name, kind, expected->name, i, dim->name,
                        (long long)dims[i], (long long)dim->min,
                        (long long)dim->max);
+    if (dim_values[k] >= 0 && dim_values[k] != dims[i] &&
+        kiln_descriptor_dim_expr(desc, (uint32_t)k))
+      return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
+                       "%s: %s '%s' dimension %d ('%s') is %lld, but the "
+                       "inputs make it %lld",
+                       entry->name, kind, expected->name, i, dim->name,
+                       (long long)dims[i], (long long)dim_values[k]);
     if (dim_values[k] >= 0 && dim_values[k] != dims[i])
       return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
                        "%s: %s '%s' dimension %d ('%s') is %lld, but '%s' is "
@@ -243,6 +250,19 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
     /* Generated code never writes its inputs; the ABI type is shared. */
     input_buffers[i].data = (void *)(uintptr_t)kiln_tensor_const_data(inputs[i]);
     input_buffers[i].dims = kiln_tensor_dims(inputs[i]);
+  }
+  /* The dimensions the compiler computes follow from the inputs'. */
+  for (uint32_t k = 0; k < desc->num_dims; ++k) {
+    const int64_t *expr = kiln_descriptor_dim_expr(desc, k);
+    if (!expr || !kiln_evaluate_dim_expr(expr, dim_values, &dim_values[k]))
+      continue;
+    const kiln_abi_dim *dim = &desc->dims[k];
+    if (dim_values[k] < dim->min || dim_values[k] > dim->max)
+      return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
+                       "%s: the inputs make dimension '%s' %lld, outside the "
+                       "range %lld..%lld it was compiled for",
+                       entry->name, dim->name, (long long)dim_values[k],
+                       (long long)dim->min, (long long)dim->max);
   }
   for (int32_t o = 0; o < num_outputs; ++o) {
     if (!outputs[o])

@@ -76,6 +76,25 @@ typedef struct kiln_abi_dim {
   int64_t max;
 } kiln_abi_dim;
 
+/* How the compiler computes a dimension from the others (an output's size
+ * such as "seq * 2"): a postfix program of (operation, operand) pairs of
+ * int64_t, ended by KILN_ABI_EXPR_END. CONST pushes its operand, DIM pushes
+ * the value of the artifact's dimension k = operand (one the inputs set);
+ * the others pop b, then a, and push a op b (floor and ceiling divisions
+ * round toward minus and plus infinity; MOD is a - b * floor(a / b)). The
+ * stack never holds more than KILN_ABI_EXPR_MAX_DEPTH values. */
+typedef enum kiln_abi_expr_op {
+  KILN_ABI_EXPR_END = 0,
+  KILN_ABI_EXPR_CONST = 1,
+  KILN_ABI_EXPR_DIM = 2,
+  KILN_ABI_EXPR_ADD = 3,
+  KILN_ABI_EXPR_MUL = 4,
+  KILN_ABI_EXPR_FLOORDIV = 5,
+  KILN_ABI_EXPR_CEILDIV = 6,
+  KILN_ABI_EXPR_MOD = 7,
+} kiln_abi_expr_op;
+#define KILN_ABI_EXPR_MAX_DEPTH 16
+
 /* In a tensor's dims, a negative value -(k + 1) stands for the artifact's
  * dimension k (kiln_abi_artifact.dims[k]); other values are fixed sizes. */
 #define KILN_ABI_DIM_REF(k) (-(int64_t)(k)-1)
@@ -155,6 +174,11 @@ typedef struct kiln_abi_artifact {
    * KILN_ABI_X86_FEATURES ("avx2,fma,..."); "" for none. The runtime
    * refuses to open the artifact on a CPU without one of them. */
   const char *cpu_features;
+  /* NULL when every dimension is set by the inputs; otherwise num_dims
+   * programs (kiln_abi_expr_op), NULL for a dimension the inputs set, the
+   * computation for one the compiler derives from those (named by its
+   * expression, within its min..max). */
+  const int64_t *const *dim_exprs;
 } kiln_abi_artifact;
 
 typedef const kiln_abi_artifact *(*kiln_abi_artifact_fn)(void);

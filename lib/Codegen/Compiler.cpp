@@ -34,9 +34,9 @@ void kiln::registerCompilerDialects(DialectRegistry &registry) {
   registry.insert<KilnDialect>();
 }
 
-/// Every dynamic dimension of an entry's inputs and outputs must be one of
-/// the module's named dimensions, which the runtime can check and size;
-/// the importer names a computed size by its expression.
+/// Every dynamic dimension of an entry's outputs must be one of the
+/// module's dimensions, set by the inputs or computed from them, which the
+/// runtime can check and size.
 static LogicalResult verifyEntryDimensions(ModuleOp module) {
   llvm::StringSet<> known;
   if (auto dims = module->getAttrOfType<ArrayAttr>(kDimsAttr))
@@ -55,12 +55,7 @@ static LogicalResult verifyEntryDimensions(ModuleOp module) {
           return emitError(func.getLoc())
                  << "graph output '" << (output ? output.getValue() : "")
                  << "' dimension " << d << " has the size " << name
-                 << "; Kiln's outputs take fixed sizes or named dimensions"
-                 << (StringRef(output ? output.getValue() : "")
-                             .starts_with("present")
-                         ? " (compile a with-past decoder with --max-context "
-                           "N to keep its cache in the artifact)"
-                         : "");
+                 << ", which is no dimension of the module";
         }
     }
   }

@@ -422,6 +422,11 @@ InFlightDiagnostic NodeImporter::emitError() const {
   return mlir::emitError(loc) << node.op_type() << ": ";
 }
 
+std::string NodeImporter::describe() const {
+  auto name = dyn_cast<NameLoc>(loc);
+  return "node '" + (name ? name.getName().str() : node.op_type()) + "'";
+}
+
 const onnx::AttributeProto *NodeImporter::getAttr(StringRef name) const {
   for (const onnx::AttributeProto &attr : node.attribute())
     if (attr.name() == name)

@@ -91,6 +91,21 @@ public:
   /// The same for the graph value `name`.
   std::optional<SymbolicInts> getSymbolicInts(llvm::StringRef name);
 
+  /// What the inputs' named dimensions must satisfy for the graph to be
+  /// valid, such as the element count of a dynamic input reshaped to a
+  /// fixed shape: `expr` must equal `value`. The artifact lists each as a
+  /// computed dimension of that one size, which the runtime checks before
+  /// a call runs.
+  struct Requirement {
+    mlir::AffineExpr expr;
+    int64_t value;
+    std::string where;
+  };
+  void require(mlir::AffineExpr expr, int64_t value, std::string where) {
+    requirements.push_back({expr, value, std::move(where)});
+  }
+  llvm::ArrayRef<Requirement> getRequirements() const { return requirements; }
+
   /// `expr` as users write sizes: "seq * 12" rather than "s0 * 12".
   std::string describe(mlir::AffineExpr expr) const;
 
@@ -168,6 +183,7 @@ public:
                                  mlir::Location loc);
 
 private:
+  llvm::SmallVector<Requirement> requirements;
   /// Folds the ops importing a node created (those after `lastBefore`)
   /// whose operands are all constants through their op folders, keeping
   /// `results` pointing at the replacements. The folders take small results
@@ -214,6 +230,8 @@ public:
 
   int64_t getOpset() const { return graph.getOpset(); }
   mlir::InFlightDiagnostic emitError() const;
+  /// "node 'NAME'", as errors name the node.
+  std::string describe() const;
 
   const onnx::AttributeProto *getAttr(llvm::StringRef name) const;
   int64_t getIntAttr(llvm::StringRef name, int64_t defaultValue) const;

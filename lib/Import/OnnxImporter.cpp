@@ -15,9 +15,10 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Process.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 
 #include <onnx/checker.h>
 #include <onnx/shape_inference/implementation.h>
@@ -175,9 +176,8 @@ Location getNodeLoc(const onnx::NodeProto &node, int index, MLIRContext *ctx) {
 
 /// Attributes naming, per dimension of `shape`, its named dimension (""
 /// where fixed). A size computed from several (a with-past decoder's
-/// `past_seq + seq`) is named by its expression, which no named dimension
-/// matches: the compiler refuses such an output unless a pass removes it
-/// (kiln-build-kv-cache).
+/// `past_seq + seq`) is named by its expression, the name of the computed
+/// dimension getComputedDims adds.
 ArrayAttr getDimNames(ArrayRef<AffineExpr> shape, const GraphImporter &importer,
                       MLIRContext *context) {
   Builder b(context);
@@ -192,6 +192,81 @@ ArrayAttr getDimNames(ArrayRef<AffineExpr> shape, const GraphImporter &importer,
       names.push_back(b.getStringAttr(importer.describe(dim)));
   }
   return b.getArrayAttr(names);
+}
+
+/// A computed dimension (#kiln.dim with a size) `name` of the range
+/// `min`..`max` whose size is `size`, a function of the importer's symbols;
+/// its map reads only the named dimensions `size` uses.
+DimAttr getComputedDim(StringRef name, AffineExpr size, int64_t min,
+                       int64_t max, ArrayRef<DimSymbol> symbols) {
+  MLIRContext *context = size.getContext();
+  SmallVector<AffineExpr> compact;
+  SmallVector<Attribute> operands;
+  for (auto [k, symbol] : llvm::enumerate(symbols)) {
+    if (size.isFunctionOfSymbol(k)) {
+      compact.push_back(getAffineSymbolExpr(operands.size(), context));
+      operands.push_back(StringAttr::get(context, symbol.name));
+    } else {
+      compact.push_back(getAffineConstantExpr(0, context));
+    }
+  }
+  AffineMap map =
+      AffineMap::get(0, operands.size(), size.replaceSymbols(compact), context);
+  return DimAttr::get(context, name, min, max, AffineMapAttr::get(map),
+                      ArrayAttr::get(context, operands));
+}
+
+/// The computed dimensions that the outputs' sizes other than fixed ones
+/// and input dimensions call for, named by their expressions and bounded
+/// by the input dimensions' ranges, then the graph's requirements, each a
+/// computed dimension of its one allowed size.
+FailureOr<SmallVector<Attribute>>
+getComputedDims(ArrayRef<SymbolicInts> outputShapes,
+                const onnx::GraphProto &graph, const GraphImporter &importer,
+                Location loc) {
+  ArrayRef<DimSymbol> symbols = importer.getSymbols();
+  SmallVector<std::pair<int64_t, int64_t>> ranges;
+  for (const DimSymbol &symbol : symbols)
+    ranges.push_back({symbol.min, symbol.max});
+  SmallVector<Attribute> computed;
+  llvm::StringSet<> names;
+  for (auto [shape, output] : llvm::zip(outputShapes, graph.output()))
+    for (auto [d, size] : llvm::enumerate(shape)) {
+      if (isa<AffineConstantExpr, AffineSymbolExpr>(size))
+        continue;
+      std::string name = importer.describe(size);
+      if (!names.insert(name).second)
+        continue;
+      std::optional<std::pair<int64_t, int64_t>> bounds =
+          getBounds(size, ranges);
+      if (!bounds || bounds->second < 0)
+        return emitError(loc)
+               << "graph output '" << output.name() << "' dimension " << d
+               << " has the size " << name
+               << (bounds ? ", which is negative for every input size"
+                          : ", which Kiln cannot bound");
+      computed.push_back(getComputedDim(name, size,
+                                        std::max<int64_t>(bounds->first, 0),
+                                        bounds->second, symbols));
+    }
+  for (const GraphImporter::Requirement &requirement :
+       importer.getRequirements()) {
+    std::string name =
+        importer.describe(requirement.expr) + " at " + requirement.where;
+    std::optional<std::pair<int64_t, int64_t>> bounds =
+        getBounds(requirement.expr, ranges);
+    if (bounds && (requirement.value < bounds->first ||
+                   requirement.value > bounds->second))
+      return emitError(loc)
+             << requirement.where << " needs "
+             << importer.describe(requirement.expr) << " to be "
+             << requirement.value << ", which no input sizes in range give";
+    if (!names.insert(name).second)
+      continue;
+    computed.push_back(getComputedDim(name, requirement.expr, requirement.value,
+                                      requirement.value, symbols));
+  }
+  return computed;
 }
 
 LogicalResult importGraph(onnx::GraphProto &graph,
@@ -278,6 +353,7 @@ LogicalResult importGraph(onnx::GraphProto &graph,
 
   SmallVector<Value> results;
   SmallVector<ArrayAttr> resultDimNames;
+  SmallVector<SymbolicInts> resultShapes;
   for (const onnx::ValueInfoProto &output : graph.output()) {
     if (importer.lookupSequence(output.name()))
       return emitError(fileLoc) << "graph output '" << output.name()
@@ -307,6 +383,7 @@ LogicalResult importGraph(onnx::GraphProto &graph,
              << value->getType();
     results.push_back(*value);
     resultDimNames.push_back(getDimNames(shape, importer, ctx));
+    resultShapes.push_back(std::move(shape));
   }
   func::ReturnOp::create(builder, fileLoc, results);
   func.setFunctionType(
@@ -323,10 +400,14 @@ LogicalResult importGraph(onnx::GraphProto &graph,
       func.setResultAttr(i, kDimNamesAttr, resultDimNames[i]);
   }
   if (!symbols.empty()) {
-    SmallVector<Attribute> dims;
-    for (const DimSymbol &symbol : symbols)
-      dims.push_back(DimAttr::get(ctx, symbol.name, symbol.min, symbol.max));
-    module->setAttr(kDimsAttr, builder.getArrayAttr(dims));
+    FailureOr<SmallVector<Attribute>> dims =
+        getComputedDims(resultShapes, graph, importer, fileLoc);
+    if (failed(dims))
+      return failure();
+    for (const DimSymbol &symbol : llvm::reverse(symbols))
+      dims->insert(dims->begin(),
+                   DimAttr::get(ctx, symbol.name, symbol.min, symbol.max));
+    module->setAttr(kDimsAttr, builder.getArrayAttr(*dims));
   }
   return success();
 }

@@ -41,11 +41,18 @@ FailureOr<WindowAttrs> kiln::getWindowAttrs(NodeImporter &node,
     attrs.pads.assign(2 * spatial, 0);
   } else if (padMode == "SAME_UPPER" || padMode == "SAME_LOWER") {
     for (size_t d = 0; d < spatial; ++d) {
-      if (ShapedType::isDynamic(inputSizes[d]))
+      // At stride 1 the pads are the window's extent less 1, whatever the
+      // size; other strides pad to a multiple of the stride.
+      if (ShapedType::isDynamic(kernel[d]))
         return node.emitError()
-               << "auto_pad " << padMode << " needs static spatial dimensions";
+               << "auto_pad " << padMode << " needs a static window";
+      bool dynamic = ShapedType::isDynamic(inputSizes[d]);
+      if (dynamic && attrs.strides[d] != 1)
+        return node.emitError()
+               << "auto_pad " << padMode
+               << " at a stride other than 1 needs static spatial dimensions";
       std::tie(attrs.pads[d], attrs.pads[spatial + d]) =
-          getSamePads(inputSizes[d], kernel[d], attrs.strides[d],
+          getSamePads(dynamic ? 1 : inputSizes[d], kernel[d], attrs.strides[d],
                       attrs.dilations[d], padMode == "SAME_UPPER");
     }
   } else if (padMode != "NOTSET") {
@@ -133,6 +140,16 @@ FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
   int64_t spatial = inputType.getRank() - 2;
   if (spatial == 3)
     return createConvolution3D(node, input, filter, window, groups);
+  auto filterType = cast<RankedTensorType>(filter.getType());
+  bool dynamic = !inputType.hasStaticShape() || !filterType.hasStaticShape();
+  if (dynamic && (spatial != 2 || inputType.isDynamicDim(1) ||
+                  filterType.isDynamicDim(0) || filterType.isDynamicDim(1) ||
+                  (groups != 1 && !(filterType.getDimSize(0) == groups &&
+                                    filterType.getDimSize(1) == 1))))
+    return node.emitError()
+           << "a convolution with dynamic sizes must be 2-D, with static "
+              "channel counts and one group or one per channel; the input is "
+           << inputType << " and the filter " << filterType;
   SmallVector<int64_t> strides = window.strides, dilations = window.dilations,
                        pads = window.pads;
   Value x = input, w = filter;

@@ -37,9 +37,10 @@ FailureOr<Value> createPool(NodeImporter &node, Value input, PoolKind kind,
     return node.emitError() << "needs kernel_shape with one size per spatial "
                                "dimension";
   ArrayRef<int64_t> spatialSizes = type.getShape().drop_front(2);
-  if (llvm::any_of(spatialSizes, ShapedType::isDynamic))
-    return node.emitError() << "the spatial dimensions must be static; give "
-                               "named ones with --dim";
+  if (llvm::any_of(spatialSizes, ShapedType::isDynamic) &&
+      node.getIntAttr("ceil_mode", 0))
+    return node.emitError() << "ceil_mode needs static spatial dimensions; "
+                               "give named ones with --dim";
   FailureOr<WindowAttrs> window = getWindowAttrs(node, spatialSizes, *kernel);
   if (failed(window))
     return failure();

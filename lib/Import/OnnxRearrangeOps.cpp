@@ -47,19 +47,23 @@ LogicalResult kiln::importTile(NodeImporter &node) {
 namespace {
 
 /// `input` reshaped to `split`, transposed by `perm` and reshaped to
-/// `merged` (all static).
-Value createBlockShuffle(NodeImporter &node, Value input,
-                         ArrayRef<int64_t> split, ArrayRef<int64_t> perm,
-                         ArrayRef<int64_t> merged) {
-  Value blocks = createReshape(node, input, split);
-  return createReshape(node, createTranspose(node, blocks, perm), merged);
+/// `merged`.
+FailureOr<Value> createBlockShuffle(NodeImporter &node, Value input,
+                                    ArrayRef<AffineExpr> split,
+                                    ArrayRef<int64_t> perm,
+                                    ArrayRef<AffineExpr> merged) {
+  FailureOr<Value> blocks = createReshape(node, input, split);
+  if (failed(blocks))
+    return failure();
+  return createReshape(node, createTranspose(node, *blocks, perm), merged);
 }
 
-/// What DepthToSpace and SpaceToDepth read: the static [N, C, H, W] input,
-/// its sizes, the positive blocksize and the mode (DCR or CRD).
+/// What DepthToSpace and SpaceToDepth read: the [N, C, H, W] input, its
+/// sizes, the positive blocksize and the mode (DCR or CRD).
 struct BlockOperands {
   Value input;
-  int64_t n, c, h, w, b;
+  AffineExpr n, c, h, w;
+  int64_t b;
   bool dcr;
 };
 
@@ -67,18 +71,31 @@ FailureOr<BlockOperands> getBlockOperands(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
   if (failed(input))
     return failure();
-  RankedTensorType type = node.getOperandType(0);
-  if (type.getRank() != 4 || !type.hasStaticShape())
-    return node.emitError() << "expects a static [N, C, H, W] input";
+  if (node.getOperandType(0).getRank() != 4)
+    return node.emitError() << "expects an [N, C, H, W] input";
   int64_t blocksize = node.getIntAttr("blocksize", 0);
   if (blocksize < 1)
     return node.emitError() << "blocksize must be positive";
   std::string mode = node.getStringAttr("mode", "DCR");
   if (mode != "DCR" && mode != "CRD")
     return node.emitError() << "unknown mode '" << mode << "'";
-  ArrayRef<int64_t> s = type.getShape();
+  SymbolicInts s = node.graph.getShape(*input);
   return BlockOperands{*input, s[0],      s[1],         s[2],
                        s[3],   blocksize, mode == "DCR"};
+}
+
+/// `size / divisor`: checked here for a fixed size, by the runtime (a
+/// requirement) for a dynamic one.
+FailureOr<AffineExpr> divideSize(NodeImporter &node, AffineExpr size,
+                                 int64_t divisor, StringRef what) {
+  if (auto fixed = dyn_cast<AffineConstantExpr>(size)) {
+    if (fixed.getValue() % divisor != 0)
+      return node.emitError() << divisor << " does not divide the "
+                              << fixed.getValue() << " " << what;
+  } else {
+    node.graph.require(simplify(size % divisor), 0, node.describe());
+  }
+  return simplify(size.floorDiv(divisor));
 }
 
 } // namespace
@@ -90,16 +107,17 @@ LogicalResult kiln::importDepthToSpace(NodeImporter &node) {
   if (failed(block))
     return failure();
   auto [input, n, c, h, w, b, dcr] = *block;
-  if (c % (b * b) != 0)
-    return node.emitError() << "blocksize^2 = " << b * b
-                            << " does not divide the " << c << " channels";
-  SmallVector<int64_t> merged = {n, c / (b * b), h * b, w * b};
+  FailureOr<AffineExpr> depth = divideSize(node, c, b * b, "channels");
+  if (failed(depth))
+    return failure();
+  AffineExpr bb = getAffineConstantExpr(b, node.b.getContext());
+  SmallVector<AffineExpr> merged = {n, *depth, h * b, w * b};
   if (dcr)
-    return addResult(node, createBlockShuffle(node, input,
-                                              {n, b, b, c / (b * b), h, w},
-                                              {0, 3, 4, 1, 5, 2}, merged));
+    return addResult(node,
+                     createBlockShuffle(node, input, {n, bb, bb, *depth, h, w},
+                                        {0, 3, 4, 1, 5, 2}, merged));
   return addResult(node,
-                   createBlockShuffle(node, input, {n, c / (b * b), b, b, h, w},
+                   createBlockShuffle(node, input, {n, *depth, bb, bb, h, w},
                                       {0, 1, 4, 2, 5, 3}, merged));
 }
 
@@ -110,14 +128,16 @@ LogicalResult kiln::importSpaceToDepth(NodeImporter &node) {
   if (failed(block))
     return failure();
   auto [input, n, c, h, w, b, dcr] = *block;
-  if (h % b != 0 || w % b != 0)
-    return node.emitError() << "blocksize " << b << " does not divide the " << h
-                            << "x" << w << " image";
+  FailureOr<AffineExpr> rows = divideSize(node, h, b, "rows");
+  FailureOr<AffineExpr> columns = divideSize(node, w, b, "columns");
+  if (failed(rows) || failed(columns))
+    return failure();
+  AffineExpr bb = getAffineConstantExpr(b, node.b.getContext());
   SmallVector<int64_t> perm = dcr ? SmallVector<int64_t>{0, 3, 5, 1, 2, 4}
                                   : SmallVector<int64_t>{0, 1, 3, 5, 2, 4};
-  return addResult(node,
-                   createBlockShuffle(node, input, {n, c, h / b, b, w / b, b},
-                                      perm, {n, c * b * b, h / b, w / b}));
+  return addResult(
+      node, createBlockShuffle(node, input, {n, c, *rows, bb, *columns, bb},
+                               perm, {n, c * (b * b), *rows, *columns}));
 }
 
 /// ReverseSequence: along the time axis, each batch item's first

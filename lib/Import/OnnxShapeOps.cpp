@@ -98,19 +98,36 @@ LogicalResult kiln::importReshape(NodeImporter &node) {
     }
     known = known * dim;
   }
-  AffineExpr total = getProduct(context, inShape);
+  AffineExpr total = simplify(getProduct(context, inShape));
+  auto fixedKnown = dyn_cast<AffineConstantExpr>(simplify(known));
+  // The run-time sizes must then give a whole number of rows of the known
+  // sizes, or exactly the fixed element count: the runtime checks that.
+  std::string where = node.describe();
   if (inferred != -1) {
     std::optional<AffineExpr> rest = divideExactly(total, known);
-    if (!rest || (isa<AffineConstantExpr>(known) &&
-                  cast<AffineConstantExpr>(known).getValue() == 0))
+    bool divides = rest.has_value();
+    if (!rest && fixedKnown && fixedKnown.getValue() > 0 &&
+        !isa<AffineConstantExpr>(total))
+      rest = simplify(total.floorDiv(fixedKnown.getValue()));
+    if (!rest || (fixedKnown && fixedKnown.getValue() == 0))
       return node.emitError() << "cannot infer the -1 dimension of the shape";
+    if (!divides)
+      node.graph.require(simplify(total % fixedKnown.getValue()), 0, where);
     shape[inferred] = *rest;
-    known = known * *rest;
+    known = divides ? known * *rest : total;
   }
-  if (simplify(known) != simplify(total))
-    return node.emitError() << "cannot reshape " << input->getType() << " ("
-                            << node.graph.describe(total) << " elements) into "
-                            << node.graph.describe(known) << " elements";
+  if (simplify(known) != total) {
+    if (isa<AffineConstantExpr>(total))
+      return node.emitError()
+             << "cannot reshape " << input->getType() << " ("
+             << node.graph.describe(total) << " elements) into "
+             << node.graph.describe(known) << " elements";
+    fixedKnown = dyn_cast<AffineConstantExpr>(simplify(known));
+    if (fixedKnown)
+      node.graph.require(total, fixedKnown.getValue(), where);
+    else
+      node.graph.require(simplify(total - known), 0, where);
+  }
   FailureOr<Value> result = createReshape(node, *input, shape);
   if (failed(result))
     return failure();

@@ -147,6 +147,14 @@ kiln::getBounds(AffineExpr expr, ArrayRef<std::pair<int64_t, int64_t>> ranges) {
   case AffineExprKind::Add:
     return Bounds{lhs->first + rhs->first, lhs->second + rhs->second};
   case AffineExprKind::Mul: {
+    // Two sizes: neither is negative.
+    if (!constant && lhs->first >= 0 && rhs->first >= 0) {
+      Bounds product;
+      if (llvm::MulOverflow(lhs->first, rhs->first, product.first) ||
+          llvm::MulOverflow(lhs->second, rhs->second, product.second))
+        return std::nullopt;
+      return product;
+    }
     if (!constant)
       return std::nullopt;
     int64_t c = constant.getValue();
@@ -166,6 +174,10 @@ kiln::getBounds(AffineExpr expr, ArrayRef<std::pair<int64_t, int64_t>> ranges) {
     };
     return Bounds{divide(lhs->first), divide(lhs->second)};
   }
+  case AffineExprKind::Mod:
+    if (!constant || constant.getValue() <= 0)
+      return std::nullopt;
+    return Bounds{0, constant.getValue() - 1};
   default:
     return std::nullopt;
   }
@@ -198,6 +210,13 @@ std::optional<AffineExpr> kiln::divideExactly(AffineExpr dividend,
   return quotient;
 }
 
+/// How many windows of `extent` elements, `stride` apart, fit `size`
+/// elements with `pads` added.
+static AffineExpr getWindowCount(AffineExpr size, int64_t extent, int64_t pads,
+                                 int64_t stride) {
+  return simplify((size + (pads - extent)).floorDiv(stride) + 1);
+}
+
 FailureOr<SymbolicInts> kiln::inferSymbolicShape(
     Operation *op, function_ref<SymbolicInts(Value)> shapeOf) {
   auto shape = [&](unsigned i) { return shapeOf(op->getOperand(i)); };
@@ -214,9 +233,10 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
             ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp,
             AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
-            SoftmaxOp, LayerNormOp, ScatterElementsOp, ScatterNDOp>(
+            SoftmaxOp, LayerNormOp, ScatterElementsOp, ScatterNDOp, QuantizeOp,
+            DequantizeOp>(
           [&](auto) -> FailureOr<SymbolicInts> { return shape(0); })
-      .Case([&](MatMulOp) -> FailureOr<SymbolicInts> {
+      .Case<MatMulOp, MatMulIntegerOp>([&](auto) -> FailureOr<SymbolicInts> {
         SymbolicInts lhs = shape(0), rhs = shape(1);
         ArrayRef<AffineExpr> lhsBatch =
             lhs.size() > 2 ? ArrayRef(lhs).drop_back(2) : ArrayRef<AffineExpr>();
@@ -273,6 +293,34 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
           result.push_back(ShapedType::isDynamic(size)
                                ? input[d]
                                : getAffineConstantExpr(size, op->getContext()));
+        return result;
+      })
+      .Case([&](PoolOp pool) -> FailureOr<SymbolicInts> {
+        if (pool.getCeilMode())
+          return failure();
+        SymbolicInts input = shape(0);
+        SymbolicInts result(input.begin(), input.begin() + 2);
+        size_t spatial = pool.getKernel().size();
+        for (size_t d = 0; d < spatial; ++d)
+          result.push_back(getWindowCount(
+              input[2 + d],
+              pool.getDilations()[d] * (pool.getKernel()[d] - 1) + 1,
+              pool.getPads()[d] + pool.getPads()[spatial + d],
+              pool.getStrides()[d]));
+        return result;
+      })
+      .Case([&](Conv2DOp conv) -> FailureOr<SymbolicInts> {
+        SymbolicInts input = shape(0), filter = shape(1);
+        SymbolicInts result = {input[0], filter[0]};
+        for (int64_t d = 0; d < 2; ++d) {
+          int64_t dilation = conv.getDilations()[d];
+          AffineExpr extent = (filter[2 + d] - 1) * dilation + 1;
+          result.push_back(
+              simplify((input[2 + d] +
+                        (conv.getPads()[d] + conv.getPads()[2 + d]) - extent)
+                           .floorDiv(conv.getStrides()[d]) +
+                       1));
+        }
         return result;
       })
       .Default([](Operation *) { return failure(); });

@@ -46,7 +46,8 @@ mlir::AffineExpr simplify(mlir::AffineExpr expr);
 
 /// The least and greatest value `expr` takes when symbol k ranges over
 /// `ranges[k]` (inclusive); nullopt for expressions other than sums,
-/// products with constants and divisions by positive constants.
+/// products (with constants, or of sizes), and divisions and remainders by
+/// positive constants.
 std::optional<std::pair<int64_t, int64_t>>
 getBounds(mlir::AffineExpr expr,
           llvm::ArrayRef<std::pair<int64_t, int64_t>> ranges);

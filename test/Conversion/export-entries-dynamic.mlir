@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -kiln-export-entries | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-export-entries | FileCheck %s
 
 // A dynamic dimension is one of the module's named dimensions: the
 // wrapper reads its size from the call's dims (kiln_abi_buffer field 1)
@@ -19,13 +19,34 @@
 // CHECK: llvm.mlir.addressof @[[SEQ]]
 // CHECK: llvm.mlir.constant(1 : i64)
 // CHECK: llvm.mlir.constant(512 : i64)
-// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr)>
+// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr)>
 // CHECK: llvm.mlir.addressof @[[DIMS_TABLE]]
 // The table went into the descriptor.
 // CHECK-NOT: kiln.dims
 module attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>]} {
   func.func @main(%x: memref<1x?x384xf32> {kiln.name = "x", kiln.dim_names = ["", "seq", ""]},
                   %y: memref<1x?x384xf32> {bufferize.result, kiln.name = "y", kiln.dim_names = ["", "seq", ""]},
+                  %status: memref<i32> {bufferize.result, kiln.status}) {
+    return
+  }
+}
+
+// -----
+
+// An output sized by an expression of the inputs' dimensions refers to a
+// computed dimension, whose program the artifact's dim_exprs lists:
+// DIM 0, CONST 2, MUL, END; the dimension the input sets has none.
+// CHECK: llvm.func internal @kiln_entry.twice
+// CHECK-DAG: llvm.mlir.global private constant @{{.*}}(dense<[1, -2]> : tensor<2xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[PROGRAM:kiln.abi.[0-9]+]](dense<[2, 0, 1, 2, 4, 0, 0, 0]> : tensor<8xi64>)
+// CHECK: llvm.mlir.global private constant @[[EXPRS:kiln.abi.[0-9]+]]() {{.*}} : !llvm.array<2 x ptr>
+// CHECK-NEXT: llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT: llvm.mlir.addressof @[[PROGRAM]]
+// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr)>
+// CHECK: llvm.mlir.addressof @[[EXPRS]]
+module attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>, #kiln.dim<"seq * 2", 2, 1024, size = affine_map<()[s0] -> (s0 * 2)> of ["seq"]>]} {
+  func.func @twice(%x: memref<1x?xf32> {kiln.name = "x", kiln.dim_names = ["", "seq"]},
+                  %y: memref<1x?xf32> {bufferize.result, kiln.name = "y", kiln.dim_names = ["", "seq * 2"]},
                   %status: memref<i32> {bufferize.result, kiln.status}) {
     return
   }

@@ -150,6 +150,27 @@ func.func @pool_average(%x: tensor<1x2x5x5xf32>) -> tensor<1x2x3x3xf32> {
 
 // -----
 
+// With a dynamic width, an average counts each window's elements inside the
+// input by the same window sums over ones padded with zeros; the result's
+// width is (width + 1 + 1 - 3) floordiv 2 + 1.
+// CHECK-LABEL: func.func @pool_average_dynamic
+// CHECK: arith.floordivsi
+// CHECK: %[[SUMS:.*]] = linalg.generic
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[ONES:.*]] = linalg.fill ins(%[[ONE]] : f32) outs(%{{.*}} : tensor<?xf32>)
+// CHECK: tensor.pad %[[ONES]] low[1] high[1]
+// CHECK: tensor.yield %[[ZERO]]
+// CHECK: %[[COUNTS:.*]] = linalg.generic
+// CHECK: linalg.generic {{.*}} ins(%[[SUMS]], %[[COUNTS]] : tensor<1x3x?xf32>, tensor<?xf32>)
+// CHECK: arith.divf
+func.func @pool_average_dynamic(%x: tensor<1x3x?xf32>) -> tensor<1x3x?xf32> {
+  %0 = kiln.pool average %x kernel = [3] strides = [2] dilations = [1] pads = [1, 1] : tensor<1x3x?xf32> -> tensor<1x3x?xf32>
+  return %0 : tensor<1x3x?xf32>
+}
+
+// -----
+
 // A max pool pads with -inf and starts from it; a dynamic batch stays
 // dynamic.
 // CHECK-LABEL: func.func @pool_max

@@ -638,10 +638,10 @@ func.func @pool_window_too_large(%x: tensor<1x3x4x4xf32>) {
 
 // -----
 
-func.func @pool_dynamic_spatial(%x: tensor<1x3x?xf32>) {
-  // expected-error @+2 {{pool needs static spatial dimensions}}
+func.func @pool_dynamic_spatial_ceil(%x: tensor<1x3x?xf32>) {
+  // expected-error @+2 {{a ceil_mode pool needs static spatial dimensions}}
   // expected-error @+1 {{failed to infer returned types}}
-  %0 = kiln.pool max %x kernel = [2] strides = [1] dilations = [1] pads = [0, 0] : tensor<1x3x?xf32> -> tensor<1x3x1xf32>
+  %0 = kiln.pool max %x kernel = [2] strides = [1] dilations = [1] pads = [0, 0] ceil_mode : tensor<1x3x?xf32> -> tensor<1x3x?xf32>
   return
 }
 

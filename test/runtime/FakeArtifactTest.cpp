@@ -62,13 +62,15 @@ protected:
 };
 
 TEST_F(FakeArtifactTest, DescribesNamedDimensions) {
-  ASSERT_EQ(kiln_artifact_num_dims(artifact), 1);
+  ASSERT_EQ(kiln_artifact_num_dims(artifact), 2);
   kiln_dim_info dim;
   ASSERT_EQ(kiln_artifact_dim_info(artifact, 0, &dim), KILN_OK);
   EXPECT_STREQ(dim.name, "rows");
   EXPECT_EQ(dim.min, 1);
   EXPECT_EQ(dim.max, 8);
-  EXPECT_EQ(kiln_artifact_dim_info(artifact, 1, &dim),
+  ASSERT_EQ(kiln_artifact_dim_info(artifact, 1, &dim), KILN_OK);
+  EXPECT_STREQ(dim.name, "rows * 2");
+  EXPECT_EQ(kiln_artifact_dim_info(artifact, 2, &dim),
             KILN_ERROR_INVALID_ARGUMENT);
   kiln_tensor_info info;
   ASSERT_EQ(kiln_entry_input_info(artifact, scale, 0, &info), KILN_OK);
@@ -91,6 +93,39 @@ TEST_F(FakeArtifactTest, AllocatesOutputsAtTheCallsShape) {
     kiln_tensor_destroy(y);
     kiln_tensor_destroy(x);
   }
+}
+
+// "rows * 2" follows from the input's rows: the runtime sizes the output
+// by it and checks an output the caller passes against it.
+TEST_F(FakeArtifactTest, ComputesDimensionsFromTheInputs) {
+  int32_t flatten = -1;
+  ASSERT_EQ(kiln_artifact_find_entry(artifact, "flatten", &flatten), KILN_OK);
+  for (int64_t n : {1, 3, 8}) {
+    kiln_tensor *x = rows(n);
+    const kiln_tensor *inputs[] = {x};
+    kiln_tensor *y = nullptr;
+    ASSERT_EQ(kiln_session_run(session, flatten, inputs, 1, &y, 1), KILN_OK)
+        << kiln_last_error();
+    ASSERT_EQ(kiln_tensor_rank(y), 1);
+    EXPECT_EQ(kiln_tensor_dims(y)[0], 2 * n);
+    const float *out = static_cast<const float *>(kiln_tensor_data(y));
+    for (int64_t i = 0; i < n * 2; ++i)
+      EXPECT_EQ(out[i], static_cast<float>(i));
+    kiln_tensor_destroy(y);
+    kiln_tensor_destroy(x);
+  }
+  kiln_tensor *x = rows(3);
+  const kiln_tensor *inputs[] = {x};
+  int64_t five[] = {5};
+  kiln_tensor *wrong = nullptr;
+  ASSERT_EQ(kiln_tensor_create(KILN_DTYPE_F32, 1, five, &wrong), KILN_OK);
+  EXPECT_EQ(kiln_session_run(session, flatten, inputs, 1, &wrong, 1),
+            KILN_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(kiln_last_error(),
+               "flatten: output 'y' dimension 0 ('rows * 2') is 5, but the "
+               "inputs make it 6");
+  kiln_tensor_destroy(wrong);
+  kiln_tensor_destroy(x);
 }
 
 TEST_F(FakeArtifactTest, ChecksDimensionsAgainstTheirRange) {
@@ -219,6 +254,10 @@ TEST(FakeArtifactRefused, AMissingErrorMessage) {
 TEST(FakeArtifactRefused, AnUnknownDimension) {
   expectRefused(4, "entry 'scale' input 'x' names dimension #5, which the "
                    "artifact does not have");
+}
+
+TEST(FakeArtifactRefused, AComputedDimensionReadingAComputedOne) {
+  expectRefused(8, "dimension 'rows * 2' has a malformed computation");
 }
 
 TEST(FakeArtifactRefused, ACpuFeatureTheRuntimeCannotCheck) {

@@ -6,6 +6,8 @@
  *   scale(x: f32[rows, 2]) -> y: f32[rows, 2]   y = x * rows; counts calls
  *   count() -> n: i64[]                          n = the counter
  *   widen(a: i8[rows, 2], b: i4[rows, 2]) -> c: i32[rows, 2]   c = a + b
+ *   flatten(x: f32[rows, 2]) -> y: f32[rows * 2]   y = x's elements
+ * where "rows * 2" is a dimension the runtime computes.
  * Its code is written by hand so the runtime's side of ABI v3 is tested
  * without the compiler. It needs no CPU features.
  *===----------------------------------------------------------------------===*/
@@ -21,6 +23,7 @@
 #define FAKE_UNKNOWN_FEATURE 5
 #define FAKE_BEFORE_FEATURES 6
 #define FAKE_EVERY_FEATURE 7
+#define FAKE_BAD_EXPR 8
 #ifndef FAKE_CASE
 #define FAKE_CASE FAKE_VALID
 #endif
@@ -57,7 +60,28 @@ static int32_t widen(const kiln_abi_call *call) {
   return 0;
 }
 
-static const kiln_abi_dim dims[] = {{"rows", 1, 8}};
+static int32_t flatten(const kiln_abi_call *call) {
+  int64_t count = call->inputs[0].dims[0] * 2;
+  if (call->outputs[0].dims[0] != count)
+    return 1;
+  for (int64_t i = 0; i < count; ++i)
+    ((float *)call->outputs[0].data)[i] =
+        ((const float *)call->inputs[0].data)[i];
+  return 0;
+}
+
+static const kiln_abi_dim dims[] = {{"rows", 1, 8}, {"rows * 2", 2, 16}};
+#if FAKE_CASE == FAKE_BAD_EXPR
+/* Reads itself, a computed dimension. */
+static const int64_t rows_times_2[] = {KILN_ABI_EXPR_DIM, 1, KILN_ABI_EXPR_END,
+                                       0};
+#else
+static const int64_t rows_times_2[] = {
+    KILN_ABI_EXPR_DIM, 0, KILN_ABI_EXPR_CONST, 2,
+    KILN_ABI_EXPR_MUL, 0, KILN_ABI_EXPR_END,   0};
+#endif
+static const int64_t *const dim_exprs[] = {NULL, rows_times_2};
+static const int64_t flat[] = {KILN_ABI_DIM_REF(1)};
 #if FAKE_CASE == FAKE_BAD_DIM
 static const int64_t rows_by_2[] = {KILN_ABI_DIM_REF(5), 2};
 #else
@@ -73,6 +97,8 @@ static const kiln_abi_tensor widen_inputs[] = {
     {"a", KILN_DTYPE_I8, 2, rows_by_2}, {"b", KILN_DTYPE_I4, 2, rows_by_2}};
 static const kiln_abi_tensor widen_outputs[] = {
     {"c", KILN_DTYPE_I32, 2, rows_by_2}};
+static const kiln_abi_tensor flatten_outputs[] = {
+    {"y", KILN_DTYPE_F32, 1, flat}};
 #if FAKE_CASE == FAKE_NULL_ERROR
 static const char *const errors[] = {NULL};
 #else
@@ -88,6 +114,7 @@ static const kiln_abi_entry entries[] = {
     {"count", count, 0, 1, NULL, count_outputs, 0, NULL, 0},
 #endif
     {"widen", widen, 2, 1, widen_inputs, widen_outputs, 0, NULL, 0},
+    {"flatten", flatten, 1, 1, scale_inputs, flatten_outputs, 1, errors, 0},
 };
 
 #if FAKE_CASE == FAKE_UNKNOWN_FEATURE
@@ -109,14 +136,15 @@ static const kiln_abi_artifact artifact = {
     .size = sizeof(kiln_abi_artifact),
 #endif
     .entry_size = sizeof(kiln_abi_entry),
-    .num_entries = 3,
+    .num_entries = 4,
     .entries = entries,
-    .num_dims = 1,
+    .num_dims = 2,
     .dims = dims,
     .state_size = sizeof(int64_t),
     .state_init = &initial_count,
     .producer = "fake",
     .cpu_features = FAKE_CPU_FEATURES,
+    .dim_exprs = dim_exprs,
 };
 
 #if FAKE_CASE == FAKE_V2

@@ -83,11 +83,40 @@ def Kiln_DimAttr : Kiln_Attr<"Dim", "dim"> {
     ```mlir
     module attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>]} { ... }
     ```
+
+    A dimension the model computes from the others, such as the size of an
+    output that concatenates two `seq`-long inputs, is named by its
+    expression and carries it: an affine map of no dims and one result,
+    whose symbols are the named dimensions listed after `of`. The runtime
+    evaluates it once the inputs have set the dimensions it reads.
+
+    ```mlir
+    #kiln.dim<"seq * 2", 2, 1024, size = affine_map<()[s0] -> (s0 * 2)> of ["seq"]>
+    ```
   }];
   let parameters = (ins StringRefParameter<"the ONNX dim_param">:$name,
-                        "int64_t":$min, "int64_t":$max);
-  let assemblyFormat = "`<` $name `,` $min `,` $max `>`";
+                        "int64_t":$min, "int64_t":$max,
+                        OptionalParameter<"::mlir::AffineMapAttr",
+                          "for a computed dimension, its size">:$size,
+                        OptionalParameter<"::mlir::ArrayAttr",
+                          "the named dimensions `size` reads">:$operands);
+  let builders = [
+    AttrBuilder<(ins "::llvm::StringRef":$name, "int64_t":$min,
+                     "int64_t":$max,
+                     CArg<"::mlir::AffineMapAttr", "{}">:$size,
+                     CArg<"::mlir::ArrayAttr", "{}">:$operands), [{
+      return $_get($_ctxt, name, min, max, size, operands);
+    }]>
+  ];
+  let skipDefaultBuilders = 1;
+  let assemblyFormat = [{
+    `<` $name `,` $min `,` $max (`,` `size` `=` $size^ `of` $operands)? `>`
+  }];
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Whether the model computes this dimension from the others.
+    bool isComputed() const { return static_cast<bool>(getSize()); }
+  }];
 }
 
 def Kiln_Activation : I32EnumAttr<"Activation", "activation of a fused product", [

@@ -89,6 +89,10 @@ LogicalResult Conv2DOp::inferReturnTypes(MLIRContext *,
     if (strides[d] < 1 || dilations[d] < 1 || pads[d] < 0 || pads[d + 2] < 0)
       return emitOptionalError(loc, "strides and dilations must be positive "
                                     "and pads non-negative");
+    if (inputType.isDynamicDim(2 + d) || filterType.isDynamicDim(2 + d)) {
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
     int64_t extent = dilations[d] * (filterType.getDimSize(2 + d) - 1) + 1;
     int64_t padded = inputType.getDimSize(2 + d) + pads[d] + pads[d + 2];
     if (padded < extent)
@@ -143,12 +147,17 @@ LogicalResult PoolOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(inputType.getShape().take_front(2));
   for (size_t d = 0; d < spatial; ++d) {
     int64_t input = inputType.getDimSize(2 + d);
-    if (ShapedType::isDynamic(input))
-      return emitOptionalError(loc, "pool needs static spatial dimensions");
     if (kernel[d] < 1 || strides[d] < 1 || dilations[d] < 1 || pads[d] < 0 ||
         pads[spatial + d] < 0)
       return emitOptionalError(loc, "kernel sizes, strides and dilations "
                                     "must be positive and pads non-negative");
+    if (ShapedType::isDynamic(input)) {
+      if (adaptor.getCeilMode())
+        return emitOptionalError(loc, "a ceil_mode pool needs static spatial "
+                                      "dimensions");
+      shape.push_back(ShapedType::kDynamic);
+      continue;
+    }
     std::optional<int64_t> count =
         getWindowCount(input, kernel[d], strides[d], dilations[d], pads[d],
                        pads[spatial + d], adaptor.getCeilMode());
@@ -165,6 +174,8 @@ int64_t PoolOp::getOverhang(unsigned d) {
   size_t spatial = getKernel().size();
   int64_t input =
       cast<RankedTensorType>(getInput().getType()).getDimSize(2 + d);
+  if (ShapedType::isDynamic(input))
+    return 0; // Not in ceil mode, every window ends inside the padding.
   int64_t extent = getDilations()[d] * (getKernel()[d] - 1) + 1;
   int64_t windows =
       cast<RankedTensorType>(getResult().getType()).getDimSize(2 + d);

@@ -69,8 +69,9 @@ def Kiln_PoolOp : Kiln_Op<"pool", [Pure, InferTypeOpAdaptor]> {
     average divides by the number of window elements inside the input, or,
     with `count_include_pad`, inside the padded input. With `ceil_mode` the
     output size rounds up, so a last window may reach past the end padding;
-    a window that would start in the end padding is dropped. The spatial
-    dimensions must be static.
+    a window that would start in the end padding is dropped. A dynamic
+    spatial dimension gives `(size + pads - extent) floordiv stride + 1`
+    windows (no `ceil_mode` then).
 
     ```mlir
     %0 = kiln.pool max %x kernel = [3, 3] strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] : tensor<1x64x112x112xf32> -> tensor<1x64x56x56xf32>

@@ -29,12 +29,23 @@ void KilnDialect::initialize() {
 }
 
 LogicalResult DimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                              StringRef name, int64_t min, int64_t max) {
+                              StringRef name, int64_t min, int64_t max,
+                              AffineMapAttr size, ArrayAttr operands) {
   if (name.empty())
     return emitError() << "a named dimension needs a name";
   if (min < 0 || min > max)
     return emitError() << "dimension '" << name << "' has the range " << min
                        << ".." << max << "; it needs 0 <= min <= max";
+  if (static_cast<bool>(size) != static_cast<bool>(operands))
+    return emitError() << "computed dimension '" << name
+                       << "' needs both its size and the dimensions it reads";
+  if (size && (size.getValue().getNumDims() != 0 ||
+               size.getValue().getNumResults() != 1 ||
+               size.getValue().getNumSymbols() != operands.size() ||
+               !llvm::all_of(operands, llvm::IsaPred<StringAttr>)))
+    return emitError() << "computed dimension '" << name
+                       << "' needs a map of one result over one symbol per "
+                          "dimension name it reads";
   return success();
 }
 

@@ -74,6 +74,31 @@ Sizes getSizesWithDynamic(OpBuilder &b, RankedTensorType type,
   return sizes;
 }
 
+/// `span floordiv stride + 1`: the windows `stride` apart whose starts lie
+/// within `span` (the padded size less the window's extent).
+OpFoldResult getWindowsAfter(OpBuilder &b, Location loc, Value span,
+                             int64_t stride) {
+  Value windows = arith::FloorDivSIOp::create(
+      b, loc, span, arith::ConstantIndexOp::create(b, loc, stride));
+  return arith::AddIOp::create(b, loc, windows,
+                               arith::ConstantIndexOp::create(b, loc, 1))
+      .getResult();
+}
+
+/// Dimension `d` of a sliding-window result: static as `resultType` has
+/// it, or the number of windows of `extent` elements, `stride` apart, that
+/// fit dimension `d` of `input` with `pads` added.
+OpFoldResult getWindowCount(OpBuilder &b, Location loc, Value input, int64_t d,
+                            RankedTensorType resultType, int64_t extent,
+                            int64_t pads, int64_t stride) {
+  if (!resultType.isDynamicDim(d))
+    return b.getIndexAttr(resultType.getDimSize(d));
+  Value span = arith::AddIOp::create(
+      b, loc, tensor::DimOp::create(b, loc, input, d),
+      arith::ConstantIndexOp::create(b, loc, pads - extent));
+  return getWindowsAfter(b, loc, span, stride);
+}
+
 FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
   Location loc = op->getLoc();
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
@@ -200,20 +225,47 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
         return headsFirst(sizes, attention.getResultSeqFirst());
       })
       .Case([&](PoolOp pool) -> FailureOr<Sizes> {
-        // N and C as the input's; the windows are static.
+        // N and C as the input's; a dynamic spatial size counts the windows
+        // that fit the padded input (no ceil mode then).
         Sizes sizes = {getSize(b, loc, pool.getInput(), 0),
                        getSize(b, loc, pool.getInput(), 1)};
-        for (int64_t d = 2; d < resultType.getRank(); ++d)
-          sizes.push_back(b.getIndexAttr(resultType.getDimSize(d)));
+        size_t spatial = pool.getKernel().size();
+        for (size_t d = 0; d < spatial; ++d)
+          sizes.push_back(getWindowCount(
+              b, loc, pool.getInput(), 2 + d, resultType,
+              pool.getDilations()[d] * (pool.getKernel()[d] - 1) + 1,
+              pool.getPads()[d] + pool.getPads()[spatial + d],
+              pool.getStrides()[d]));
         return sizes;
       })
       .Case([&](Conv2DOp conv) -> FailureOr<Sizes> {
-        // Only the batch may be dynamic.
+        // The batch as the input's, the filter's output channels, and as
+        // many positions as the filter fits in the padded input.
         Sizes sizes = {getSize(b, loc, conv.getInput(), 0)};
-        for (int64_t d = 1; d < 4; ++d) {
-          if (resultType.isDynamicDim(d))
-            return failure();
-          sizes.push_back(b.getIndexAttr(resultType.getDimSize(d)));
+        if (resultType.isDynamicDim(1))
+          return failure();
+        sizes.push_back(b.getIndexAttr(resultType.getDimSize(1)));
+        for (int64_t d = 0; d < 2; ++d) {
+          if (!resultType.isDynamicDim(2 + d)) {
+            sizes.push_back(b.getIndexAttr(resultType.getDimSize(2 + d)));
+            continue;
+          }
+          // (size + pads - dilation * (taps - 1) - 1) floordiv stride + 1
+          int64_t dilation = conv.getDilations()[d];
+          Value taps = getValueOrCreateConstantIndexOp(
+              b, loc, getSize(b, loc, conv.getFilter(), 2 + d));
+          Value reach = arith::MulIOp::create(
+              b, loc, taps, arith::ConstantIndexOp::create(b, loc, dilation));
+          Value span = arith::SubIOp::create(
+              b, loc,
+              arith::AddIOp::create(
+                  b, loc, tensor::DimOp::create(b, loc, conv.getInput(), 2 + d),
+                  arith::ConstantIndexOp::create(b, loc,
+                                                 conv.getPads()[d] +
+                                                     conv.getPads()[2 + d] +
+                                                     dilation - 1)),
+              reach);
+          sizes.push_back(getWindowsAfter(b, loc, span, conv.getStrides()[d]));
         }
         return sizes;
       })

@@ -447,7 +447,7 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
     auto resultType = cast<RankedTensorType>(op.getType());
     if (!resultType.hasStaticShape() ||
         !cast<RankedTensorType>(op.getInput().getType()).hasStaticShape())
-      return rewriter.notifyMatchFailure(op, "dynamic convolution");
+      return lowerDynamic(op, adaptor, rewriter);
     Type f32 = resultType.getElementType();
     Value zero = createScalarConstant(rewriter, loc, f32, 0);
     Value input = padImages(rewriter, loc, adaptor.getInput(), op.getPads());
@@ -494,6 +494,40 @@ struct Conv2DLowering : OpConversionPattern<Conv2DOp> {
   }
 
 private:
+  /// A convolution with dynamic sizes as linalg's named convolution, for
+  /// one group or one per channel (the im2col panels need static sizes).
+  LogicalResult lowerDynamic(Conv2DOp op, OpAdaptor adaptor,
+                             ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto filterType = cast<RankedTensorType>(op.getFilter().getType());
+    int64_t groups = static_cast<int64_t>(op.getGroups());
+    bool depthwise = groups > 1 && filterType.getDimSize(0) == groups &&
+                     filterType.getDimSize(1) == 1;
+    if (groups != 1 && !depthwise)
+      return rewriter.notifyMatchFailure(op, "dynamic grouped convolution");
+    Value input = padImages(rewriter, loc, adaptor.getInput(), op.getPads());
+    Value init = createFilledTensor(
+        rewriter, loc, resultType,
+        createScalarConstant(rewriter, loc, resultType.getElementType(), 0),
+        getDynamicResultSizes(rewriter, op));
+    auto strides = rewriter.getI64TensorAttr(op.getStrides());
+    auto dilations = rewriter.getI64TensorAttr(op.getDilations());
+    if (!depthwise) {
+      rewriter.replaceOpWithNewOp<linalg::Conv2DNchwFchwOp>(
+          op, resultType, ValueRange{input, adaptor.getFilter()}, init, strides,
+          dilations);
+      return success();
+    }
+    // [C, 1, KH, KW] -> [C, KH, KW]
+    Value filter = tensor::CollapseShapeOp::create(
+        rewriter, loc, adaptor.getFilter(),
+        ArrayRef<ReassociationIndices>{{0, 1}, {2}, {3}});
+    rewriter.replaceOpWithNewOp<linalg::DepthwiseConv2DNchwChwOp>(
+        op, resultType, ValueRange{input, filter}, init, strides, dilations);
+    return success();
+  }
+
   int64_t patchColumns;
 };
 

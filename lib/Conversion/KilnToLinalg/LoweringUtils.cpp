@@ -89,6 +89,14 @@ Value kiln::reshapeTensor(OpBuilder &b, Location loc, Value value,
     return flat.getType() == type
                ? flat
                : tensor::CastOp::create(b, loc, type, flat).getResult();
+  // A dynamic input reshaped to a fixed shape: the runtime has checked
+  // its element count (a requirement of the artifact).
+  if (type.hasStaticShape() &&
+      cast<RankedTensorType>(flat.getType()).isDynamicDim(0))
+    flat = tensor::CastOp::create(
+        b, loc,
+        RankedTensorType::get({type.getNumElements()}, type.getElementType()),
+        flat);
   SmallVector<OpFoldResult> outputShape;
   size_t next = 0;
   for (int64_t size : type.getShape())
@@ -185,7 +193,8 @@ Value kiln::padImages(OpBuilder &b, Location loc, Value input,
     high.push_back(b.getIndexAttr(p));
   SmallVector<int64_t> shape(inputType.getShape());
   for (int d = 0; d < 2; ++d)
-    shape[2 + d] += pads[d] + pads[d + 2];
+    if (!inputType.isDynamicDim(2 + d))
+      shape[2 + d] += pads[d] + pads[d + 2];
   Type elementType = inputType.getElementType();
   return tensor::PadOp::create(
       b, loc, RankedTensorType::get(shape, elementType), input, low, high,

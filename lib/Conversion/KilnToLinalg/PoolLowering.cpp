@@ -1,10 +1,10 @@
-//===- PoolLowering.cpp - kiln.pool to linalg
-//------------------------------===//
+//===- PoolLowering.cpp - kiln.pool to linalg -----------------------------===//
 //
 // A pool is a linalg.generic over [N, C, windows..., window elements...]
 // reading the input padded with the reduction's neutral element; an average
 // then divides each window by its element count, a constant computed here
-// (the spatial dimensions are static).
+// when the spatial dimensions are static, the same window sums over ones
+// when they are not.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
@@ -67,6 +67,103 @@ DenseElementsAttr getWindowSizes(PoolOp op) {
       ArrayRef<float>(sizes));
 }
 
+/// The reduction (max, or else sum) of each window of `padded`, whose
+/// first `lead` dimensions are kept as they are, into `init`: loops over
+/// those, the windows, then the window's elements, whose extents come from
+/// an uninitialized tensor of the kernel's shape.
+Value reduceWindows(OpBuilder &b, Location loc, PoolOp op, Value padded,
+                    Value init, unsigned lead, bool isMax) {
+  MLIRContext *ctx = b.getContext();
+  ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
+                    dilations = op.getDilations();
+  unsigned spatial = kernel.size();
+  unsigned numLoops = lead + 2 * spatial;
+  SmallVector<AffineExpr> inputExprs;
+  for (unsigned d = 0; d < lead; ++d)
+    inputExprs.push_back(getAffineDimExpr(d, ctx));
+  SmallVector<AffineExpr> windowExprs, resultExprs = inputExprs;
+  for (unsigned d = 0; d < spatial; ++d) {
+    AffineExpr window = getAffineDimExpr(lead + d, ctx);
+    AffineExpr element = getAffineDimExpr(lead + spatial + d, ctx);
+    inputExprs.push_back(window * strides[d] + element * dilations[d]);
+    windowExprs.push_back(element);
+    resultExprs.push_back(window);
+  }
+  SmallVector<AffineMap> maps = {AffineMap::get(numLoops, 0, inputExprs, ctx),
+                                 AffineMap::get(numLoops, 0, windowExprs, ctx),
+                                 AffineMap::get(numLoops, 0, resultExprs, ctx)};
+  SmallVector<utils::IteratorType> iterators(lead + spatial,
+                                             utils::IteratorType::parallel);
+  iterators.append(spatial, utils::IteratorType::reduction);
+  auto type = cast<RankedTensorType>(init.getType());
+  Value window = tensor::EmptyOp::create(b, loc, kernel, type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{padded, window}, init, maps, iterators,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value combined =
+                   isMax ? arith::MaximumFOp::create(nb, l, args[0], args[2])
+                               .getResult()
+                         : createSumStep(nb, l, args[0], args[2]);
+               linalg::YieldOp::create(nb, l, combined);
+             })
+      .getResult(0);
+}
+
+/// `input` padded on its last dimensions by `pads` (begin pads, then end
+/// pads) and the ceil-mode overhang, with `value`.
+Value padSpatial(OpBuilder &b, Location loc, PoolOp op, Value input,
+                 Value value) {
+  auto type = cast<RankedTensorType>(input.getType());
+  unsigned spatial = op.getKernel().size();
+  unsigned lead = type.getRank() - spatial;
+  ArrayRef<int64_t> pads = op.getPads();
+  SmallVector<OpFoldResult> low(lead, b.getIndexAttr(0)),
+      high(lead, b.getIndexAttr(0));
+  SmallVector<int64_t> paddedShape(type.getShape());
+  bool padded = false;
+  for (unsigned d = 0; d < spatial; ++d) {
+    int64_t end = pads[spatial + d] + op.getOverhang(d);
+    low.push_back(b.getIndexAttr(pads[d]));
+    high.push_back(b.getIndexAttr(end));
+    padded |= pads[d] + end > 0;
+    if (!type.isDynamicDim(lead + d))
+      paddedShape[lead + d] += pads[d] + end;
+  }
+  if (!padded)
+    return input;
+  return tensor::PadOp::create(
+      b, loc, RankedTensorType::get(paddedShape, type.getElementType()), input,
+      low, high, value);
+}
+
+/// How many elements each window of an average counts, as a tensor of the
+/// result's spatial shape: a constant when the sizes are static, else the
+/// window sums of ones over the input padded with ones (count_include_pad)
+/// or zeros (no ceil-mode overhang with dynamic sizes).
+Value getWindowCounts(OpBuilder &b, Location loc, PoolOp op, Value pooled) {
+  auto resultType = cast<RankedTensorType>(op.getType());
+  if (!llvm::any_of(resultType.getShape().drop_front(2), ShapedType::isDynamic))
+    return arith::ConstantOp::create(b, loc, getWindowSizes(op));
+  Type elementType = resultType.getElementType();
+  unsigned rank = resultType.getRank();
+  SmallVector<OpFoldResult> inputSizes, countSizes;
+  for (unsigned d = 2; d < rank; ++d) {
+    inputSizes.push_back(tensor::getMixedSize(b, loc, op.getInput(), d));
+    countSizes.push_back(tensor::getMixedSize(b, loc, pooled, d));
+  }
+  auto filled = [&](Value value, ArrayRef<OpFoldResult> sizes) {
+    Value empty = tensor::EmptyOp::create(b, loc, sizes, elementType);
+    return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+  };
+  Value one = createScalarConstant(b, loc, elementType, 1.0);
+  Value zero = createScalarConstant(b, loc, elementType, 0.0);
+  Value ones = filled(one, inputSizes);
+  Value padding = op.getCountIncludePad() ? one : zero;
+  Value init = filled(zero, countSizes);
+  return reduceWindows(b, loc, op, padSpatial(b, loc, op, ones, padding), init,
+                       /*lead=*/0, /*isMax=*/false);
+}
+
 struct PoolLowering : OpConversionPattern<PoolOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -75,12 +172,8 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
-    auto inputType = cast<RankedTensorType>(op.getInput().getType());
     auto resultType = cast<RankedTensorType>(op.getType());
     Type elementType = resultType.getElementType();
-    ArrayRef<int64_t> kernel = op.getKernel(), strides = op.getStrides(),
-                      dilations = op.getDilations(), pads = op.getPads();
-    unsigned spatial = kernel.size();
     bool isMax = op.getKind() == PoolKind::Max;
     Value neutral = createScalarConstant(
         rewriter, loc, elementType,
@@ -88,64 +181,19 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
 
     // The input padded with the neutral element, the ceil-mode overhang
     // included, so every window reads inside it.
-    SmallVector<OpFoldResult> low(2, rewriter.getIndexAttr(0)),
-        high(2, rewriter.getIndexAttr(0));
-    SmallVector<int64_t> paddedShape(inputType.getShape());
-    for (unsigned d = 0; d < spatial; ++d) {
-      int64_t end = pads[spatial + d] + op.getOverhang(d);
-      low.push_back(rewriter.getIndexAttr(pads[d]));
-      high.push_back(rewriter.getIndexAttr(end));
-      paddedShape[2 + d] += pads[d] + end;
-    }
-    Value input = adaptor.getInput();
-    if (paddedShape != inputType.getShape())
-      input = tensor::PadOp::create(
-          rewriter, loc, RankedTensorType::get(paddedShape, elementType), input,
-          low, high, neutral);
-
-    // Loops: N, C, the windows, then the window's elements (reductions),
-    // whose extents come from an uninitialized tensor of the kernel's shape.
-    unsigned numLoops = 2 + 2 * spatial;
-    SmallVector<AffineExpr> inputExprs = {getAffineDimExpr(0, ctx),
-                                          getAffineDimExpr(1, ctx)};
-    SmallVector<AffineExpr> windowExprs, resultExprs = inputExprs;
-    for (unsigned d = 0; d < spatial; ++d) {
-      AffineExpr window = getAffineDimExpr(2 + d, ctx);
-      AffineExpr element = getAffineDimExpr(2 + spatial + d, ctx);
-      inputExprs.push_back(window * strides[d] + element * dilations[d]);
-      windowExprs.push_back(element);
-      resultExprs.push_back(window);
-    }
-    SmallVector<AffineMap> maps = {
-        AffineMap::get(numLoops, 0, inputExprs, ctx),
-        AffineMap::get(numLoops, 0, windowExprs, ctx),
-        AffineMap::get(numLoops, 0, resultExprs, ctx)};
-    SmallVector<utils::IteratorType> iterators(2 + spatial,
-                                               utils::IteratorType::parallel);
-    iterators.append(spatial, utils::IteratorType::reduction);
-    Value window = tensor::EmptyOp::create(rewriter, loc, kernel, elementType);
+    Value input = padSpatial(rewriter, loc, op, adaptor.getInput(), neutral);
     SmallVector<Value> dynamicSizes = getDynamicResultSizes(rewriter, op);
     Value init =
         createFilledTensor(rewriter, loc, resultType, neutral, dynamicSizes);
     Value pooled =
-        linalg::GenericOp::create(
-            rewriter, loc, resultType, ValueRange{input, window}, init, maps,
-            iterators,
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              Value combined =
-                  isMax ? arith::MaximumFOp::create(b, l, args[0], args[2])
-                              .getResult()
-                        : createSumStep(b, l, args[0], args[2]);
-              linalg::YieldOp::create(b, l, combined);
-            })
-            .getResult(0);
+        reduceWindows(rewriter, loc, op, input, init, /*lead=*/2, isMax);
     if (op.getKind() != PoolKind::Average) {
       rewriter.replaceOp(op, pooled);
       return success();
     }
 
     // Divide each window by its element count, read broadcast over N, C.
-    Value sizes = arith::ConstantOp::create(rewriter, loc, getWindowSizes(op));
+    Value sizes = getWindowCounts(rewriter, loc, op, pooled);
     unsigned rank = resultType.getRank();
     SmallVector<AffineExpr> spatialExprs;
     for (unsigned d = 2; d < rank; ++d)

@@ -128,6 +128,7 @@ inline constexpr Field kArtifactFields[] = {
     KILN_ABI_FIELD(kiln_abi_artifact, state_init),
     KILN_ABI_FIELD(kiln_abi_artifact, producer),
     KILN_ABI_FIELD(kiln_abi_artifact, cpu_features),
+    KILN_ABI_FIELD(kiln_abi_artifact, dim_exprs),
 };
 
 static_assert(hasNaturalLayout(kDimFields, sizeof(kiln_abi_dim)));

@@ -374,7 +374,6 @@ public:
     });
   }
 
-  /// The artifact descriptor's symbol.
   /// The table of named dimensions, or "" for none.
   StringRef dimTable(ArrayRef<DimAttr> dims) {
     if (dims.empty())
@@ -394,7 +393,26 @@ public:
     });
   }
 
+  /// The table of computed dimensions' programs (kiln_abi_expr_op), or ""
+  /// when no dimension is computed.
+  StringRef dimExprTable(ArrayRef<SmallVector<int64_t>> programs) {
+    if (llvm::all_of(programs, [](auto &p) { return p.empty(); }))
+      return "";
+    SmallVector<StringRef> symbols;
+    for (ArrayRef<int64_t> program : programs)
+      symbols.push_back(program.empty() ? StringRef() : int64Array(program));
+    auto type = LLVM::LLVMArrayType::get(ptrType, programs.size());
+    return global(type, [&](LLVMBuilder &llvm) {
+      SmallVector<Value> pointers;
+      for (StringRef symbol : symbols)
+        pointers.push_back(addressOrNull(llvm, symbol));
+      return llvm.aggregate(type, pointers);
+    });
+  }
+
+  /// The artifact descriptor's symbol.
   StringRef artifact(MutableArrayRef<Entry> entries, ArrayRef<DimAttr> dims,
+                     ArrayRef<SmallVector<int64_t>> dimPrograms,
                      int64_t stateSize, DenseElementsAttr stateInit,
                      StringRef cpuFeatures) {
     auto entryType = abi::getStructType(context, abi::kEntryFields);
@@ -421,6 +439,7 @@ public:
       return llvm.aggregate(entriesType, rows);
     });
     StringRef dimensions = dimTable(dims);
+    StringRef dimExprs = dimExprTable(dimPrograms);
     StringRef producer = string("kiln " KILN_VERSION);
     StringRef features = string(cpuFeatures);
     StringRef initial =
@@ -435,9 +454,9 @@ public:
           {llvm.i32(KILN_ABI_VERSION), llvm.i32(sizeof(kiln_abi_artifact)),
            llvm.i32(sizeof(kiln_abi_entry)), llvm.i32(entries.size()),
            llvm.address(entryTable), llvm.i32(dims.size()),
-           addressOrNull(llvm, dimensions),
-           llvm.i64(stateSize), addressOrNull(llvm, initial),
-           llvm.address(producer), llvm.address(features)});
+           addressOrNull(llvm, dimensions), llvm.i64(stateSize),
+           addressOrNull(llvm, initial), llvm.address(producer),
+           llvm.address(features), addressOrNull(llvm, dimExprs)});
     });
   }
 
@@ -468,6 +487,79 @@ private:
   unsigned counter = 0;
 };
 
+/// Appends the postfix program computing `expr` to `program`, its symbol k
+/// the artifact's dimension `operands[k]`.
+void appendProgram(AffineExpr expr, ArrayRef<int64_t> operands,
+                   SmallVectorImpl<int64_t> &program) {
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+    program.append({KILN_ABI_EXPR_CONST, constant.getValue()});
+    return;
+  }
+  if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
+    program.append({KILN_ABI_EXPR_DIM, operands[symbol.getPosition()]});
+    return;
+  }
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  appendProgram(binary.getLHS(), operands, program);
+  appendProgram(binary.getRHS(), operands, program);
+  switch (binary.getKind()) {
+  case AffineExprKind::Add:
+    program.append({KILN_ABI_EXPR_ADD, 0});
+    return;
+  case AffineExprKind::Mul:
+    program.append({KILN_ABI_EXPR_MUL, 0});
+    return;
+  case AffineExprKind::FloorDiv:
+    program.append({KILN_ABI_EXPR_FLOORDIV, 0});
+    return;
+  case AffineExprKind::CeilDiv:
+    program.append({KILN_ABI_EXPR_CEILDIV, 0});
+    return;
+  case AffineExprKind::Mod:
+    program.append({KILN_ABI_EXPR_MOD, 0});
+    return;
+  default:
+    llvm_unreachable("a dimension's size has no dims");
+  }
+}
+
+/// The depth of the stack evaluating `expr` needs.
+unsigned getStackDepth(AffineExpr expr) {
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return 1;
+  return std::max(getStackDepth(binary.getLHS()),
+                  1 + getStackDepth(binary.getRHS()));
+}
+
+/// Each dimension's program: empty for one the inputs set.
+FailureOr<SmallVector<SmallVector<int64_t>>>
+getDimPrograms(ModuleOp module, ArrayRef<DimAttr> dims,
+               const llvm::StringMap<unsigned> &dimIndex) {
+  SmallVector<SmallVector<int64_t>> programs(dims.size());
+  for (auto [dim, program] : llvm::zip(dims, programs)) {
+    if (!dim.isComputed())
+      continue;
+    SmallVector<int64_t> operands;
+    for (auto name : dim.getOperands().getAsValueRange<StringAttr>()) {
+      auto known = dimIndex.find(name);
+      if (known == dimIndex.end() || dims[known->second].isComputed())
+        return module.emitError()
+               << "internal error: computed dimension '" << dim.getName()
+               << "' reads '" << name
+               << "', which is not a dimension the inputs set";
+      operands.push_back(known->second);
+    }
+    AffineExpr size = dim.getSize().getValue().getResult(0);
+    if (getStackDepth(size) > KILN_ABI_EXPR_MAX_DEPTH)
+      return module.emitError() << "dimension '" << dim.getName()
+                                << "' is too deep an expression for the ABI";
+    appendProgram(size, operands, program);
+    program.append({KILN_ABI_EXPR_END, 0});
+  }
+  return programs;
+}
+
 struct ExportEntriesPass
     : kiln::impl::ExportEntriesPassBase<ExportEntriesPass> {
   using ExportEntriesPassBase::ExportEntriesPassBase;
@@ -481,6 +573,10 @@ struct ExportEntriesPass
         dimIndex[dim.getName()] = dims.size();
         dims.push_back(dim);
       }
+    FailureOr<SmallVector<SmallVector<int64_t>>> dimPrograms =
+        getDimPrograms(module, dims, dimIndex);
+    if (failed(dimPrograms))
+      return signalPassFailure();
     std::vector<Entry> entries;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!isEntryPoint(func))
@@ -504,8 +600,8 @@ struct ExportEntriesPass
     DescriptorBuilder descriptor(module);
     for (Entry &entry : entries)
       entry.wrapper = buildWrapper(descriptor.builder(), entry);
-    descriptor.getter(
-        descriptor.artifact(entries, dims, stateSize, stateInit, cpuFeatures));
+    descriptor.getter(descriptor.artifact(entries, dims, *dimPrograms,
+                                          stateSize, stateInit, cpuFeatures));
     module->removeAttr(kDimsAttr);
 
     // The descriptor now holds what the attributes said (LLVM has no use
