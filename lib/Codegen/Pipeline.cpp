@@ -154,6 +154,9 @@ void addLlvmConversion(OpPassManager &pm) {
   pm.addPass(createUBToLLVMConversionPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  // Libm calls on vectors (acosh, asinh, atanh of a vectorized loop) are
+  // one call per lane, between vector.extract and vector.insert.
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLlvm));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

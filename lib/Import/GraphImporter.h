@@ -93,16 +93,20 @@ public:
 
   /// What the inputs' named dimensions must satisfy for the graph to be
   /// valid, such as the element count of a dynamic input reshaped to a
-  /// fixed shape: `expr` must equal `value`. The artifact lists each as a
-  /// computed dimension of that one size, which the runtime checks before
+  /// fixed shape: `expr` must lie in `min`..`max`. The artifact lists each
+  /// as a computed dimension of that range, which the runtime checks before
   /// a call runs.
   struct Requirement {
     mlir::AffineExpr expr;
-    int64_t value;
+    int64_t min, max;
     std::string where;
   };
+  void require(mlir::AffineExpr expr, int64_t min, int64_t max,
+               std::string where) {
+    requirements.push_back({expr, min, max, std::move(where)});
+  }
   void require(mlir::AffineExpr expr, int64_t value, std::string where) {
-    requirements.push_back({expr, value, std::move(where)});
+    require(expr, value, value, std::move(where));
   }
   llvm::ArrayRef<Requirement> getRequirements() const { return requirements; }
 

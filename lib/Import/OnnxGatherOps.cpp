@@ -13,6 +13,8 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace kiln;
 
@@ -181,11 +183,15 @@ LogicalResult kiln::importCompress(NodeImporter &node) {
   for (auto [i, keep] : llvm::enumerate(values.getValues<bool>())) {
     if (!keep)
       continue;
-    if (ShapedType::isDynamic(size) || static_cast<int64_t>(i) >= size)
+    if (!ShapedType::isDynamic(size) && static_cast<int64_t>(i) >= size)
       return node.emitError()
              << "condition selects position " << i << " of an axis of " << size;
     positions.push_back(i);
   }
+  // A dynamic axis must hold every selected position: the runtime checks.
+  if (ShapedType::isDynamic(size) && !positions.empty())
+    node.graph.require(node.graph.getShape(data)[axis], positions.back() + 1,
+                       std::numeric_limits<int64_t>::max(), node.describe());
   Value indices = ConstantOp::create(
       node.b, node.loc,
       DenseElementsAttr::get(

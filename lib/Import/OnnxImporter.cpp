@@ -255,16 +255,23 @@ getComputedDims(ArrayRef<SymbolicInts> outputShapes,
         importer.describe(requirement.expr) + " at " + requirement.where;
     std::optional<std::pair<int64_t, int64_t>> bounds =
         getBounds(requirement.expr, ranges);
-    if (bounds && (requirement.value < bounds->first ||
-                   requirement.value > bounds->second))
-      return emitError(loc)
-             << requirement.where << " needs "
-             << importer.describe(requirement.expr) << " to be "
-             << requirement.value << ", which no input sizes in range give";
+    if (bounds &&
+        (requirement.max < bounds->first || requirement.min > bounds->second))
+      return emitError(loc) << requirement.where << " needs "
+                            << importer.describe(requirement.expr) << " in "
+                            << requirement.min << ".." << requirement.max
+                            << ", which no input sizes in range give";
     if (!names.insert(name).second)
       continue;
-    computed.push_back(getComputedDim(name, requirement.expr, requirement.value,
-                                      requirement.value, symbols));
+    // Within the bounds the sizes give, the range is what the runtime
+    // checks.
+    int64_t min = requirement.min, max = requirement.max;
+    if (bounds) {
+      min = std::max(min, bounds->first);
+      max = std::min(max, bounds->second);
+    }
+    computed.push_back(
+        getComputedDim(name, requirement.expr, min, max, symbols));
   }
   return computed;
 }

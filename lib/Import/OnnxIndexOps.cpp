@@ -226,8 +226,15 @@ LogicalResult importOneHot(NodeImporter &node) {
   if (!depth || *depth < 1)
     return node.emitError() << "depth must be a positive compile-time "
                                "constant";
-  if (cast<RankedTensorType>(values->getType()).getNumElements() != 2)
+  auto valuesType = cast<RankedTensorType>(values->getType());
+  if (valuesType.getRank() != 1 ||
+      (valuesType.hasStaticShape() && valuesType.getNumElements() != 2))
     return node.emitError() << "values must hold [off, on]";
+  // A dynamic length must be 2 at run time: a requirement of the artifact.
+  if (!valuesType.hasStaticShape()) {
+    node.graph.require(node.graph.getShape(*values)[0], 2, node.describe());
+    values = createReshape(node, *values, ArrayRef<int64_t>{2});
+  }
   int64_t rank = node.getOperandType(0).getRank() + 1;
   FailureOr<int64_t> axis =
       node.normalizeAxis(node.getIntAttr("axis", -1), rank);

@@ -94,10 +94,14 @@ LogicalResult kiln::importBatchNormalization(NodeImporter &node) {
     return failure();
   // [C] -> [C, 1, ..., 1], aligning the channel with axis 1 of X.
   if (rank > 2) {
-    SmallVector<int64_t> perChannel(rank - 1, 1);
-    perChannel[0] = node.getOperandType(1).getDimSize(0);
+    SymbolicInts perChannel(rank - 1,
+                            getAffineConstantExpr(1, node.b.getContext()));
+    perChannel[0] = node.graph.getShape(inputs[1])[0];
     factor = createReshape(node, *factor, perChannel);
-    shift = createReshape(node, *shift, perChannel);
+    if (succeeded(factor))
+      shift = createReshape(node, *shift, perChannel);
+    if (failed(factor) || failed(shift))
+      return failure();
   }
   return f.result(f.apply<AddOp>(f.apply<MulOp>(inputs[0], factor), shift));
 }

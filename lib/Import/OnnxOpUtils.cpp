@@ -28,6 +28,8 @@ FailureOr<Value> kiln::createReshape(NodeImporter &node, Value input,
 Value kiln::createReshape(NodeImporter &node, Value input,
                           ArrayRef<int64_t> shape) {
   // Constant sizes need no computation, so this cannot fail.
+  assert(llvm::none_of(shape, ShapedType::isDynamic) &&
+         "a dynamic size needs the symbolic createReshape");
   return *createReshape(node, input,
                         kiln::getConstantInts(node.b.getContext(), shape));
 }

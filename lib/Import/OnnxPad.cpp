@@ -84,7 +84,14 @@ FailureOr<Value> padByConcat(NodeImporter &node, Value x, int64_t axis,
   }
   ConcatOp::Properties props;
   props.axis = node.b.getI64IntegerAttr(axis);
-  return createInferred<ConcatOp>(node, parts, props);
+  FailureOr<Value> padded = createInferred<ConcatOp>(node, parts, props);
+  // The next axis reads the shape.
+  if (succeeded(padded) &&
+      !cast<RankedTensorType>(padded->getType()).hasStaticShape()) {
+    shape[axis] = simplify(shape[axis] + (begin + end));
+    node.graph.setShape(*padded, shape);
+  }
+  return padded;
 }
 
 /// `x` without `begin` and `end` elements (both >= 0) of `axis`.
@@ -173,9 +180,13 @@ LogicalResult kiln::importPad(NodeImporter &node) {
     int64_t begin = pads[i], end = pads[count + i];
     if (begin == 0 && end == 0)
       continue;
-    if (type.isDynamicDim(axis))
-      return node.emitError()
-             << "axis " << axis << " is padded but its size is dynamic";
+    // Zeros or a constant go on either side of a dynamic axis as well;
+    // the other modes pick positions by its size.
+    if (type.isDynamicDim(axis) &&
+        (*mode != PadMode::Constant || begin < 0 || end < 0))
+      return node.emitError() << "axis " << axis
+                              << " is dynamic: Kiln pads it with a constant "
+                                 "only, by non-negative pads";
     if (failed(fill))
       return failure();
     if (begin < 0 || end < 0)

@@ -235,6 +235,7 @@ LogicalResult kiln::importDynamicQuantizeLinear(NodeImporter &node) {
       RankedTensorType::get(node.getOperandType(0).getShape(), i8),
       RankedTensorType::get({}, node.b.getF32Type()),
       RankedTensorType::get({}, i8), *input);
+  node.graph.setShape(op.getResult(), node.graph.getShape(*input));
   setByteOutputType(node, 0, true);
   setByteOutputType(node, 2, true);
   node.results.append({op.getResult(), op.getScale(), op.getZeroPoint()});

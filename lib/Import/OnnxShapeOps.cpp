@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Traits.h"
 
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -438,9 +439,27 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
   SmallVector<std::pair<int64_t, SmallVector<int64_t>>> gathers;
   for (auto [i, axis] : llvm::enumerate(*normalized)) {
     int64_t dim = type.getDimSize(axis);
-    if (ShapedType::isDynamic(dim))
-      return node.emitError() << "slicing dimension " << axis << " of "
-                              << type << " is not supported: it is dynamic";
+    if (ShapedType::isDynamic(dim)) {
+      int64_t step = *steps ? (**steps)[i] : 1;
+      int64_t start = (*starts)[i], end = (*ends)[i];
+      bool toTheEnd = end >= std::numeric_limits<int32_t>::max();
+      if (step == 1 && start == 0 && toTheEnd)
+        continue;
+      if (step < 1 || start < 0 || end < 0 || toTheEnd)
+        return node.emitError()
+               << "slicing dynamic dimension " << axis << " of " << type
+               << " needs non-negative starts and ends and a positive step";
+      // The axis must reach the end, which makes the slice static: the
+      // runtime checks the size.
+      node.graph.require(node.graph.getShape(*input)[axis], end,
+                         std::numeric_limits<int64_t>::max(), node.describe());
+      start = std::min(start, end);
+      int64_t size = (end - start + step - 1) / step;
+      offsets[axis] = size > 0 ? start : 0;
+      sizes[axis] = size;
+      strides[axis] = step;
+      continue;
+    }
     int64_t step = *steps ? (**steps)[i] : 1;
     if (step == 0)
       return node.emitError() << "steps must not be 0";
@@ -484,6 +503,45 @@ LogicalResult kiln::importSlice(NodeImporter &node) {
   return success();
 }
 
+/// `input` split into `parts` equal slices along its dynamic `axis`, as
+/// slices of the input reshaped to [..., parts, size / parts, ...]; the
+/// runtime checks that `parts` divides the size.
+static LogicalResult splitEqually(NodeImporter &node, Value input, int64_t axis,
+                                  int64_t parts) {
+  SymbolicInts shape = node.graph.getShape(input);
+  MLIRContext *context = node.b.getContext();
+  node.graph.require(simplify(shape[axis] % parts), 0, node.describe());
+  AffineExpr part = simplify(shape[axis].floorDiv(parts));
+  SymbolicInts grouped = shape;
+  grouped[axis] = part;
+  grouped.insert(grouped.begin() + axis, getAffineConstantExpr(parts, context));
+  FailureOr<Value> groups = createReshape(node, input, grouped);
+  if (failed(groups))
+    return failure();
+  auto groupsType = cast<RankedTensorType>(groups->getType());
+  SymbolicInts partShape = shape;
+  partShape[axis] = part;
+  for (int64_t i = 0; i < parts; ++i) {
+    SmallVector<int64_t> offsets(groupsType.getRank(), 0),
+        sizes(groupsType.getShape()), strides(groupsType.getRank(), 1);
+    offsets[axis] = i;
+    sizes[axis] = 1;
+    SliceOp::Properties props;
+    props.offsets = node.b.getDenseI64ArrayAttr(offsets);
+    props.sizes = node.b.getDenseI64ArrayAttr(sizes);
+    props.strides = node.b.getDenseI64ArrayAttr(strides);
+    FailureOr<Value> slice = createInferred<SliceOp>(node, *groups, props);
+    if (failed(slice))
+      return failure();
+    SymbolicInts sliceShape = grouped;
+    sliceShape[axis] = getAffineConstantExpr(1, context);
+    node.graph.setShape(*slice, sliceShape);
+    if (failed(addResult(node, createReshape(node, *slice, partShape))))
+      return failure();
+  }
+  return success();
+}
+
 /// Split into consecutive slices along `axis`.
 LogicalResult kiln::importSplit(NodeImporter &node) {
   FailureOr<Value> input = node.getOperand(0);
@@ -497,10 +555,32 @@ LogicalResult kiln::importSplit(NodeImporter &node) {
   if (failed(axis) || failed(splitOrNone))
     return failure();
   int64_t dim = type.getDimSize(*axis);
-  if (ShapedType::isDynamic(dim))
-    return node.emitError() << "splitting dimension " << *axis << " of "
-                            << type << " is not supported: it is dynamic";
   int64_t parts = node.node.output_size();
+  if (ShapedType::isDynamic(dim)) {
+    if (parts < 1)
+      return node.emitError() << "has no outputs";
+    // The runtime checks the axis against the split (a requirement).
+    SymbolicInts shape = node.graph.getShape(*input);
+    AffineExpr size = shape[*axis];
+    if (*splitOrNone) {
+      node.graph.require(size,
+                         std::accumulate((*splitOrNone)->begin(),
+                                         (*splitOrNone)->end(), int64_t(0)),
+                         node.describe());
+      shape[*axis] = getAffineConstantExpr(
+          std::accumulate((*splitOrNone)->begin(), (*splitOrNone)->end(),
+                          int64_t(0)),
+          node.b.getContext());
+      FailureOr<Value> fixed = createReshape(node, *input, shape);
+      if (failed(fixed))
+        return failure();
+      input = fixed;
+      type = cast<RankedTensorType>(fixed->getType());
+      dim = type.getDimSize(*axis);
+    } else {
+      return splitEqually(node, *input, *axis, parts);
+    }
+  }
   SmallVector<int64_t> split;
   if (*splitOrNone) {
     split = **splitOrNone;
