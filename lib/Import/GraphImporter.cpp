@@ -586,6 +586,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     importFn = lookupOpImporter(node.op_type());
   else if (domain == "com.microsoft")
     importFn = lookupMicrosoftOpImporter(node.op_type());
+  else if (domain == "ai.onnx.preview.training")
+    importFn = lookupTrainingOpImporter(node.op_type());
   // The location names the node; the message names the rest.
   if (!importFn)
     return emitError(loc) << "unsupported ONNX op '" << node.op_type()
@@ -618,6 +620,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   for (auto [name, value] : llvm::zip(node.output(), importer.results)) {
     if (name.empty())
       continue;
+    producers[name] = &node;
     bindValue(name, value);
     // Shape inference types every output it can; for the rest an integer
     // result as wide as the node's first input has that input's signedness.

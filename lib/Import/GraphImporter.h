@@ -176,6 +176,10 @@ public:
   /// The value named `name`, materializing constants. Emits an error at
   /// `loc` if the name is unknown or the constant is unsupported.
   mlir::FailureOr<mlir::Value> lookup(llvm::StringRef name, mlir::Location loc);
+  /// The node that computed the graph value `name`, if a node did.
+  const onnx::NodeProto *getProducer(llvm::StringRef name) const {
+    return producers.lookup(name);
+  }
 
   /// The integer elements of the compile-time constant `name`, or nullopt if
   /// `name` is not a constant integer tensor.
@@ -188,6 +192,7 @@ public:
 
 private:
   llvm::SmallVector<Requirement> requirements;
+  llvm::StringMap<const onnx::NodeProto *> producers;
   /// Folds the ops importing a node created (those after `lastBefore`)
   /// whose operands are all constants through their op folders, keeping
   /// `results` pointing at the replacements. The folders take small results
@@ -303,6 +308,9 @@ llvm::LogicalResult importInComputeTypes(NodeImporter &node,
 /// The importer for ONNX Runtime's contrib op `opType` (domain
 /// com.microsoft), or null.
 OpImportFn lookupMicrosoftOpImporter(llvm::StringRef opType);
+/// The importer for op `opType` of domain ai.onnx.preview.training
+/// (Gradient), or null.
+OpImportFn lookupTrainingOpImporter(llvm::StringRef opType);
 
 } // namespace kiln
 
