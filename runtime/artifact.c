@@ -132,15 +132,15 @@ int kiln_evaluate_dim_expr(const int64_t *expr, const int64_t *dim_values,
     switch (expr[0]) {
     case KILN_ABI_EXPR_ADD:
       if (__builtin_add_overflow(a, b, &r))
-        return 0;
+        return -1;
       break;
     case KILN_ABI_EXPR_MUL:
       if (__builtin_mul_overflow(a, b, &r))
-        return 0;
+        return -1;
       break;
     default:
       if (b == 0 || (a == INT64_MIN && b == -1))
-        return 0;
+        return -1;
       r = floor_divide(a, b);
       if (expr[0] == KILN_ABI_EXPR_CEILDIV)
         r = -floor_divide(-a, b);

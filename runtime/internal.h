@@ -45,8 +45,9 @@ const kiln_abi_entry *kiln_descriptor_entry(const kiln_abi_artifact *desc,
  * computes it, NULL when the inputs set it. */
 const int64_t *kiln_descriptor_dim_expr(const kiln_abi_artifact *desc,
                                         uint32_t k);
-/* Runs a validated program over the bound `dim_values`; 0 when a dimension
- * it reads is unbound (-1) or the arithmetic overflows or divides by 0. */
+/* Runs a validated program over the bound `dim_values`: 1 with `value`
+ * set, 0 when a dimension it reads is unbound (-1), -1 when the arithmetic
+ * overflows or divides by 0. */
 int kiln_evaluate_dim_expr(const int64_t *expr, const int64_t *dim_values,
                            int64_t *value);
 

@@ -254,10 +254,14 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
   /* The dimensions the compiler computes follow from the inputs'. */
   for (uint32_t k = 0; k < desc->num_dims; ++k) {
     const int64_t *expr = kiln_descriptor_dim_expr(desc, k);
-    if (!expr || !kiln_evaluate_dim_expr(expr, dim_values, &dim_values[k]))
-      continue;
+    int evaluated =
+        expr ? kiln_evaluate_dim_expr(expr, dim_values, &dim_values[k]) : 0;
     const kiln_abi_dim *dim = &desc->dims[k];
-    if (dim_values[k] < dim->min || dim_values[k] > dim->max)
+    if (evaluated < 0)
+      return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
+                       "%s: the inputs make dimension '%s' overflow",
+                       entry->name, dim->name);
+    if (evaluated && (dim_values[k] < dim->min || dim_values[k] > dim->max))
       return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
                        "%s: the inputs make dimension '%s' %lld, outside the "
                        "range %lld..%lld it was compiled for",

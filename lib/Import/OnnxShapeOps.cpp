@@ -559,27 +559,20 @@ LogicalResult kiln::importSplit(NodeImporter &node) {
   if (ShapedType::isDynamic(dim)) {
     if (parts < 1)
       return node.emitError() << "has no outputs";
-    // The runtime checks the axis against the split (a requirement).
-    SymbolicInts shape = node.graph.getShape(*input);
-    AffineExpr size = shape[*axis];
-    if (*splitOrNone) {
-      node.graph.require(size,
-                         std::accumulate((*splitOrNone)->begin(),
-                                         (*splitOrNone)->end(), int64_t(0)),
-                         node.describe());
-      shape[*axis] = getAffineConstantExpr(
-          std::accumulate((*splitOrNone)->begin(), (*splitOrNone)->end(),
-                          int64_t(0)),
-          node.b.getContext());
-      FailureOr<Value> fixed = createReshape(node, *input, shape);
-      if (failed(fixed))
-        return failure();
-      input = fixed;
-      type = cast<RankedTensorType>(fixed->getType());
-      dim = type.getDimSize(*axis);
-    } else {
+    if (!*splitOrNone)
       return splitEqually(node, *input, *axis, parts);
-    }
+    // Given sizes fix the axis: the runtime checks it has their sum (a
+    // requirement), and the split is static.
+    int64_t total = std::accumulate((*splitOrNone)->begin(),
+                                    (*splitOrNone)->end(), int64_t(0));
+    SymbolicInts shape = node.graph.getShape(*input);
+    node.graph.require(shape[*axis], total, node.describe());
+    shape[*axis] = getAffineConstantExpr(total, node.b.getContext());
+    input = createReshape(node, *input, shape);
+    if (failed(input))
+      return failure();
+    type = cast<RankedTensorType>(input->getType());
+    dim = total;
   }
   SmallVector<int64_t> split;
   if (*splitOrNone) {
