@@ -60,7 +60,8 @@ def main():
                 [os.path.join(args.bin_dir, "kiln-compile"),
                  os.path.join(folder, "model.onnx"), "-o", artifact]
                 + [f"--shape={name}=" + ",".join(map(str, shape))
-                   for name, (_, shape) in model["inputs"].items()])
+                   for name, (_, shape) in model["inputs"].items()
+                   if shape])
 
             def run_kiln(threads):
                 command = [os.path.join(args.bin_dir, "kiln-run"), artifact,

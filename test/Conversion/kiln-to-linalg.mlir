@@ -583,3 +583,35 @@ func.func @gather_nd(%d: tensor<3x4xf32>, %i: tensor<5x2xi64>) -> tensor<5xf32> 
   %0 = kiln.gather_nd %d[%i], batch_dims = 0 : tensor<3x4xf32>, tensor<5x2xi64> -> tensor<5xf32>
   return %0 : tensor<5xf32>
 }
+
+// -----
+
+// A depthwise convolution is one elementwise generic over the taps' shifted
+// windows and per-channel weights. With stride 2 the padded input is first
+// split into its even and odd columns, so every tap reads a unit-stride row.
+// CHECK-LABEL: func.func @depthwise
+// CHECK: %[[PADDED:.*]] = tensor.pad
+// CHECK: %[[W:.*]] = tensor.expand_shape {{.*}} into tensor<4x9xf32>
+// CHECK: tensor.extract_slice %[[PADDED]][0, 0, 0, 0] [1, 4, 8, 8] [1, 1, 1, 1]
+// CHECK: tensor.extract_slice %[[W]][0, 0] [4, 1] [1, 1] : tensor<4x9xf32> to tensor<4xf32>
+// CHECK: tensor.extract_slice %[[PADDED]][0, 0, 2, 2] [1, 4, 8, 8] [1, 1, 1, 1]
+// CHECK: tensor.extract_slice %[[W]][0, 8] [4, 1]
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// CHECK: arith.mulf
+// CHECK-COUNT-8: math.fma
+// CHECK-NEXT: linalg.yield
+// CHECK: %[[EVEN_COLUMNS:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 4, 10, 5] [1, 1, 1, 2]
+// CHECK: %[[EVEN:.*]] = linalg.copy ins(%[[EVEN_COLUMNS]]
+// CHECK: %[[ODD_COLUMNS:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 1] [1, 4, 10, 5] [1, 1, 1, 2]
+// CHECK: %[[ODD:.*]] = linalg.copy ins(%[[ODD_COLUMNS]]
+// CHECK: tensor.extract_slice %[[EVEN]][0, 0, 0, 0] [1, 4, 4, 4] [1, 1, 2, 1]
+// CHECK: tensor.extract_slice %[[ODD]][0, 0, 0, 0] [1, 4, 4, 4] [1, 1, 2, 1]
+// CHECK: tensor.extract_slice %[[EVEN]][0, 0, 0, 1] [1, 4, 4, 4] [1, 1, 2, 1]
+// CHECK: linalg.generic
+// CHECK-NOT: linalg.conv
+func.func @depthwise(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> (tensor<1x4x8x8xf32>, tensor<1x4x4x4xf32>) {
+  %0 = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 4 : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x8x8xf32>
+  %1 = kiln.conv2d %x, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 4 : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x4x4xf32>
+  return %0, %1 : tensor<1x4x8x8xf32>, tensor<1x4x4x4xf32>
+}

@@ -38,13 +38,19 @@
 // CHECK: arith.addf {{.*}} : vector<16xf32>
 
 // Booleans are a byte each in memory but packed bits in LLVM's vectors, and
-// a row of 10 is shorter than one vector: both stay scalar generics.
+// a row of 7 is shorter than half a vector: both stay scalar generics.
 // CHECK-LABEL: func.func @bool_select
 // CHECK-NOT: vector
 // CHECK: linalg.generic
 // CHECK-LABEL: func.func @ragged
 // CHECK-NOT: vector
 // CHECK: linalg.generic
+
+// A row of 10 (14x14 feature maps have rows of 14) fills most of a
+// vector: one vector per row.
+// CHECK-LABEL: func.func @half_row
+// CHECK: scf.forall (%{{.*}}) in (4)
+// CHECK: arith.negf %{{.*}} : vector<10xf32>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
@@ -113,7 +119,17 @@ func.func @bool_select(%c: tensor<4x32xi1>, %a: tensor<4x32xf32>) -> tensor<4x32
   } -> tensor<4x32xf32>
   return %0 : tensor<4x32xf32>
 }
-func.func @ragged(%a: tensor<4x10xf32>) -> tensor<4x10xf32> {
+func.func @ragged(%a: tensor<4x7xf32>) -> tensor<4x7xf32> {
+  %init = tensor.empty() : tensor<4x7xf32>
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<4x7xf32>) outs(%init : tensor<4x7xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %n = arith.negf %x : f32
+    linalg.yield %n : f32
+  } -> tensor<4x7xf32>
+  return %0 : tensor<4x7xf32>
+}
+func.func @half_row(%a: tensor<4x10xf32>) -> tensor<4x10xf32> {
   %init = tensor.empty() : tensor<4x10xf32>
   %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
       ins(%a : tensor<4x10xf32>) outs(%init : tensor<4x10xf32>) {

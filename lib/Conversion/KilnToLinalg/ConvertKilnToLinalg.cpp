@@ -31,6 +31,7 @@ struct ConvertKilnToLinalgPass
 
     RewritePatternSet patterns(ctx);
     kiln::populateCompositeLoweringPatterns(patterns, patchColumns);
+    kiln::populateDepthwiseConvLoweringPatterns(patterns);
     kiln::populateElementwiseLoweringPatterns(patterns);
     kiln::populateStructuredLoweringPatterns(patterns);
     kiln::populatePackedMatMulLoweringPatterns(patterns);

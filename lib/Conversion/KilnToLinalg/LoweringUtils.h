@@ -111,6 +111,9 @@ void populateQuantizedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// panels that wide and multiply them as kiln.packed_matmul does.
 void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns,
                                        int64_t patchColumns);
+/// Depthwise f32 convolutions with static shapes, as one elementwise
+/// generic over the taps' shifted windows (before the general lowering).
+void populateDepthwiseConvLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populatePackedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);

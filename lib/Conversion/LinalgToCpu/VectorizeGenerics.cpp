@@ -98,9 +98,10 @@ SmallVector<int64_t> getBlockSizes(linalg::GenericOp op, int64_t width,
   }
   if (iterators[innermost] == utils::IteratorType::parallel) {
     // A ragged row is one vector of its length: LLVM splits it into full
-    // registers and a short tail, which beats masking every block.
+    // registers and a short tail, which beats masking every block. Rows
+    // shorter than half a block (7 columns of a feature map) stay scalar.
     int64_t size = ranges[innermost] % width == 0 ? width : ranges[innermost];
-    if (size < width)
+    if (2 * size < width)
       return {};
     sizes[innermost] = size;
     elements *= size;
