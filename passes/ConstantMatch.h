@@ -111,6 +111,20 @@ inline QuantizeOp matchActivationQdq(DequantizeOp dequantize) {
   return quantize;
 }
 
+/// The filter of `conv` when it is a constant whose bytes can be read and
+/// the convolution is f32 with one group and static shapes (what the
+/// passes that transform filters at compile time rewrite), otherwise null.
+inline ConstantOp matchConstantFilter(Conv2DOp conv) {
+  auto filter = conv.getFilter().getDefiningOp<ConstantOp>();
+  auto inputType =
+      llvm::cast<mlir::RankedTensorType>(conv.getInput().getType());
+  if (!filter || conv.getGroups() != 1 || !inputType.hasStaticShape() ||
+      !conv.getType().hasStaticShape() || !inputType.getElementType().isF32() ||
+      !getRawBytes(filter.getValue()))
+    return nullptr;
+  return filter;
+}
+
 } // namespace kiln
 
 #endif // KILN_PASSES_CONSTANTMATCH_H

@@ -45,6 +45,19 @@ struct FoldConstantOperands : RewritePattern {
         return success();
       }
     }
+    if (auto concat = dyn_cast<ConcatOp>(op)) {
+      SmallVector<ElementsAttr> inputs;
+      for (Value operand : concat->getOperands())
+        if (auto constant = operand.getDefiningOp<ConstantOp>())
+          inputs.push_back(constant.getValue());
+      // Dense splats have no bytes: the general evaluation below folds them.
+      if (inputs.size() == concat->getNumOperands()) {
+        if (ElementsAttr joined = evaluateConcatBytes(concat, inputs)) {
+          rewriter.replaceOpWithNewOp<ConstantOp>(op, joined);
+          return success();
+        }
+      }
+    }
     SmallVector<DenseElementsAttr> operands;
     int64_t operandElements = 0;
     for (Value operand : op->getOperands()) {

@@ -151,6 +151,38 @@ def InsertRuntimeChecksPass : Pass<"kiln-insert-runtime-checks", "mlir::ModuleOp
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect"];
 }
 
+def FewPixelConvolutionsPass : Pass<"kiln-few-pixel-convolutions"> {
+  let summary = "Compute convolutions with few output pixels as transposed "
+                "products";
+  let description = [{
+    Rewrites each f32 `kiln.conv2d` with a constant filter, one group,
+    static shapes and at most `max-pixels` output pixels over all images
+    into patches gathered from the input (`[P, C*kh*kw]`, zeros where a tap
+    reads the padding) times the filter transposed at compile time
+    (`[C*kh*kw, F]`), then transposed back to NCHW. The matmul kernel's
+    vector columns are then the filters rather than a few pixels padded to
+    a whole panel.
+
+    ```mlir
+    %w = kiln.constant dense<...> : tensor<8x4x1x1xf32>
+    %y = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<1x4x1x1xf32>, tensor<8x4x1x1xf32> -> tensor<1x8x1x1xf32>
+    // becomes
+    %flat = kiln.reshape %x : tensor<1x4x1x1xf32> -> tensor<4xf32>
+    %i = kiln.constant dense<[[0, 1, 2, 3]]> : tensor<1x4xi64>
+    %p = kiln.gather %flat[%i], axis = 0 : tensor<4xf32>, tensor<1x4xi64> -> tensor<1x4xf32>
+    %wt = kiln.constant dense<...> : tensor<4x8xf32>
+    %m = kiln.matmul %p, %wt : tensor<1x4xf32>, tensor<4x8xf32> -> tensor<1x8xf32>
+    %y = kiln.reshape %m : tensor<1x8xf32> -> tensor<1x8x1x1xf32>
+    ```
+  }];
+  let options = [
+    Option<"maxPixels", "max-pixels", "int64_t", "8",
+           "Most output pixels (all images) to compute transposed: half a "
+           "column panel">,
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def WinogradConvolutionsPass : Pass<"kiln-winograd-convolutions"> {
   let summary = "Compute 3x3 stride-1 convolutions by Winograd's F(2x2, 3x3)";
   let description = [{

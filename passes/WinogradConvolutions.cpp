@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "passes/Passes.h"
 
+#include "passes/ConstantMatch.h"
+
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/Kiln/IR/Panels.h"
 #include "dialects/Kiln/IR/Weights.h"
@@ -68,13 +70,12 @@ struct ConvToWinograd : OpRewritePattern<Conv2DOp> {
 
   LogicalResult matchAndRewrite(Conv2DOp op,
                                 PatternRewriter &rewriter) const override {
-    auto filter = op.getFilter().getDefiningOp<ConstantOp>();
-    auto inputType = cast<RankedTensorType>(op.getInput().getType());
-    auto resultType = cast<RankedTensorType>(op.getType());
-    if (!filter || op.getGroups() != 1 || !inputType.hasStaticShape() ||
-        !resultType.hasStaticShape() || !inputType.getElementType().isF32())
+    ConstantOp filter = matchConstantFilter(op);
+    if (!filter)
       return rewriter.notifyMatchFailure(op, "not a static f32 convolution "
                                              "with a constant filter");
+    auto inputType = cast<RankedTensorType>(op.getInput().getType());
+    auto resultType = cast<RankedTensorType>(op.getType());
     auto filterType = cast<RankedTensorType>(filter.getType());
     ArrayRef<int64_t> kernel = filterType.getShape().drop_front(2);
     if (kernel != ArrayRef<int64_t>{3, 3} ||
@@ -91,12 +92,10 @@ struct ConvToWinograd : OpRewritePattern<Conv2DOp> {
     if (height % 2 != 0 || width % 2 != 0 ||
         !splitRowsIntoPanels(height / 2, width / 2, panelWidth))
       return rewriter.notifyMatchFailure(op, "tiles don't fill the panels");
-    std::optional<ArrayRef<char>> bytes = getRawBytes(filter.getValue());
-    if (!bytes)
-      return rewriter.notifyMatchFailure(op, "filter bytes unavailable");
+    ArrayRef<char> bytes = *getRawBytes(filter.getValue());
     ElementsAttr &value = transformed[filter.getValue()];
     if (!value)
-      value = transformFilter(getContext(), *bytes, filters, channels);
+      value = transformFilter(getContext(), bytes, filters, channels);
     rewriter.setInsertionPoint(filter);
     auto transform = ConstantOp::create(rewriter, filter.getLoc(), value);
     rewriter.setInsertionPoint(op);

@@ -69,6 +69,8 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   bool optimize = level >= OptLevel::O2;
   pm.addPass(createLowerSampleLoopsPass());
   if (optimize) {
+    // Before packing: the transposed filters it makes are packed weights.
+    pm.addPass(createFewPixelConvolutionsPass({layout.registerCols / 2}));
     pm.addPass(createPackWeightsPass({layout.registerCols}));
     WinogradConvolutionsPassOptions winograd;
     winograd.panelWidth = layout.registerCols;

@@ -141,3 +141,28 @@ func.func @dequantize_blocked() -> tensor<2x3x2xf32> {
   %w = kiln.dequantize %q, %s, %z axis = 1 block_size = 2 : tensor<2x3x2xi8>, tensor<2x2x2xf32>, tensor<2x2x2xi8> -> tensor<2x3x2xf32>
   return %w : tensor<2x3x2xf32>
 }
+
+// -----
+
+// Concatenated weights that are resource blobs (an LSTM's gates reordered
+// on import) are joined on their bytes, along either axis.
+// CHECK-LABEL: func.func @concat_resources
+// CHECK-DAG: kiln.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]]> : tensor<2x2xf32>
+// CHECK-DAG: kiln.constant dense<{{\[\[}}1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]]> : tensor<1x4xf32>
+// CHECK-NOT: kiln.concat
+func.func @concat_resources() -> (tensor<2x2xf32>, tensor<1x4xf32>) {
+  %a = kiln.constant dense_resource<first> : tensor<1x2xf32>
+  %b = kiln.constant dense_resource<second> : tensor<1x2xf32>
+  %rows = kiln.concat %a, %b axis = 0 : tensor<1x2xf32>, tensor<1x2xf32> -> tensor<2x2xf32>
+  %columns = kiln.concat %a, %b axis = 1 : tensor<1x2xf32>, tensor<1x2xf32> -> tensor<1x4xf32>
+  return %rows, %columns : tensor<2x2xf32>, tensor<1x4xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      first: "0x040000000000803F00000040",
+      second: "0x040000000000404000008040"
+    }
+  }
+#-}

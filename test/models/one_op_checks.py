@@ -60,19 +60,22 @@ def run_expect(kiln_bin, folder, atol):
          str(atol)], capture_output=True, text=True)
 
 
-def check_cases(kiln_bin, work, cases, pass_name, op, atol):
-    """cases: {name: (make, expected_count)}, make(folder) writing the
-    model and tensors. Exits non-zero listing every case whose op count
-    after pass_name or whose output differs."""
+def check_cases(cases, make_case, expected_count, pass_name, op, atol):
+    """Runs each of `cases` ({name: case}) in WORK_DIR/name, with
+    KILN_BIN_DIR and WORK_DIR from the command line: make_case(folder, case,
+    seed) writes its model and tensors, the IR after pass_name must hold
+    expected_count(case) `op`s and the output must match. Exits non-zero
+    listing every case that doesn't."""
+    kiln_bin, work = sys.argv[1], sys.argv[2]
     failures = []
-    for name, (make, expected_count) in cases.items():
+    for seed, (name, case) in enumerate(cases.items()):
         folder = os.path.join(work, name)
         os.makedirs(folder, exist_ok=True)
-        make(folder)
+        make_case(folder, case, seed)
         count = compile_and_dump(kiln_bin, folder, pass_name).count(op)
-        if count != expected_count:
+        if count != expected_count(case):
             failures.append(f"{name}: {count} {op} ops after {pass_name}, "
-                            f"expected {expected_count}")
+                            f"expected {expected_count(case)}")
         run = run_expect(kiln_bin, folder, atol)
         print(f"{name}: {op} x{count}; {run.stdout.strip()}")
         if run.returncode != 0:

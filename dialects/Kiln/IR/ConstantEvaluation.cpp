@@ -254,6 +254,35 @@ ElementsAttr kiln::evaluateDataMovement(Operation *op, ElementsAttr input) {
   });
 }
 
+ElementsAttr kiln::evaluateConcatBytes(ConcatOp op,
+                                       ArrayRef<ElementsAttr> inputs) {
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t size = getElementBytes(type.getElementType());
+  if (!type.hasStaticShape() || size == 0)
+    return {};
+  SmallVector<ArrayRef<char>> bytes;
+  for (ElementsAttr input : inputs) {
+    std::optional<ArrayRef<char>> raw = getRawBytes(input);
+    if (!raw)
+      return {};
+    bytes.push_back(*raw);
+  }
+  // Each input contributes one contiguous chunk per index of the axes
+  // before the concatenated one.
+  int64_t axis = static_cast<int64_t>(op.getAxis());
+  int64_t outer = getNumElements(type.getShape().take_front(axis));
+  return createElements(type, [&](MutableArrayRef<char> result) {
+    char *out = result.data();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (ArrayRef<char> input : bytes) {
+        size_t chunk = input.size() / outer;
+        std::memcpy(out, input.data() + o * chunk, chunk);
+        out += chunk;
+      }
+    }
+  });
+}
+
 bool kiln::isConstantEvaluable(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, NegOp, AbsOp,
              ReluOp, FloorOp, CeilOp, EqualOp, LessOp, LessEqualOp, AndOp, OrOp,

@@ -7,6 +7,8 @@
 
 namespace kiln {
 
+class ConcatOp;
+
 /// The most elements an op folder computes: shape arithmetic and small
 /// tables fold; anything larger is kiln-fold-constants' decision.
 constexpr int64_t kFoldElementLimit = 4096;
@@ -33,6 +35,13 @@ mlir::OpFoldResult foldConstantOperands(mlir::Operation *op,
 /// Null if `op` is none of those or `input`'s bytes can't be read.
 mlir::ElementsAttr evaluateDataMovement(mlir::Operation *op,
                                         mlir::ElementsAttr input);
+
+/// A concatenation of `inputs` computed on their bytes, as
+/// evaluateDataMovement (an LSTM's gate weights, reordered by the importer,
+/// are concatenations of resource blobs). Null if an input's bytes can't be
+/// read.
+mlir::ElementsAttr
+evaluateConcatBytes(ConcatOp op, llvm::ArrayRef<mlir::ElementsAttr> inputs);
 
 } // namespace kiln
 
