@@ -151,6 +151,29 @@ def InsertRuntimeChecksPass : Pass<"kiln-insert-runtime-checks", "mlir::ModuleOp
   let dependentDialects = ["::kiln::KilnDialect", "::mlir::arith::ArithDialect"];
 }
 
+def FoldConvolutionScalesPass : Pass<"kiln-fold-convolution-scales"> {
+  let summary = "Fold per-filter constant scales (batch norms) into "
+                "convolution filters";
+  let description = [{
+    Rewrites `kiln.mul` of a single-use f32 `kiln.conv2d` with a constant
+    filter and a constant that holds one factor per output channel (or one
+    for all) into the convolution on the filter scaled at compile time:
+    the scale of an inference BatchNormalization after kiln-fold-constants
+    has computed `gamma / sqrt(var + eps)`.
+
+    ```mlir
+    %w = kiln.constant dense<[[[[1.0]]], [[[2.0]]]]> : tensor<2x1x1x1xf32>
+    %a = kiln.constant dense<[[[3.0]], [[4.0]]]> : tensor<2x1x1xf32>
+    %c = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32> -> tensor<1x2x4x4xf32>
+    %y = kiln.mul %c, %a : tensor<1x2x4x4xf32>, tensor<2x1x1xf32>
+    // becomes
+    %w2 = kiln.constant dense<[[[[3.0]]], [[[8.0]]]]> : tensor<2x1x1x1xf32>
+    %y = kiln.conv2d %x, %w2 strides = [1, 1] dilations = [1, 1] pads = [0, 0, 0, 0] groups = 1 : tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32> -> tensor<1x2x4x4xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FewPixelConvolutionsPass : Pass<"kiln-few-pixel-convolutions"> {
   let summary = "Compute convolutions with few output pixels as transposed "
                 "products";

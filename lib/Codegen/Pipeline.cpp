@@ -39,6 +39,9 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
     pm.addPass(createFuseLayerNormPass());
     pm.addPass(createFuseAttentionPass());
     pm.addPass(createFoldAttentionTransposesPass());
+    // A batch norm's scale, computed by kiln-fold-constants, into the
+    // filter before it packs or transforms.
+    pm.addPass(createFoldConvolutionScalesPass());
   }
   // A QDQ model asks for int8 products itself; -O0 runs it as written.
   if (level >= OptLevel::O1)

@@ -144,6 +144,22 @@ func.func @dequantize_blocked() -> tensor<2x3x2xf32> {
 
 // -----
 
+// A batch norm's scale gamma / sqrt(var + eps) is computed at compile time.
+// CHECK-LABEL: func.func @batch_norm_scale
+// CHECK: %[[A:.*]] = kiln.constant dense<[1.000000e+00, 5.000000e-01]> : tensor<2xf32>
+// CHECK: return %[[A]]
+func.func @batch_norm_scale() -> tensor<2xf32> {
+  %gamma = kiln.constant dense<[2.0, 3.0]> : tensor<2xf32>
+  %var = kiln.constant dense<[3.5, 35.5]> : tensor<2xf32>
+  %eps = kiln.constant dense<0.5> : tensor<f32>
+  %v = kiln.add %var, %eps : tensor<2xf32>, tensor<f32>
+  %s = kiln.sqrt %v : tensor<2xf32>
+  %a = kiln.div %gamma, %s : tensor<2xf32>, tensor<2xf32>
+  return %a : tensor<2xf32>
+}
+
+// -----
+
 // Concatenated weights that are resource blobs (an LSTM's gates reordered
 // on import) are joined on their bytes, along either axis.
 // CHECK-LABEL: func.func @concat_resources

@@ -4,14 +4,16 @@
 usage: check_depthwise_conv.py KILN_BIN_DIR WORK_DIR
 
 Each case is a one-Conv ONNX model (seeded random weights, outputs of order
-1) with groups equal to its channels, followed by a Relu so that the
-epilogue fuses into the taps' loop: strides 1 and 2 (the latter reads the
+1) with groups equal to its channels, followed by a BatchNormalization
+(whose scale kiln-fold-convolution-scales folds into the filter) and a
+Relu, so that the epilogue fuses into the taps' loop: strides 1 and 2 (the latter reads the
 input's even and odd columns separately, so odd widths matter), 5x5 and
 dilated filters, asymmetric padding, rows of 7 (scalar) and 14 (one short
 vector), a batch. IR dumped after convert-kiln-to-linalg must hold the
 taps' kh*kw-1 fused multiply-adds (the depthwise lowering, not im2col); a
 channel multiplier of 2 is not depthwise and must not. The output must
-match PyTorch's conv2d(groups=C) to an absolute tolerance of 1e-5.
+match PyTorch's conv2d(groups=C), batch_norm (eval) and relu to an
+absolute tolerance of 1e-5.
 """
 
 import numpy as np
@@ -43,6 +45,10 @@ def make_case(folder, case, seed):
     filters = channels * multiplier
     w = (rng.standard_normal((filters, 1, kernel, kernel)) /
          kernel).astype(np.float32)
+    gamma, beta = (rng.uniform(0.5, 1.5, filters).astype(np.float32),
+                   rng.uniform(-0.5, 0.5, filters).astype(np.float32))
+    mean, var = (rng.uniform(-0.5, 0.5, filters).astype(np.float32),
+                 rng.uniform(0.5, 1.5, filters).astype(np.float32))
     reach = dilation * (kernel - 1) + 1
     out_h = (height + pads[0] + pads[2] - reach) // stride + 1
     out_w = (width + pads[1] + pads[3] - reach) // stride + 1
@@ -51,13 +57,21 @@ def make_case(folder, case, seed):
                          kernel_shape=[kernel, kernel], pads=pads,
                          strides=[stride, stride],
                          dilations=[dilation, dilation], group=channels),
-        helper.make_node("Relu", ["c"], ["y"]),
+        helper.make_node("BatchNormalization",
+                         ["c", "gamma", "beta", "mean", "var"], ["n"]),
+        helper.make_node("Relu", ["n"], ["y"]),
     ]
-    expected = torch.relu(torch.nn.functional.conv2d(
+    conv = torch.nn.functional.conv2d(
         pad_like_onnx(x, pads), torch.from_numpy(w), stride=stride,
-        dilation=dilation, groups=channels)).numpy()
+        dilation=dilation, groups=channels)
+    expected = torch.relu(torch.nn.functional.batch_norm(
+        conv, torch.from_numpy(mean), torch.from_numpy(var),
+        torch.from_numpy(gamma), torch.from_numpy(beta), training=False,
+        eps=1e-5)).numpy()
     assert expected.shape == (batch, filters, out_h, out_w)
-    write_case(folder, nodes, x, expected, {"w": w})
+    write_case(folder, nodes, x, expected,
+               {"w": w, "gamma": gamma, "beta": beta, "mean": mean,
+                "var": var})
 
 
 def main():

@@ -285,9 +285,9 @@ ElementsAttr kiln::evaluateConcatBytes(ConcatOp op,
 
 bool kiln::isConstantEvaluable(Operation *op) {
   return isa<AddOp, SubOp, MulOp, DivOp, RemOp, MinOp, MaxOp, NegOp, AbsOp,
-             ReluOp, FloorOp, CeilOp, EqualOp, LessOp, LessEqualOp, AndOp, OrOp,
-             XorOp, NotOp, SelectOp, CastOp, ReshapeOp, TransposeOp, SliceOp,
-             BroadcastOp, ConcatOp, GatherOp>(op);
+             SqrtOp, ReluOp, FloorOp, CeilOp, EqualOp, LessOp, LessEqualOp,
+             AndOp, OrOp, XorOp, NotOp, SelectOp, CastOp, ReshapeOp,
+             TransposeOp, SliceOp, BroadcastOp, ConcatOp, GatherOp>(op);
 }
 
 DenseElementsAttr
@@ -374,6 +374,11 @@ kiln::evaluateConstantOp(Operation *op, ArrayRef<DenseElementsAttr> operands) {
           }
         }
       }
+    } else if (isa<SqrtOp>(op)) {
+      // Correctly rounded, as math.sqrt is: a batch norm's folded scale.
+      if constexpr (std::is_same_v<T, float>)
+        for (float v : operands[0].getValues<float>())
+          result.push_back(std::sqrt(v));
     } else if (isa<NegOp>(op)) {
       if constexpr (std::is_same_v<T, int64_t>) {
         for (int64_t v : operands[0].getValues<int64_t>())
