@@ -29,6 +29,47 @@ def FoldConstantsPass : Pass<"kiln-fold-constants"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def ExposePastKeysValuesPass : Pass<"kiln-expose-past-keys-values", "mlir::ModuleOp"> {
+  let summary = "Give a plain full-sequence decoder past_key_values inputs";
+  let description = [{
+    A decoder exported as a plain graph (token ids `[batch, seq]` to logits,
+    every position attending to those before it) recomputes the whole
+    prefix at each step. This pass rewrites it into the Hugging Face "with
+    past" form that `kiln-build-kv-cache` turns into an in-place cache:
+
+    - each attention (a softmax between the scores product
+      `query x key_t` and the product with the values, with scaling and
+      masks between) gets inputs `past_key_values.N.key` and `.value`
+      (`[..., past_seq, depth]`, N counting attentions in program order);
+      the past rows are concatenated before the new ones and returned as
+      `present.N.key` and `.value`;
+    - a mask window sliced from a table by the sequence length (GPT-2's
+      `bias[:, :, :seq, :seq]`) becomes the window of the new positions:
+      rows from `past_seq`, columns `past_seq + seq`;
+    - a range of `seq` positions (the position embeddings' indices) starts
+      at `past_seq`.
+
+    Modules whose entry already has `past_key_values` inputs are left as
+    they are. Masks computed from positions in other ways are an error
+    naming the op.
+
+    ```mlir
+    %s = kiln.matmul %q, %kt : tensor<1x4x?x32xf32>, tensor<1x4x32x?xf32>
+    // becomes, with %past an input named past_key_values.0.key
+    %k = kiln.transpose %kt, perm = [0, 1, 3, 2] : ...
+    %present = kiln.concat %past, %k axis = 2 : ...
+    %s = kiln.matmul %q, (kiln.transpose %present ...) : ...
+    ```
+  }];
+  let options = [
+    Option<"maxContext", "max-context", "int64_t", "0",
+           "The most positions the cache will hold: the range of past_seq">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def BuildKvCachePass : Pass<"kiln-build-kv-cache", "mlir::ModuleOp"> {
   let summary = "Keep a with-past decoder's keys and values in session state";
   let description = [{

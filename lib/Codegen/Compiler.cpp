@@ -104,9 +104,11 @@ LogicalResult kiln::compileModule(ModuleOp module,
                              "supported";
   if (options.maxContext > 0 || !skipLayers.empty()) {
     PassManager pm(module.getContext());
-    if (options.maxContext > 0)
+    if (options.maxContext > 0) {
+      pm.addPass(createExposePastKeysValuesPass({options.maxContext}));
       pm.addPass(createBuildKvCachePass(
           {options.maxContext, options.kvCache == KvCacheType::Int8}));
+    }
     if (!skipLayers.empty()) {
       SkipLayersPassOptions skip;
       skip.layers.assign(skipLayers.begin(), skipLayers.end());

@@ -95,9 +95,10 @@ llvm::cl::opt<std::string> qualityBudget(
     llvm::cl::value_desc("error|psnr=DB"));
 llvm::cl::opt<int64_t> maxContext(
     "max-context",
-    llvm::cl::desc("For a decoder with past_key_values inputs: keep the KV "
-                   "cache in the session, this many positions long, behind "
-                   "an entry decode(input_ids)"),
+    llvm::cl::desc("For a decoder (with past_key_values inputs, or a plain "
+                   "graph of token ids to logits): keep the KV cache in the "
+                   "session, this many positions long, behind an entry "
+                   "decode(input_ids)"),
     llvm::cl::value_desc("positions"), llvm::cl::init(0));
 llvm::cl::opt<kiln::KvCacheType> kvCache(
     "kv-cache",
