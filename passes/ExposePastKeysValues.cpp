@@ -139,11 +139,8 @@ public:
           range.getDelta());
       range.getStartMutable().assign(
           AddOp::create(b, loc, scalar, range.getStart(), offset));
-      ++positions;
     });
   }
-
-  int positions = 0;
 
 private:
   LogicalResult rewriteSlice(DynamicSliceOp slice, Value mask) {
