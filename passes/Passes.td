@@ -138,7 +138,8 @@ def SkipLayersPass : Pass<"kiln-skip-layers", "mlir::ModuleOp"> {
 
     With `draft-entry`, the entries stay whole and a copy of the one that
     runs the model (a decoder's `decode`) is added under that name, with
-    the blocks skipped: a draft for self-speculative decoding. The draft
+    the blocks skipped (with no `layers`, a whole copy, for a draft that is
+    quantized instead): a draft for self-speculative decoding. The draft
     shares the state, but drops its writes to state it no longer reads (the
     skipped blocks' cache): those positions are past the cache's length
     once the full entry verifies the draft's tokens after a truncate, and

@@ -124,7 +124,7 @@ struct SkipLayersPass : kiln::impl::SkipLayersPassBase<SkipLayersPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<int64_t> skipped(layers.begin(), layers.end());
-    if (skipped.empty())
+    if (skipped.empty() && draftEntry.empty())
       return;
     // The entries that run the model (a decoder's truncate has no layers).
     SmallVector<func::FuncOp> models;
@@ -132,8 +132,10 @@ struct SkipLayersPass : kiln::impl::SkipLayersPassBase<SkipLayersPass> {
       if (isEntryPoint(func) && !func.getBody().getOps<LayerNormOp>().empty())
         models.push_back(func);
     if (models.empty()) {
-      emitError(module.getLoc(), "cannot skip layers: no entry point has "
-                                 "layer norms");
+      emitError(module.getLoc())
+          << (draftEntry.empty() ? "cannot skip layers"
+                                 : "cannot add a draft entry")
+          << ": no entry point has layer norms";
       return signalPassFailure();
     }
     if (!draftEntry.empty())
@@ -165,7 +167,9 @@ struct SkipLayersPass : kiln::impl::SkipLayersPassBase<SkipLayersPass> {
     draft.setSymName(draftEntry);
     module.getBody()->getOperations().insertAfter(models.front()->getIterator(),
                                                   draft);
-    if (failed(skipBlocks(draft, SmallVector<int64_t>(skipped))))
+    // A draft with every block (one quantized later) is the copy as is.
+    if (!skipped.empty() &&
+        failed(skipBlocks(draft, SmallVector<int64_t>(skipped))))
       return signalPassFailure();
     eraseWritesNotRead(draft);
     eraseDeadOps(draft);

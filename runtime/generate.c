@@ -192,8 +192,8 @@ static kiln_status open_decoder(kiln_session *session, int32_t draft_tokens,
   int32_t vocab;
   int64_t chunk;
   status = find_model_entry(artifact, "draft",
-                            "compile with --draft-skip-layers to use "
-                            "draft_tokens",
+                            "compile with --draft-skip-layers or "
+                            "--draft-quantize to use draft_tokens",
                             &out->draft, &vocab, &chunk);
   if (status != KILN_OK)
     return status;

@@ -188,6 +188,13 @@ struct CompileOptions {
   /// with these blocks dropped, sharing its cache, for self-speculative
   /// decoding (kiln_generate_options.draft_tokens). Empty: no draft.
   std::vector<int64_t> draftSkipLayers;
+  /// With maxContext: also make the entry `draft` (with draftSkipLayers'
+  /// blocks dropped, if any) and quantize its float products this way
+  /// (Int8Dynamic or Int4Weight): a draft that reads a fraction of the
+  /// weights' bytes. `decode` keeps the model's precision, so speculative
+  /// greedy output is still the model's own. None: the draft, if any, is
+  /// in the model's precision.
+  Quantization draftQuantization = Quantization::None;
   /// With maxContext, calibrationDir (token sequences) and qualityBudget:
   /// choose skipLayers by measuring perplexity on the sequences, dropping
   /// the cheapest blocks while it stays within (1 + qualityBudget) of the

@@ -211,7 +211,8 @@ typedef struct kiln_generate_options {
   kiln_token_callback on_token;
   void *user_data;
   /* Self-speculative decoding (greedy only): above 0, the artifact's
-   * `draft` entry (kiln-compile --draft-skip-layers) proposes up to this
+   * `draft` entry (kiln-compile --draft-skip-layers / --draft-quantize)
+   * proposes up to this
    * many tokens, one call each, and `decode` checks them all in one call;
    * the tokens are those plain greedy decoding gives. 0: one `decode` call
    * per token. */

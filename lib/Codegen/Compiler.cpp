@@ -34,6 +34,26 @@ void kiln::registerCompilerDialects(DialectRegistry &registry) {
   registry.insert<KilnDialect>();
 }
 
+/// The self-speculative draft's entry, which the runtime's generation
+/// loop looks up by name.
+static constexpr llvm::StringLiteral kDraftEntry = "draft";
+
+/// Quantizes the products of the draft entry only: `decode` verifies the
+/// draft's tokens in the model's own precision.
+static LogicalResult quantizeDraft(ModuleOp module, Quantization kind,
+                                   TimingScope &timing) {
+  auto draft = module.lookupSymbol<func::FuncOp>(kDraftEntry);
+  assert(draft && "kiln-skip-layers made no draft entry");
+  PassManager pm(module.getContext(), func::FuncOp::getOperationName());
+  if (kind == Quantization::Int4Weight)
+    pm.addPass(createQuantizeInt4WeightPass());
+  else
+    pm.addPass(createQuantizeInt8DynamicPass());
+  TimingScope scope = timing.nest("Draft quantization");
+  pm.enableTiming(scope);
+  return pm.run(draft);
+}
+
 /// Every dynamic dimension of an entry's outputs must be one of the
 /// module's dimensions, set by the inputs or computed from them, which the
 /// runtime can check and size.
@@ -97,11 +117,16 @@ LogicalResult kiln::compileModule(ModuleOp module,
                              "{0:2}", llvm::json::Value(std::move(choice->report)))
                       << "\n";
   }
-  if (!options.draftSkipLayers.empty() &&
-      (options.maxContext <= 0 || !options.skipLayers.empty()))
+  bool draft = !options.draftSkipLayers.empty() ||
+               options.draftQuantization != Quantization::None;
+  if (draft && (options.maxContext <= 0 || !options.skipLayers.empty()))
     return emitError(loc) << "a draft entry needs --max-context, and "
                              "--skip-layers together with it is not "
                              "supported";
+  if (options.draftQuantization == Quantization::Int8Static)
+    return emitError(loc) << "a draft is quantized int8-dynamic or "
+                             "int4-weight: int8-static's calibration runs "
+                             "the model's inputs, not token sequences";
   if (options.maxContext > 0 || !skipLayers.empty()) {
     PassManager pm(module.getContext());
     if (options.maxContext > 0) {
@@ -114,12 +139,12 @@ LogicalResult kiln::compileModule(ModuleOp module,
       skip.layers.assign(skipLayers.begin(), skipLayers.end());
       pm.addPass(createSkipLayersPass(skip));
     }
-    if (!options.draftSkipLayers.empty()) {
-      SkipLayersPassOptions draft;
-      draft.layers.assign(options.draftSkipLayers.begin(),
-                          options.draftSkipLayers.end());
-      draft.draftEntry = "draft";
-      pm.addPass(createSkipLayersPass(draft));
+    if (draft) {
+      SkipLayersPassOptions draftSkip;
+      draftSkip.layers.assign(options.draftSkipLayers.begin(),
+                              options.draftSkipLayers.end());
+      draftSkip.draftEntry = kDraftEntry;
+      pm.addPass(createSkipLayersPass(draftSkip));
     }
     if (failed(pm.run(module)))
       return failure();
@@ -130,8 +155,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
                              "diffusion cache search (--choose-cache)";
   OutputFile cacheReport;
   if (options.diffusion) {
-    if (options.maxContext > 0 || !skipLayers.empty() ||
-        !options.draftSkipLayers.empty())
+    if (options.maxContext > 0 || !skipLayers.empty() || draft)
       return emitError(loc) << "a diffusion pipeline takes no decoder "
                                "options (--max-context, --skip-layers, "
                                "--draft-skip-layers)";
@@ -249,6 +273,11 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (failed(calibrateProducts(module, options, reference)))
       return failure();
   }
+  // The draft's own precision first: the model's quantization, if any,
+  // then takes the products the draft's left in float.
+  if (options.draftQuantization != Quantization::None &&
+      failed(quantizeDraft(module, options.draftQuantization, timing)))
+    return failure();
   if (failed(runPipeline("Quantization", [&](OpPassManager &pm) {
         buildQuantizationPipeline(pm, options.quantization);
       })))

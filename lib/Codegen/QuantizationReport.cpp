@@ -21,6 +21,13 @@ std::string getNodeName(Location loc) {
   return "";
 }
 
+/// The entry point a product is in: a decoder's draft may be quantized
+/// while its `decode` is not.
+std::string getEntryName(Operation *op) {
+  auto func = op->getParentOfType<FunctionOpInterface>();
+  return func ? func.getName().str() : "";
+}
+
 } // namespace
 
 llvm::json::Object kiln::describeQuantization(ModuleOp module) {
@@ -61,6 +68,7 @@ llvm::json::Object kiln::describeQuantization(ModuleOp module) {
     auto error = product->getAttrOfType<FloatAttr>(kWeightErrorAttr);
     return llvm::json::Object{
         {"node", getNodeName(product->getLoc())},
+        {"entry", getEntryName(product)},
         {"k", k},
         {"n", n},
         {"precision", precision},
@@ -133,12 +141,12 @@ llvm::json::Object kiln::describeQuantization(ModuleOp module) {
     if (!reason)
       return;
     auto type = cast<RankedTensorType>(matmul.getRhs().getType());
-    layers.push_back(llvm::json::Object{
-        {"node", getNodeName(matmul.getLoc())},
-        {"k", type.getDimSize(0)},
-        {"n", type.getDimSize(1)},
-        {"precision", "float32"},
-        {"reason", reason.getValue()}});
+    layers.push_back(llvm::json::Object{{"node", getNodeName(matmul.getLoc())},
+                                        {"entry", getEntryName(matmul)},
+                                        {"k", type.getDimSize(0)},
+                                        {"n", type.getDimSize(1)},
+                                        {"precision", "float32"},
+                                        {"reason", reason.getValue()}});
     floatBytes += type.getNumElements() * 4;
   });
   return llvm::json::Object{

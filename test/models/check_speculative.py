@@ -3,8 +3,12 @@
 decoder compiled with --max-context and --draft-skip-layers.
 
 usage: check_speculative.py ARTIFACT PLAIN_ARTIFACT RUNTIME_LIB --max-context N
+                           [--draft-report REPORT]
 
 ARTIFACT has the draft entry; PLAIN_ARTIFACT is the same decoder without it.
+With --draft-report (ARTIFACT compiled with --draft-quantize and
+--quantize-report), the report's quantized products are all in the draft
+entry: decode, which verifies, keeps the model's precision.
 Plain greedy decoding (one decode call per token) is the reference:
 - on 24 seeded prompts of 1 to 12 tokens, generating to the end of the
   context, speculative greedy decoding with 1 to 7 draft tokens gives the
@@ -20,6 +24,7 @@ Plain greedy decoding (one decode call per token) is the reference:
   errors that say so.
 """
 import argparse
+import json
 import os
 import sys
 
@@ -36,6 +41,7 @@ def main():
     parser.add_argument("plain_artifact")
     parser.add_argument("runtime")
     parser.add_argument("--max-context", type=int, required=True)
+    parser.add_argument("--draft-report")
     args = parser.parse_args()
     runtime = Runtime(args.runtime)
     session = Session(runtime, args.artifact, threads=2)
@@ -45,6 +51,16 @@ def main():
         print(("ok: " if condition else "FAIL: ") + what)
         if not condition:
             problems.append(what)
+
+    if args.draft_report:
+        with open(args.draft_report) as f:
+            layers = json.load(f)["layers"]
+        quantized = [layer for layer in layers
+                     if layer["precision"] in ("int8", "int4")]
+        entries = sorted({layer["entry"] for layer in quantized})
+        expect(len(quantized) > 0 and entries == ["draft"],
+               f"{len(quantized)} quantized products, in entries {entries}: "
+               f"the draft only")
 
     (logits,) = session.run("decode", [np.zeros((1, 1), dtype=np.int64)])
     vocab = logits.shape[-1]

@@ -127,6 +127,16 @@ llvm::cl::list<int64_t> draftSkipLayers(
                    "without these blocks, sharing its cache, for "
                    "self-speculative decoding"),
     llvm::cl::value_desc("k,..."), llvm::cl::CommaSeparated);
+llvm::cl::opt<kiln::Quantization> draftQuantization(
+    "draft-quantize",
+    llvm::cl::desc("With --max-context, also make the entry draft (without "
+                   "--draft-skip-layers' blocks, if any) and quantize its "
+                   "products: a cheaper draft; decode keeps its precision"),
+    llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
+                                "int8 weights, rows quantized at run time"),
+                     clEnumValN(kiln::Quantization::Int4Weight, "int4-weight",
+                                "4-bit weights, one scale per 32 rows")),
+    llvm::cl::init(kiln::Quantization::None));
 enum class PipelineKind { Model, Diffusion };
 llvm::cl::opt<PipelineKind> pipelineKind(
     "pipeline", llvm::cl::desc("What the artifact runs"),
@@ -224,19 +234,46 @@ void printDiagnostic(const kiln::Diagnostic &diagnostic) {
 /// Kiln's own options and MLIR's that apply to a compile; --help lists
 /// these only (LLVM's code generators register hundreds more).
 void hideOtherOptions() {
-  static const char *const shown[] = {
-      "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
-      "quantize-report", "calibration", "quality-budget",
-      "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
-      "skip-layers-report", "draft-skip-layers",
-      "pipeline", "sampler", "steps", "cfg-scale", "null-label",
-      "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
-      "choose-cache",
-      "cache-report",
-      "target-cpu", "op-stats",
-      "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
-      "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
-      "mlir-disable-threading", "help", "version"};
+  static const char *const shown[] = {"o",
+                                      "emit",
+                                      "O0",
+                                      "O1",
+                                      "O2",
+                                      "O3",
+                                      "shape",
+                                      "dim",
+                                      "quantize",
+                                      "quantize-report",
+                                      "calibration",
+                                      "quality-budget",
+                                      "max-context",
+                                      "kv-cache",
+                                      "skip-layers",
+                                      "choose-skip-layers",
+                                      "skip-layers-report",
+                                      "draft-skip-layers",
+                                      "draft-quantize",
+                                      "pipeline",
+                                      "sampler",
+                                      "steps",
+                                      "cfg-scale",
+                                      "null-label",
+                                      "cache-interval",
+                                      "cache-threshold",
+                                      "cache-forecast",
+                                      "cache-blocks",
+                                      "choose-cache",
+                                      "cache-report",
+                                      "target-cpu",
+                                      "op-stats",
+                                      "mlir-timing",
+                                      "mlir-timing-display",
+                                      "mlir-print-ir-after-all",
+                                      "mlir-print-ir-before-all",
+                                      "mlir-print-ir-after-failure",
+                                      "mlir-disable-threading",
+                                      "help",
+                                      "version"};
   for (auto &option : llvm::cl::getRegisteredOptions()) {
     if (llvm::is_contained(shown, option.first))
       option.second->setHiddenFlag(llvm::cl::NotHidden);
@@ -466,6 +503,7 @@ int main(int argc, char **argv) {
   options.skipLayers.assign(skipLayers.begin(), skipLayers.end());
   options.draftSkipLayers.assign(draftSkipLayers.begin(),
                                  draftSkipLayers.end());
+  options.draftQuantization = draftQuantization;
   options.chooseSkipLayers = chooseSkipLayers;
   options.skipLayersReportPath = skipLayersReport;
   if (diffusion) {

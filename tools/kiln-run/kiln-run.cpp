@@ -72,8 +72,9 @@ void usage() {
       "  --generate N generate up to N tokens after the prompt (greedy unless\n"
       "               --temperature is above 0)\n"
       "  --draft K    greedy self-speculative decoding: the artifact's draft\n"
-      "               entry (kiln-compile --draft-skip-layers) proposes up to\n"
-      "               K tokens and decode checks them in one call\n");
+      "               entry (kiln-compile --draft-skip-layers or\n"
+      "               --draft-quantize) proposes up to K tokens and decode\n"
+      "               checks them in one call\n");
 }
 
 bool parseNumber(const char *text, double &value) {
