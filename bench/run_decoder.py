@@ -399,7 +399,7 @@ def speculative_table(args, compile_, runtime, window, perplexities):
 
     rows, best = [], None
     for candidate in candidates:
-        for draft in (1, 2, 3, 4):
+        for draft in (1, 2, 3, 4, 5):
             plain, fast, accepted, same = compare(candidate, draft,
                                                   calibration, 1)
             rows.append(f"| {candidate[0]} | {candidate[1]} | {draft} | "
