@@ -158,7 +158,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (options.maxContext > 0 || !skipLayers.empty() || draft)
       return emitError(loc) << "a diffusion pipeline takes no decoder "
                                "options (--max-context, --skip-layers, "
-                               "--draft-skip-layers)";
+                               "--draft-skip-layers, --draft-quantize)";
     DiffusionOptions diffusion = *options.diffusion;
     if (diffusion.chooseCache) {
       if (options.calibrationDir.empty() || !psnrBudget ||

@@ -234,46 +234,20 @@ void printDiagnostic(const kiln::Diagnostic &diagnostic) {
 /// Kiln's own options and MLIR's that apply to a compile; --help lists
 /// these only (LLVM's code generators register hundreds more).
 void hideOtherOptions() {
-  static const char *const shown[] = {"o",
-                                      "emit",
-                                      "O0",
-                                      "O1",
-                                      "O2",
-                                      "O3",
-                                      "shape",
-                                      "dim",
-                                      "quantize",
-                                      "quantize-report",
-                                      "calibration",
-                                      "quality-budget",
-                                      "max-context",
-                                      "kv-cache",
-                                      "skip-layers",
-                                      "choose-skip-layers",
-                                      "skip-layers-report",
-                                      "draft-skip-layers",
-                                      "draft-quantize",
-                                      "pipeline",
-                                      "sampler",
-                                      "steps",
-                                      "cfg-scale",
-                                      "null-label",
-                                      "cache-interval",
-                                      "cache-threshold",
-                                      "cache-forecast",
-                                      "cache-blocks",
-                                      "choose-cache",
-                                      "cache-report",
-                                      "target-cpu",
-                                      "op-stats",
-                                      "mlir-timing",
-                                      "mlir-timing-display",
-                                      "mlir-print-ir-after-all",
-                                      "mlir-print-ir-before-all",
-                                      "mlir-print-ir-after-failure",
-                                      "mlir-disable-threading",
-                                      "help",
-                                      "version"};
+  // clang-format off
+  static const char *const shown[] = {
+      "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
+      "quantize-report", "calibration", "quality-budget",
+      "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
+      "skip-layers-report", "draft-skip-layers", "draft-quantize",
+      "pipeline", "sampler", "steps", "cfg-scale", "null-label",
+      "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
+      "choose-cache", "cache-report",
+      "target-cpu", "op-stats",
+      "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
+      "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
+      "mlir-disable-threading", "help", "version"};
+  // clang-format on
   for (auto &option : llvm::cl::getRegisteredOptions()) {
     if (llvm::is_contained(shown, option.first))
       option.second->setHiddenFlag(llvm::cl::NotHidden);
