@@ -334,51 +334,42 @@ def load_prompts(folder):
             [0].tolist() for n in names]
 
 
-def speculative_table(args, compile_, runtime, window, perplexities):
-    """Self-speculative decoding on the trained decoder. Candidate drafts:
-    the single block and the pair whose static skipping costs the least
-    held-out perplexity, in float and with int4 weights
-    (--draft-quantize), and every block with int8 or int4 weights; the
-    draft and its length K are chosen by
-    tokens/s on the calibration prompts (prompt files 0-7), then measured
-    on the other 16 against plain cached decoding. Plain and speculative
+def speculative_table(args, compile_, runtime, window):
+    """Self-speculative decoding on the trained decoder, the draft chosen by
+    the compiler: kiln-compile --choose-draft times candidate drafts (the
+    cheapest block or two skipped, in float and with int4 weights, and
+    every block with int4 weights) at K = 1..5 against plain decoding after
+    the calibration sequences (training text), and records its choice in
+    the artifact. Its report's table is printed here; then the artifact,
+    left to its own K (KILN_DRAFT_TOKENS_AUTO), is measured on the 24
+    held-out prompts against plain cached decoding. Plain and speculative
     generation alternate prompt by prompt (this machine's speed drifts by
     tens of percent over seconds); per prompt the median of 3 of each."""
     prompts = load_prompts(os.path.join(args.trained, "prompts"))
-    calibration, evaluation = prompts[:8], prompts[8:]
     new_tokens = 128
-    singles = sorted((p, s) for s, p in perplexities.items() if "," not in s)
-    pairs = sorted((p, s) for s, p in perplexities.items() if "," in s)
-    skips = [s for _, s in singles[:1] + pairs[:1]]
-    # (skipped blocks, draft precision): the label and its compile flags.
-    candidates = ([(s, "f32") for s in skips] +
-                  [("none", "int8-dynamic"), ("none", "int4-weight")] +
-                  [(s, "int4-weight") for s in skips])
-    full = os.path.join(args.trained, "kv-f32.so")
-    artifacts = {}
-    for listed, precision in candidates:
-        path = os.path.join(args.trained, f"draft-{listed}-{precision}.so")
-        artifacts[listed, precision] = path
-        flags = [] if listed == "none" else ["--draft-skip-layers", listed]
-        if precision != "f32":
-            flags += ["--draft-quantize", precision]
-        run([compile_, os.path.join(args.trained, "past", "model.onnx"),
-             "--dim", "batch=1", "--dim", f"seq=1..{window}",
-             "--dim", f"past_seq=0..{window}", "--max-context", str(window),
-             "-o", path] + flags)
+    chosen = os.path.join(args.trained, "draft-chosen.so")
+    report_path = os.path.join(args.trained, "draft-report.json")
+    start = time.perf_counter()
+    run([compile_, os.path.join(args.trained, "past", "model.onnx"),
+         "--dim", "batch=1", "--dim", f"seq=1..{window}",
+         "--dim", f"past_seq=0..{window}", "--max-context", str(window),
+         "--choose-draft", "--calibration",
+         os.path.join(args.trained, "calibration"),
+         "--draft-report", report_path, "-o", chosen])
+    search_seconds = time.perf_counter() - start
+    with open(report_path) as f:
+        report = json.load(f)
 
-    def compare(candidate, draft, batch, threads):
-        """Plain and speculative tokens/s over `batch` (the sum of the
+    def compare(threads):
+        """Plain and speculative tokens/s over the prompts (the sum of the
         per-prompt median times after the first token), the accepted
         fraction of draft tokens, and how many prompts gave equal tokens."""
-        plain = Session(runtime, full, threads=threads)
-        fast = Session(runtime, artifacts[candidate], threads=threads)
+        session = Session(runtime, chosen, threads=threads)
         totals, same, counts = [0.0, 0.0], 0, GenerateStats()
-        for prompt in batch:
+        for prompt in prompts:
             times, outputs = ([], []), [None, None]
             for _ in range(3):
-                for which, (session, k) in enumerate(((plain, 0),
-                                                      (fast, draft))):
+                for which, k in enumerate((0, -1)):
                     stamps, stats = [], GenerateStats()
                     outputs[which] = generate(
                         session, prompt, new_tokens, draft_tokens=k,
@@ -391,58 +382,62 @@ def speculative_table(args, compile_, runtime, window, perplexities):
             same += outputs[0] == outputs[1]
             for which in (0, 1):
                 totals[which] += float(np.median(times[which]))
-        plain.close()
-        fast.close()
-        rates = [len(batch) * (new_tokens - 1) / t for t in totals]
+        session.close()
+        rates = [len(prompts) * (new_tokens - 1) / t for t in totals]
         return (rates[0], rates[1], counts.accepted / max(counts.drafted, 1),
                 same)
 
-    rows, best = [], None
-    for candidate in candidates:
-        for draft in (1, 2, 3, 4, 5):
-            plain, fast, accepted, same = compare(candidate, draft,
-                                                  calibration, 1)
-            rows.append(f"| {candidate[0]} | {candidate[1]} | {draft} | "
-                        f"{100 * accepted:.1f}% | {plain:.0f} | {fast:.0f} | "
-                        f"{fast / plain:.2f}x | {same} of {len(calibration)} |")
-            if best is None or fast / plain > best[2]:
-                best = (candidate, draft, fast / plain)
-    candidate, draft, _ = best
+    rows = [f"| {','.join(map(str, t['skipped'])) or 'none'} | "
+            f"{t['quantization']} | {t['draft_tokens']} | "
+            f"{100 * t['accepted']:.1f}% | "
+            f"{t['plain_tokens_per_second']:.0f} | "
+            f"{t['speculative_tokens_per_second']:.0f} | "
+            f"{t['speed_up']:.2f}x | {t['same_tokens']} of "
+            f"{report['prompts']} |" for t in report["tried"]]
+    choice = report["chosen"]
+    ranking = ", ".join(f"{p['skipped'][0]}: {p['perplexity']:.3f}"
+                        for p in report["perplexity_without_block"])
     lines = [
         "",
-        "Self-speculative decoding (`--draft-skip-layers`, "
-        "`--draft-quantize`, `kiln-run --draft K`): the draft is the decoder "
-        "without some blocks, or with its products' weights quantized, or "
-        "both, sharing its cache; it proposes K tokens, one call each, and "
-        "decode, in float, checks them in one call of K + 1 positions. "
-        "Candidate drafts: the single block and the pair whose static "
-        "skipping costs least held-out perplexity (table above), in "
-        "float and with int4 weights, and every block with int8 or int4 "
-        "weights. "
-        f"Calibration: {len(calibration)} prompts of the held-out text "
-        f"(16-64 bytes), {new_tokens} tokens each, 1 thread; plain cached "
-        "decoding and speculative decoding alternate prompt by prompt, "
-        "medians of 3 per prompt.",
+        "Self-speculative decoding, the draft chosen by the compiler "
+        "(`kiln-compile --choose-draft --calibration DIR`): the draft is "
+        "the decoder without some blocks, or with its products' weights in "
+        "int4, or both, sharing its cache; it proposes K tokens, one call "
+        "each, and decode, in float, checks them in one call of K + 1 "
+        "positions. The compiler ranks the blocks by the calibration "
+        "sequences' perplexity without each "
+        f"({ranking}), "
+        "then times each candidate at each K against plain decoding, "
+        f"generating up to 64 tokens after the first half of each of the "
+        f"{report['prompts']} calibration sequences (training text), 1 "
+        "thread, medians of 3 alternating runs; the search took "
+        f"{search_seconds:.0f} s of the compile.",
         "",
         "| draft skips | draft weights | K | accepted | plain tokens/s | "
         "speculative tokens/s | speed-up | same tokens |",
         "|---|---|---|---|---|---|---|---|",
-    ] + rows + [
-        "",
-        f"Chosen by calibration: skipping {candidate[0]}, {candidate[1]} "
-        f"weights, K = {draft}. On the "
-        f"other {len(evaluation)} prompts:",
+    ] + rows + [""]
+    if not choice:
+        lines.append("No draft was at least "
+                     f"{report['least_speed_up']:.2f}x as fast as plain "
+                     "decoding: the artifact has none.")
+        return lines
+    lines += [
+        f"Chosen: skipping {','.join(map(str, choice['skipped'])) or 'none'}"
+        f", {choice['quantization']} weights, K = {choice['draft_tokens']} "
+        "(recorded in the artifact: generation that leaves K to it uses "
+        f"this). On the {len(prompts)} held-out prompts (16-64 bytes), "
+        f"{new_tokens} tokens each:",
         "",
         "| threads | plain tokens/s | speculative tokens/s | speed-up | "
         "accepted | same tokens |",
         "|---|---|---|---|---|---|",
     ]
     for threads in (1, 2):
-        plain, fast, accepted, same = compare(candidate, draft, evaluation,
-                                              threads)
+        plain, fast, accepted, same = compare(threads)
         lines.append(f"| {threads} | {plain:.0f} | {fast:.0f} | "
                      f"{fast / plain:.2f}x | {100 * accepted:.1f}% | "
-                     f"{same} of {len(evaluation)} |")
+                     f"{same} of {len(prompts)} |")
     return lines
 
 
@@ -670,12 +665,11 @@ def main():
             f"one's bytes: int8 values plus a 4-byte scale per {depth}).",
         ]
     if args.trained:
-        skip_lines, skip_perplexities = skip_layer_table(
+        skip_lines, _ = skip_layer_table(
             args, compile_, runtime, heldout, window,
             report["settings"]["layers"], perplexities["f32"])
         lines += skip_lines
-        lines += speculative_table(args, compile_, runtime, window,
-                                   skip_perplexities)
+        lines += speculative_table(args, compile_, runtime, window)
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -107,12 +107,45 @@ FailureOr<SmallVector<CachePair>> findPairs(func::FuncOp func, int64_t &axis) {
 }
 
 /// Where one past input lives: its values (f32 or int8) and, for int8,
-/// one f32 scale per head and position.
+/// one f32 scale per head and position. Float keys that attention reads
+/// transposed (`[..., depth, positions]`) are stored that way, so a call
+/// reads the cache in place instead of transposing all of it.
 struct CacheState {
   std::string values, scales;
   RankedTensorType valuesType, scalesType;
-  int64_t axis;
+  int64_t axis; // the state's axis of positions
+  bool transposed = false;
 };
+
+/// The permutation swapping the last two of `rank` dimensions.
+SmallVector<int64_t> swapLastTwo(int64_t rank) {
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(rank));
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  return perm;
+}
+
+/// `value` with its last two dimensions swapped.
+Value transposeLastTwo(OpBuilder &b, Location loc, Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> perm = swapLastTwo(type.getRank());
+  SmallVector<int64_t> shape;
+  for (int64_t d : perm)
+    shape.push_back(type.getDimSize(d));
+  return TransposeOp::create(b, loc, type.clone(shape), value,
+                             b.getDenseI64ArrayAttr(perm));
+}
+
+/// Whether the present of `pair`, growing along `axis`, is read with its
+/// last two dimensions swapped (keys, for attention's scores).
+bool isReadTransposed(CachePair pair, int64_t axis) {
+  int64_t rank = pair.append.getType().getRank();
+  if (axis != rank - 2)
+    return false;
+  return llvm::any_of(pair.append->getUsers(), [&](Operation *user) {
+    auto transpose = dyn_cast<TransposeOp>(user);
+    return transpose && llvm::equal(transpose.getPerm(), swapLastTwo(rank));
+  });
+}
 
 FailureOr<CacheState> declareState(OpBuilder &moduleBuilder, Location loc,
                                    const CachePair &pair,
@@ -124,6 +157,11 @@ FailureOr<CacheState> declareState(OpBuilder &moduleBuilder, Location loc,
   state.axis = axis;
   state.values = pair.stateName;
   if (!int8) {
+    if (isReadTransposed(pair, axis)) {
+      state.transposed = true;
+      state.axis = axis + 1;
+      std::swap(shape[axis], shape[axis + 1]);
+    }
     state.valuesType = RankedTensorType::get(shape, pastType.getElementType());
   } else {
     int64_t depth = pastType.getRank() - 1;
@@ -162,6 +200,8 @@ Value getZeroPoints(OpBuilder &b, Location loc, RankedTensorType scalesType,
 /// Returns the values' update.
 Operation *appendPositions(OpBuilder &b, Location loc, const CacheState &state,
                            Value update, Value offset) {
+  if (state.transposed)
+    update = transposeLastTwo(b, loc, update);
   if (state.scales.empty())
     return StateUpdateOp::create(b, loc, update, state.values, state.axis,
                                  offset);
@@ -204,7 +244,7 @@ void eraseUnusedReads(Operation *op) {
   while (!worklist.empty()) {
     Operation *next = worklist.pop_back_val();
     if (!next->use_empty() || !isa<StateReadOp, DynamicSliceOp, DequantizeOp,
-                                   BroadcastOp, ConstantOp>(next))
+                                   BroadcastOp, ConstantOp, TransposeOp>(next))
       continue;
     for (Value operand : next->getOperands())
       if (Operation *producer = operand.getDefiningOp())
@@ -227,6 +267,10 @@ Value readPrefix(OpBuilder &b, Location loc, const CacheState &state, Type type,
         ValueRange{size});
   };
   Value values = prefixOf(state.values, state.valuesType);
+  // In the graph's layout; the graph's own transpose for attention then
+  // cancels this one.
+  if (state.transposed)
+    return transposeLastTwo(b, loc, values);
   if (state.scales.empty())
     return values;
   Value scales = prefixOf(state.scales, state.scalesType);

@@ -86,6 +86,13 @@ def BuildKvCachePass : Pass<"kiln-build-kv-cache", "mlir::ModuleOp"> {
     `kiln.concat` that made the present output becomes a `kiln.state_update`
     writing the new positions in place, after which attention reads the
     prefix including them. Nothing reads or computes the empty positions.
+    Float keys that the graph transposes for attention's scores (the
+    present's last two dimensions swapped, as GPT-2's `k.transpose(-2, -1)`)
+    are stored transposed, `[..., depth, max-context]`: the new positions
+    are transposed as they are written, and the prefix read back is
+    transposed to the graph's layout, which the graph's own transpose then
+    cancels, so attention reads the cache in place instead of a copy of
+    all of it transposed on every call.
     The past and present values leave the signature; `kiln_session_reset`
     starts a new sequence, and a second entry, `truncate(length)`, keeps
     only the first `length` positions (rolling back tokens a caller

@@ -327,6 +327,15 @@ kiln_artifact_cpu_features(const kiln_artifact *artifact) {
   return features ? features : "";
 }
 
+KILN_EXPORT int32_t kiln_artifact_draft_tokens(const kiln_artifact *artifact) {
+  if (!artifact ||
+      artifact->desc->size <
+          offsetof(kiln_abi_artifact, draft_tokens) + sizeof(int64_t))
+    return 0;
+  int64_t tokens = artifact->desc->draft_tokens;
+  return tokens > 0 && tokens <= INT32_MAX ? (int32_t)tokens : 0;
+}
+
 KILN_EXPORT const char *kiln_artifact_producer(const kiln_artifact *artifact) {
   return artifact && artifact->desc->producer ? artifact->desc->producer : "";
 }

@@ -10,6 +10,7 @@ KILN_EXPORT void kiln_generate_options_init(kiln_generate_options *options) {
   options->size = sizeof(*options);
   options->max_new_tokens = 16;
   options->top_p = 1.0f;
+  options->draft_tokens = KILN_DRAFT_TOKENS_AUTO;
 }
 
 /* splitmix64: small, seedable, and the same on every platform. */
@@ -305,14 +306,15 @@ static int emit(output_tokens *out, int64_t token) {
   return *out->count == options->max_new_tokens;
 }
 
-/* Greedy decoding with the draft's proposals verified by decode, after a
+/* Greedy decoding with the draft's proposals (up to `most` per round)
+ * verified by decode, after a
  * prompt of `cached` tokens whose next token `token` has been emitted. A
  * round that fails (the draft running past the context, say) rolls back
  * and continues one token per decode call, which reports any error that
  * remains where plain decoding would. */
 static kiln_status generate_speculatively(decoder *d, output_tokens *out,
-                                          int64_t token, int64_t cached) {
-  int32_t most = out->options->draft_tokens;
+                                          int32_t most, int64_t token,
+                                          int64_t cached) {
   if (most > d->chunk - 1)
     most = (int32_t)(d->chunk - 1);
   int64_t *proposal = malloc(sizeof(int64_t) * (size_t)(most + 1));
@@ -374,20 +376,27 @@ KILN_EXPORT kiln_status kiln_session_generate(
       !(options->top_p > 0 && options->top_p <= 1) ||
       options->num_stop_tokens < 0 ||
       (options->num_stop_tokens > 0 && !options->stop_tokens) ||
-      options->draft_tokens < 0)
+      (options->draft_tokens < 0 &&
+       options->draft_tokens != KILN_DRAFT_TOKENS_AUTO))
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "generate: needs a prompt of at least one token, "
                      "max_new_tokens >= 0, temperature >= 0, top_k >= 0, "
-                     "top_p in (0, 1] and draft_tokens >= 0");
+                     "top_p in (0, 1] and draft_tokens >= 0 or "
+                     "KILN_DRAFT_TOKENS_AUTO");
   if (options->draft_tokens > 0 && options->temperature > 0)
     return kiln_fail(KILN_ERROR_INVALID_ARGUMENT,
                      "generate: draft_tokens needs greedy decoding "
                      "(temperature 0); speculative sampling is not "
                      "supported");
+  int32_t draft_tokens = options->draft_tokens;
+  if (draft_tokens == KILN_DRAFT_TOKENS_AUTO)
+    draft_tokens = options->temperature > 0
+                       ? 0
+                       : kiln_artifact_draft_tokens(session->artifact);
   if (options->stats)
     memset(options->stats, 0, sizeof(*options->stats));
   decoder d;
-  kiln_status status = open_decoder(session, options->draft_tokens, &d);
+  kiln_status status = open_decoder(session, draft_tokens, &d);
   if (status != KILN_OK)
     return status;
   for (int32_t i = 0; i < prompt_length; ++i)
@@ -418,12 +427,13 @@ KILN_EXPORT kiln_status kiln_session_generate(
   output_tokens out = {options, tokens, num_tokens};
   uint64_t random = options->seed;
   const float *logits = status == KILN_OK ? logits_at(&d, count - 1) : NULL;
-  if (status == KILN_OK && options->draft_tokens > 0) {
+  if (status == KILN_OK && draft_tokens > 0) {
     int64_t token = argmax(logits, d.vocab);
     if (!emit(&out, token))
-      status = generate_speculatively(&d, &out, token, prompt_length);
+      status =
+          generate_speculatively(&d, &out, draft_tokens, token, prompt_length);
   }
-  while (status == KILN_OK && options->draft_tokens == 0) {
+  while (status == KILN_OK && draft_tokens == 0) {
     int64_t token = items ? sample(logits, d.vocab, options, items, &random)
                           : argmax(logits, d.vocab);
     if (emit(&out, token) ||

@@ -179,6 +179,10 @@ typedef struct kiln_abi_artifact {
    * computation for one the compiler derives from those (named by its
    * expression, within its min..max). */
   const int64_t *const *dim_exprs;
+  /* Tokens the `draft` entry proposes per round of greedy generation when
+   * the caller leaves the choice to the artifact (the compiler's choice:
+   * kiln-compile --draft-tokens or --choose-draft); 0 for none. */
+  int64_t draft_tokens;
 } kiln_abi_artifact;
 
 typedef const kiln_abi_artifact *(*kiln_abi_artifact_fn)(void);

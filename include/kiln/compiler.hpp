@@ -195,6 +195,17 @@ struct CompileOptions {
   /// greedy output is still the model's own. None: the draft, if any, is
   /// in the model's precision.
   Quantization draftQuantization = Quantization::None;
+  /// With a draft: the tokens it proposes per round when generation leaves
+  /// the choice to the artifact (KILN_DRAFT_TOKENS_AUTO); 0: plain decoding
+  /// unless the caller asks for a draft.
+  int64_t draftTokens = 0;
+  /// With maxContext and calibrationDir (token sequences): choose the
+  /// draft (draftSkipLayers, draftQuantization) and draftTokens by
+  /// measuring speculative generation against plain decoding on the
+  /// sequences (DraftSearch.h); no draft when none is faster.
+  bool chooseDraft = false;
+  /// Where to write what that search measured (JSON); empty: nowhere.
+  std::string draftReportPath;
   /// With maxContext, calibrationDir (token sequences) and qualityBudget:
   /// choose skipLayers by measuring perplexity on the sequences, dropping
   /// the cheapest blocks while it stays within (1 + qualityBudget) of the

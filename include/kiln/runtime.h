@@ -99,6 +99,10 @@ const char *kiln_artifact_producer(const kiln_artifact *artifact);
 /* The CPU features its code may use, comma-separated ("avx2,fma,...");
  * kiln_artifact_open refuses an artifact that needs one this CPU lacks. */
 const char *kiln_artifact_cpu_features(const kiln_artifact *artifact);
+/* Tokens its draft proposes per round when generation leaves the choice to
+ * it (KILN_DRAFT_TOKENS_AUTO): what kiln-compile --draft-tokens set or
+ * --choose-draft measured best; 0 when it has no draft or none pays. */
+int32_t kiln_artifact_draft_tokens(const kiln_artifact *artifact);
 int32_t kiln_artifact_num_entries(const kiln_artifact *artifact);
 /* Name of entry `index`, or NULL if the index is out of range. */
 const char *kiln_artifact_entry_name(const kiln_artifact *artifact,
@@ -215,14 +219,17 @@ typedef struct kiln_generate_options {
    * proposes up to this
    * many tokens, one call each, and `decode` checks them all in one call;
    * the tokens are those plain greedy decoding gives. 0: one `decode` call
-   * per token. */
+   * per token. KILN_DRAFT_TOKENS_AUTO: the artifact's choice
+   * (kiln_artifact_draft_tokens) when greedy, 0 when sampling. */
   int32_t draft_tokens;
   /* If not NULL, receives the counts of this generation. */
   kiln_generate_stats *stats;
 } kiln_generate_options;
 
-/* Options with max_new_tokens 16, greedy, top_k 0, top_p 1, seed 0, no
- * draft. */
+#define KILN_DRAFT_TOKENS_AUTO (-1)
+
+/* Options with max_new_tokens 16, greedy, top_k 0, top_p 1, seed 0,
+ * draft_tokens KILN_DRAFT_TOKENS_AUTO. */
 void kiln_generate_options_init(kiln_generate_options *options);
 
 /* Starts a new sequence (resets the session's state), runs `decode` on the

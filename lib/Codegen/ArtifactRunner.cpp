@@ -75,6 +75,25 @@ ArtifactRunner::run(ArrayRef<const kiln_tensor *> inputs, StringRef source) {
   return owned;
 }
 
+LogicalResult ArtifactRunner::setNumThreads(int32_t threads) {
+  if (kiln_session_set_num_threads(session.get(), threads) != KILN_OK)
+    return fail("cannot set the threads of " + what);
+  return success();
+}
+
+LogicalResult ArtifactRunner::generate(ArrayRef<int64_t> prompt,
+                                       const kiln_generate_options &options,
+                                       std::vector<int64_t> &tokens) {
+  tokens.assign(std::max(options.max_new_tokens, 0), 0);
+  int32_t count = 0;
+  if (kiln_session_generate(session.get(), prompt.data(),
+                            int32_t(prompt.size()), &options, tokens.data(),
+                            &count) != KILN_OK)
+    return fail(Twine(what) + " failed to generate");
+  tokens.resize(count);
+  return success();
+}
+
 LogicalResult ArtifactRunner::reset() {
   if (kiln_session_reset(session.get()) != KILN_OK)
     return fail("cannot reset " + what);

@@ -43,6 +43,13 @@ public:
   run(llvm::ArrayRef<const kiln_tensor *> inputs, llvm::StringRef source);
   /// Empties the session's state (a decoder's cache).
   mlir::LogicalResult reset();
+  /// Runs the session's model on this many threads.
+  mlir::LogicalResult setNumThreads(int32_t threads);
+  /// kiln_session_generate on the session (a decoder's) after `prompt`,
+  /// with room for options.max_new_tokens; `tokens` receives the new ones.
+  mlir::LogicalResult generate(llvm::ArrayRef<int64_t> prompt,
+                               const kiln_generate_options &options,
+                               std::vector<int64_t> &tokens);
 
 private:
   struct ArtifactCloser {

@@ -1,11 +1,13 @@
 //===- Compiler.cpp - from a kiln module to an artifact on disk -----------===//
 #include "kiln/compiler.hpp"
 
+#include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
 #include "lib/Codegen/Backend.h"
 #include "lib/Codegen/CacheSearch.h"
 #include "lib/Codegen/Calibration.h"
 #include "lib/Codegen/CpuTarget.h"
+#include "lib/Codegen/DraftSearch.h"
 #include "lib/Codegen/LayerSkipSearch.h"
 #include "lib/Codegen/ModelError.h"
 #include "lib/Codegen/OutputFile.h"
@@ -117,13 +119,47 @@ LogicalResult kiln::compileModule(ModuleOp module,
                              "{0:2}", llvm::json::Value(std::move(choice->report)))
                       << "\n";
   }
-  bool draft = !options.draftSkipLayers.empty() ||
-               options.draftQuantization != Quantization::None;
+  // The draft: given, or chosen by measuring candidates.
+  std::vector<int64_t> draftSkipLayers = options.draftSkipLayers;
+  Quantization draftQuantization = options.draftQuantization;
+  int64_t draftTokens = options.draftTokens;
+  OutputFile draftReport;
+  if (options.chooseDraft) {
+    if (options.maxContext <= 0 || options.calibrationDir.empty() ||
+        !options.skipLayers.empty() || options.chooseSkipLayers ||
+        !options.draftSkipLayers.empty() ||
+        options.draftQuantization != Quantization::None ||
+        options.draftTokens != 0 || options.quantization != Quantization::None)
+      return emitError(loc)
+             << "choosing the draft needs --max-context and --calibration "
+                "token sequences, and takes no --skip-layers, "
+                "--choose-skip-layers, --draft-skip-layers, --draft-quantize, "
+                "--draft-tokens or --quantize";
+    if (!options.draftReportPath.empty() &&
+        failed(draftReport.create(options.draftReportPath, loc)))
+      return failure();
+    FailureOr<DraftChoice> choice = chooseDraft(module, options);
+    if (failed(choice))
+      return failure();
+    draftSkipLayers = choice->skipped;
+    draftQuantization = choice->quantization;
+    draftTokens = choice->tokens;
+    if (!options.draftReportPath.empty())
+      draftReport.os() << llvm::formatv("{0:2}", llvm::json::Value(
+                                                     std::move(choice->report)))
+                       << "\n";
+  }
+  bool draft =
+      !draftSkipLayers.empty() || draftQuantization != Quantization::None;
   if (draft && (options.maxContext <= 0 || !options.skipLayers.empty()))
     return emitError(loc) << "a draft entry needs --max-context, and "
                              "--skip-layers together with it is not "
                              "supported";
-  if (options.draftQuantization == Quantization::Int8Static)
+  if (draftTokens < 0 || (draftTokens > 0 && !draft))
+    return emitError(loc) << "--draft-tokens sets how many tokens a draft "
+                             "entry proposes: it needs --draft-skip-layers "
+                             "or --draft-quantize, and a count from 0";
+  if (draftQuantization == Quantization::Int8Static)
     return emitError(loc) << "a draft is quantized int8-dynamic or "
                              "int4-weight: int8-static's calibration runs "
                              "the model's inputs, not token sequences";
@@ -141,13 +177,17 @@ LogicalResult kiln::compileModule(ModuleOp module,
     }
     if (draft) {
       SkipLayersPassOptions draftSkip;
-      draftSkip.layers.assign(options.draftSkipLayers.begin(),
-                              options.draftSkipLayers.end());
+      draftSkip.layers.assign(draftSkipLayers.begin(), draftSkipLayers.end());
       draftSkip.draftEntry = kDraftEntry;
       pm.addPass(createSkipLayersPass(draftSkip));
     }
     if (failed(pm.run(module)))
       return failure();
+    if (draftTokens > 0)
+      module->setAttr(
+          kDraftTokensAttr,
+          IntegerAttr::get(IntegerType::get(module.getContext(), 64),
+                           draftTokens));
   }
   bool psnrBudget = options.qualityMetric == QualityMetric::Psnr;
   if (psnrBudget && !(options.diffusion && options.diffusion->chooseCache))
@@ -220,6 +260,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (!options.skipLayersReportPath.empty() &&
         failed(skipReport.commit(loc)))
       return failure();
+    if (!options.draftReportPath.empty() && failed(draftReport.commit(loc)))
+      return failure();
     if (!options.cacheReportPath.empty() && failed(cacheReport.commit(loc)))
       return failure();
     return output.commit(loc);
@@ -268,6 +310,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
   // The searches' calibration inputs are token sequences or noise, not the
   // model's inputs.
   if (!options.calibrationDir.empty() && !options.chooseSkipLayers &&
+      !options.chooseDraft &&
       !(options.diffusion && options.diffusion->chooseCache)) {
     TimingScope scope = timing.nest("Calibration");
     if (failed(calibrateProducts(module, options, reference)))
@@ -275,8 +318,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
   }
   // The draft's own precision first: the model's quantization, if any,
   // then takes the products the draft's left in float.
-  if (options.draftQuantization != Quantization::None &&
-      failed(quantizeDraft(module, options.draftQuantization, timing)))
+  if (draftQuantization != Quantization::None &&
+      failed(quantizeDraft(module, draftQuantization, timing)))
     return failure();
   if (failed(runPipeline("Quantization", [&](OpPassManager &pm) {
         buildQuantizationPipeline(pm, options.quantization);
@@ -306,6 +349,8 @@ LogicalResult kiln::compileModule(ModuleOp module,
       return failure();
   }
   if (!options.skipLayersReportPath.empty() && failed(skipReport.commit(loc)))
+    return failure();
+  if (!options.draftReportPath.empty() && failed(draftReport.commit(loc)))
     return failure();
   if (!options.cacheReportPath.empty() && failed(cacheReport.commit(loc)))
     return failure();

@@ -21,43 +21,44 @@
 using namespace mlir;
 using namespace kiln;
 
-namespace {
-
-/// One calibration token sequence, int64 [1, n] with n >= 2.
-struct TokenSequence {
-  std::string file;
-  TensorPtr tokens;
-};
-
-/// The calibration sets' token sequences, read and checked once for all
-/// the candidates the search measures.
 FailureOr<std::vector<TokenSequence>>
-readTokenSequences(ArrayRef<std::vector<std::string>> sets, Location loc) {
+kiln::readTokenSequences(StringRef dir, StringRef search, Location loc) {
+  FailureOr<std::vector<std::vector<std::string>>> sets =
+      findCalibrationSets(dir, 1, loc);
+  if (failed(sets))
+    return failure();
   std::vector<TokenSequence> sequences;
-  for (const std::vector<std::string> &files : sets) {
+  for (const std::vector<std::string> &files : *sets) {
     std::string name, error;
     TensorPtr tokens = readTensorFile(files.front(), name, error);
     if (!tokens)
-      return emitError(loc) << "layer-skip search: " << error;
+      return emitError(loc) << search << ": " << error;
     const int64_t *dims = kiln_tensor_dims(tokens.get());
     if (kiln_tensor_dtype(tokens.get()) != KILN_DTYPE_I64 ||
         kiln_tensor_rank(tokens.get()) != 2 || dims[0] != 1 || dims[1] < 2)
-      return emitError(loc) << "layer-skip search: calibration set '"
-                            << files.front()
+      return emitError(loc) << search << ": calibration set '" << files.front()
                             << "' is not token ids, int64 [1, n] with n >= 2";
     sequences.push_back({files.front(), std::move(tokens)});
   }
   return sequences;
 }
 
-/// The perplexity of the cached decoder at `path` on `sequences`: each from
-/// an empty cache in one decode call.
-FailureOr<double> measurePerplexity(StringRef path,
-                                    ArrayRef<TokenSequence> sequences,
-                                    Location loc) {
-  FailureOr<ArtifactRunner> runner =
-      ArtifactRunner::open(path, "decode", "the decoder without the skipped "
-                                           "blocks", loc);
+FailureOr<int64_t> kiln::countDecoderBlocks(ModuleOp module, StringRef search) {
+  func::FuncOp model;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (isEntryPoint(func) && !func.getBody().getOps<LayerNormOp>().empty())
+      model = func;
+  if (!model)
+    return emitError(module.getLoc())
+           << search << ": no entry point has layer norms";
+  return countSkippableBlocks(model);
+}
+
+FailureOr<double> kiln::measurePerplexity(StringRef path,
+                                          ArrayRef<TokenSequence> sequences,
+                                          StringRef search, Location loc) {
+  FailureOr<ArtifactRunner> runner = ArtifactRunner::open(
+      path, "decode", "the decoder without the skipped blocks", loc);
   if (failed(runner))
     return failure();
   double negativeLogLikelihood = 0;
@@ -79,7 +80,7 @@ FailureOr<double> measurePerplexity(StringRef path,
       const float *row = rows + i * vocab;
       int64_t next = ids[i + 1];
       if (next < 0 || next >= vocab)
-        return emitError(loc) << "layer-skip search: calibration set '"
+        return emitError(loc) << search << ": calibration set '"
                               << sequence.file << "' holds token " << next
                               << ", outside the vocabulary of " << vocab;
       double largest = *std::max_element(row, row + vocab), sum = 0;
@@ -92,27 +93,14 @@ FailureOr<double> measurePerplexity(StringRef path,
   return std::exp(negativeLogLikelihood / double(predicted));
 }
 
-} // namespace
-
 FailureOr<LayerSkipChoice>
 kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
   Location loc = module.getLoc();
-  func::FuncOp model;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (isEntryPoint(func) && !func.getBody().getOps<LayerNormOp>().empty())
-      model = func;
-  if (!model)
-    return emitError(loc) << "layer-skip search: no entry point has layer "
-                             "norms";
-  FailureOr<int64_t> blocks = countSkippableBlocks(model);
+  FailureOr<int64_t> blocks = countDecoderBlocks(module, "layer-skip search");
   if (failed(blocks))
     return failure();
-  FailureOr<std::vector<std::vector<std::string>>> sets =
-      findCalibrationSets(options.calibrationDir, 1, loc);
-  if (failed(sets))
-    return failure();
   FailureOr<std::vector<TokenSequence>> sequences =
-      readTokenSequences(*sets, loc);
+      readTokenSequences(options.calibrationDir, "layer-skip search", loc);
   if (failed(sequences))
     return failure();
 
@@ -129,7 +117,8 @@ kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
     trial.skipLayers = skipped;
     if (failed(compileCandidate(module, trial)))
       return failure();
-    FailureOr<double> perplexity = measurePerplexity(path, *sequences, loc);
+    FailureOr<double> perplexity =
+        measurePerplexity(path, *sequences, "layer-skip search", loc);
     if (succeeded(perplexity))
       tried.push_back(llvm::json::Object{
           {"skipped", llvm::json::Array(skipped)},

@@ -11,6 +11,7 @@
 #define KILN_LIB_CODEGEN_LAYERSKIPSEARCH_H
 
 #include "kiln/compiler.hpp"
+#include "lib/TensorFile/TensorFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
@@ -18,6 +19,29 @@
 #include <vector>
 
 namespace kiln {
+
+/// One calibration token sequence, int64 [1, n] with n >= 2.
+struct TokenSequence {
+  std::string file;
+  TensorPtr tokens;
+};
+
+/// The token sequences in `dir` (folders of input_0.pb, int64 [1, n] with
+/// n >= 2); errors start with `search` ("layer-skip search").
+mlir::FailureOr<std::vector<TokenSequence>>
+readTokenSequences(llvm::StringRef dir, llvm::StringRef search,
+                   mlir::Location loc);
+
+/// The entry point that has layer norms (the decoder) and its number of
+/// skippable blocks.
+mlir::FailureOr<int64_t> countDecoderBlocks(mlir::ModuleOp module,
+                                            llvm::StringRef search);
+
+/// The perplexity of the cached decoder at `path` on `sequences`: each from
+/// an empty cache in one decode call.
+mlir::FailureOr<double>
+measurePerplexity(llvm::StringRef path, llvm::ArrayRef<TokenSequence> sequences,
+                  llvm::StringRef search, mlir::Location loc);
 
 struct LayerSkipChoice {
   std::vector<int64_t> skipped;

@@ -20,6 +20,8 @@ CompileOptions kiln::candidateOptions(const CompileOptions &options,
   candidate.quantizationReportPath.clear();
   candidate.chooseSkipLayers = false;
   candidate.skipLayersReportPath.clear();
+  candidate.chooseDraft = false;
+  candidate.draftReportPath.clear();
   if (candidate.diffusion)
     candidate.diffusion->chooseCache = false;
   candidate.cacheReportPath.clear();

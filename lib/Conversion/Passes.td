@@ -95,14 +95,18 @@ def TileDynamicDimsPass : Pass<"kiln-tile-dynamic-dims"> {
   let summary = "Split a dynamic dimension into loops of static tiles";
   let description = [{
     For each linalg op on tensors with exactly one dynamic loop, a parallel
-    one (a sequence of tokens, say): two `scf.forall` loops replace it,
-    one over the full tiles of `matmul-rows` (products) or `generic-rows`
-    (everything else) along that loop, each tile a statically shaped copy of
-    the op, and one over the remaining iterations one at a time, also
-    static. The vectorizing schedules, which need static shapes, then apply
-    to every tile; sizes that are multiples of the tile run full tiles only.
-    Ops with dynamic reductions or several dynamic loops are left as they
-    are (correct, but not vectorized).
+    one (a sequence of tokens, say): `scf.forall` loops replace it, one over
+    the full tiles of `matmul-rows` (products) or `generic-rows` (everything
+    else) along that loop, each tile a statically shaped copy of the op,
+    then loops of one iteration or none for the iterations left. A
+    product's rows left are one static tile of exactly their count (one
+    loop per count below `matmul-rows`), so every tile reads the weights
+    once: a decoder checking K draft tokens reads them once for K + 1 < the
+    register rows. Other ops' rows left are tiles of the powers of two
+    below `generic-rows`. The vectorizing schedules, which need static
+    shapes, then apply to every tile; sizes that are multiples of the tile
+    run full tiles only. Ops with dynamic reductions or several dynamic
+    loops are left as they are (correct, but not vectorized).
 
     ```mlir
     %0 = linalg.matmul ins(%a, %b : tensor<?x384xf32>, tensor<384x32xf32>) ...
@@ -110,7 +114,12 @@ def TileDynamicDimsPass : Pass<"kiln-tile-dynamic-dims"> {
     %full = scf.forall (%i) = (0) to (%rows_8) step (8) shared_outs(...) {
       ... linalg.matmul ins(... : tensor<8x384xf32>, tensor<384x32xf32>) ...
     }
-    %0 = scf.forall (%i) = (%rows_8) to (%rows) step (1) shared_outs(...) {
+    // 7 rows left, or none: one iteration or none
+    %7 = scf.forall (%i) = (%rows_8) to (%end_7) step (7) shared_outs(...) {
+      ... linalg.matmul ins(... : tensor<7x384xf32>, tensor<384x32xf32>) ...
+    }
+    ... 6, 5, 4, 3, 2 ...
+    %0 = scf.forall (%i) = (%rows_8) to (%end_1) step (1) shared_outs(...) {
       ... linalg.matmul ins(... : tensor<1x384xf32>, tensor<384x32xf32>) ...
     }
     ```

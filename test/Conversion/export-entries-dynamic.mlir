@@ -19,7 +19,7 @@
 // CHECK: llvm.mlir.addressof @[[SEQ]]
 // CHECK: llvm.mlir.constant(1 : i64)
 // CHECK: llvm.mlir.constant(512 : i64)
-// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr)>
+// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr, i64)>
 // CHECK: llvm.mlir.addressof @[[DIMS_TABLE]]
 // The table went into the descriptor.
 // CHECK-NOT: kiln.dims
@@ -42,7 +42,7 @@ module attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>]} {
 // CHECK: llvm.mlir.global private constant @[[EXPRS:kiln.abi.[0-9]+]]() {{.*}} : !llvm.array<2 x ptr>
 // CHECK-NEXT: llvm.mlir.zero : !llvm.ptr
 // CHECK-NEXT: llvm.mlir.addressof @[[PROGRAM]]
-// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr)>
+// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr, i64)>
 // CHECK: llvm.mlir.addressof @[[EXPRS]]
 module attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>, #kiln.dim<"seq * 2", 2, 1024, size = affine_map<()[s0] -> (s0 * 2)> of ["seq"]>]} {
   func.func @twice(%x: memref<1x?xf32> {kiln.name = "x", kiln.dim_names = ["", "seq"]},

@@ -63,7 +63,7 @@ func.func private @helper(%a: memref<4xf32>) {
 // The features the target's code may use follow the producer.
 // FEATURES: llvm.mlir.global private constant @{{.*}}("kiln {{[0-9.]+}}\00")
 // FEATURES-NEXT: llvm.mlir.global private constant @{{.*}}("avx2,fma\00")
-// CHECK: llvm.mlir.global private constant @[[ARTIFACT:kiln.abi.[0-9]+]]() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr)>
+// CHECK: llvm.mlir.global private constant @[[ARTIFACT:kiln.abi.[0-9]+]]() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr, i64)>
 // CHECK: llvm.mlir.constant(3 : i32)
 // CHECK: llvm.mlir.constant(64 : i32)
 // CHECK: llvm.func @kiln_artifact_v3() -> !llvm.ptr

@@ -1,8 +1,8 @@
 // RUN: kiln-opt %s -kiln-tile-dynamic-dims | FileCheck %s
 
 // A product over a dynamic number of rows: full tiles of 8 rows, then the
-// rows left as at most one tile of 4, of 2 and of 1 rows (a loop of one
-// iteration or none each), each tile static.
+// rows left as one tile of exactly their count (a loop of one iteration or
+// none for each count from 7 down to 1), each tile static.
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: (%[[A:.*]]: tensor<?x384xf32>, %[[B:.*]]: tensor<384x32xf32>, %[[C:.*]]: tensor<?x32xf32>)
 // CHECK: %[[ROWS:.*]] = tensor.dim %[[A]], %c0
@@ -11,18 +11,22 @@
 // CHECK: %[[FIRST:.*]] = scf.forall (%[[I:.*]]) = (0) to (%[[FULL]]) step (8) shared_outs(%[[OUT:.*]] = %[[C]])
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<8x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<8x32xf32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%[[I]], 0] [8, 32] [1, 1]
-// CHECK: %[[LEFT4:.*]] = arith.subi %[[ROWS]], %[[FULL]]
-// CHECK: %[[HAS4:.*]] = arith.divui %[[LEFT4]], %c4
-// CHECK: %[[TAKE4:.*]] = arith.muli %[[HAS4]], %c4
-// CHECK: %[[END4:.*]] = arith.addi %[[FULL]], %[[TAKE4]]
-// CHECK: %[[FOURS:.*]] = scf.forall (%{{.*}}) = (%[[FULL]]) to (%[[END4]]) step (4) shared_outs(%{{.*}} = %[[FIRST]])
-// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<4x32xf32>)
-// CHECK: %[[LEFT2:.*]] = arith.subi %[[ROWS]], %[[END4]]
-// CHECK: %[[TWOS:.*]] = scf.forall (%{{.*}}) = (%[[END4]]) to (%[[END2:.*]]) step (2) shared_outs(%{{.*}} = %[[FOURS]])
-// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<2x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<2x32xf32>)
-// CHECK: scf.forall (%[[J:.*]]) = (%[[END2]]) to (%{{.*}}) step (1) shared_outs(%[[REST:.*]] = %[[TWOS]])
+// CHECK: %[[LEFT:.*]] = arith.subi %[[ROWS]], %[[FULL]]
+// CHECK: %[[IS7:.*]] = arith.cmpi eq, %[[LEFT]], %c7
+// CHECK: %[[TAKE7:.*]] = arith.select %[[IS7]], %c7, %c0
+// CHECK: %[[END7:.*]] = arith.addi %[[FULL]], %[[TAKE7]]
+// CHECK: %[[SEVEN:.*]] = scf.forall (%{{.*}}) = (%[[FULL]]) to (%[[END7]]) step (7) shared_outs(%{{.*}} = %[[FIRST]])
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<7x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<7x32xf32>)
+// CHECK: %[[IS6:.*]] = arith.cmpi eq, %[[LEFT]], %c6
+// CHECK: scf.forall (%{{.*}}) = (%[[FULL]]) to (%{{.*}}) step (6) shared_outs(%{{.*}} = %[[SEVEN]])
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<6x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<6x32xf32>)
+// CHECK-COUNT-4: linalg.matmul
+// CHECK: %[[IS1:.*]] = arith.cmpi eq, %[[LEFT]], %c1
+// CHECK: scf.forall (%[[J:.*]]) = (%[[FULL]]) to (%{{.*}}) step (1) shared_outs(%[[REST:.*]] = %{{.*}})
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<1x384xf32>, tensor<384x32xf32>) outs(%{{.*}} : tensor<1x32xf32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[REST]][%[[J]], 0] [1, 32] [1, 1]
+// CHECK-NOT: linalg.matmul
+// CHECK: return
 func.func @matmul(%a: tensor<?x384xf32>, %b: tensor<384x32xf32>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> {
   %0 = linalg.matmul ins(%a, %b : tensor<?x384xf32>, tensor<384x32xf32>) outs(%c : tensor<?x32xf32>) -> tensor<?x32xf32>
   return %0 : tensor<?x32xf32>
@@ -35,6 +39,7 @@ func.func @matmul(%a: tensor<?x384xf32>, %b: tensor<384x32xf32>, %c: tensor<?x32
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<16x32xf32>) outs(%{{.*}} : tensor<32x16xf32>)
 // CHECK: scf.forall (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (8)
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<8x32xf32>) outs(%{{.*}} : tensor<32x8xf32>)
+// CHECK-NOT: arith.cmpi
 // CHECK: scf.forall (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (1)
 // CHECK: linalg.transpose ins(%{{.*}} : tensor<1x32xf32>) outs(%{{.*}} : tensor<32x1xf32>)
 func.func @transpose(%x: tensor<?x32xf32>, %init: tensor<32x?xf32>) -> tensor<32x?xf32> {

@@ -119,6 +119,21 @@ func.func @identities(%x: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>,
 
 // -----
 
+// A transpose of a transpose is one transpose, or none when they cancel
+// (a KV cache stored keys-transposed, read back and transposed again).
+// CHECK-LABEL: func.func @transposes
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3x4xf32>)
+// CHECK-NEXT: %[[T:.*]] = kiln.transpose %[[X]], perm = [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+// CHECK-NEXT: return %[[X]], %[[T]]
+func.func @transposes(%x: tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<4x2x3xf32>) {
+  %0 = kiln.transpose %x, perm = [0, 2, 1] : tensor<2x3x4xf32> -> tensor<2x4x3xf32>
+  %1 = kiln.transpose %0, perm = [0, 2, 1] : tensor<2x4x3xf32> -> tensor<2x3x4xf32>
+  %2 = kiln.transpose %0, perm = [1, 0, 2] : tensor<2x4x3xf32> -> tensor<4x2x3xf32>
+  return %1, %2 : tensor<2x3x4xf32>, tensor<4x2x3xf32>
+}
+
+// -----
+
 // Results over 4096 elements are kiln-fold-constants' decision, and ops
 // with a run-time operand stay.
 // CHECK-LABEL: func.func @not_folded

@@ -3,9 +3,13 @@
 
 // A one-layer with-past decoder (keys only): the past input becomes the
 // filled prefix of a state, the present output an in-place update, and
-// attention reads the prefix including the new positions.
+// attention reads the prefix including the new positions. The keys are
+// read transposed, so the state holds them so ([..., depth, positions]):
+// the new positions are transposed on their way in, and the prefix read
+// back is transposed to the graph's layout, which the graph's transpose
+// cancels (canonicalization folds the pair).
 // CHECK: module attributes {kiln.dims = [#kiln.dim<"seq", 1, 8>]}
-// CHECK-DAG: kiln.state @kv_cache.0.key : tensor<1x2x16x4xf32>
+// CHECK-DAG: kiln.state @kv_cache.0.key : tensor<1x2x4x16xf32>
 // CHECK-DAG: kiln.state @kv_cache.length : tensor<i64>
 // CHECK-LABEL: func.func @decode(
 // CHECK-SAME: %[[X:.*]]: tensor<1x?x4xf32> {kiln.dim_names = ["", "seq", ""], kiln.name = "x"})
@@ -15,11 +19,14 @@
 // CHECK: kiln.reshape %[[X]]
 // CHECK: %[[K:.*]] = kiln.concat
 // CHECK: %[[NEW:.*]] = tensor.dim %[[K]], %c2
-// CHECK: kiln.state_update %[[K]], @kv_cache.0.key, axis = 2, offset = %[[LENGTH]] {kiln.overflow_error = "the context would exceed the KV cache's 16 positions (--max-context); reset the session to start a new sequence"}
+// CHECK: %[[KT:.*]] = kiln.transpose %[[K]], perm = [0, 1, 3, 2] : tensor<1x2x?x4xf32> -> tensor<1x2x4x?xf32>
+// CHECK: kiln.state_update %[[KT]], @kv_cache.0.key, axis = 3, offset = %[[LENGTH]] {kiln.overflow_error = "the context would exceed the KV cache's 16 positions (--max-context); reset the session to start a new sequence"}
 // CHECK: %[[TOTAL:.*]] = arith.addi %[[FILLED]], %[[NEW]]
-// CHECK: %[[CACHE:.*]] = kiln.state_read @kv_cache.0.key : tensor<1x2x16x4xf32>
-// CHECK: %[[KEYS:.*]] = kiln.dynamic_slice %[[CACHE]] axes = [2] offsets(%c0) sizes(%[[TOTAL]]) : tensor<1x2x16x4xf32> -> tensor<1x2x?x4xf32>
-// CHECK: kiln.matmul %{{.*}}, %{{.*}}
+// CHECK: %[[CACHE:.*]] = kiln.state_read @kv_cache.0.key : tensor<1x2x4x16xf32>
+// CHECK: %[[KEYS_T:.*]] = kiln.dynamic_slice %[[CACHE]] axes = [3] offsets(%c0) sizes(%[[TOTAL]]) : tensor<1x2x4x16xf32> -> tensor<1x2x4x?xf32>
+// CHECK: %[[KEYS:.*]] = kiln.transpose %[[KEYS_T]], perm = [0, 1, 3, 2] : tensor<1x2x4x?xf32> -> tensor<1x2x?x4xf32>
+// CHECK: %[[AGAIN:.*]] = kiln.transpose %[[KEYS]], perm = [0, 1, 3, 2]
+// CHECK: kiln.matmul %{{.*}}, %[[AGAIN]]
 // CHECK: %[[NEXT:.*]] = arith.addi %[[FILLED]], %[[NEW]]
 // CHECK: %[[STORED:.*]] = tensor.from_elements
 // CHECK: kiln.state_write %[[STORED]], @kv_cache.length

@@ -83,7 +83,8 @@ llvm::cl::opt<std::string> calibration(
     "calibration",
     llvm::cl::desc("Measure each product's quantization error on these "
                    "inputs (folders of input_0.pb, ...), running the float "
-                   "model; for --choose-skip-layers, token sequences"),
+                   "model; for --choose-skip-layers and --choose-draft, "
+                   "token sequences"),
     llvm::cl::value_desc("dir"));
 llvm::cl::opt<std::string> qualityBudget(
     "quality-budget",
@@ -137,6 +138,22 @@ llvm::cl::opt<kiln::Quantization> draftQuantization(
                      clEnumValN(kiln::Quantization::Int4Weight, "int4-weight",
                                 "4-bit weights, one scale per 32 rows")),
     llvm::cl::init(kiln::Quantization::None));
+llvm::cl::opt<int64_t> draftTokens(
+    "draft-tokens",
+    llvm::cl::desc("Tokens the draft proposes per round when generation "
+                   "leaves the choice to the artifact (kiln-run --generate "
+                   "without --draft); default 0: plain decoding"),
+    llvm::cl::value_desc("K"), llvm::cl::init(0));
+llvm::cl::opt<bool> chooseDraft(
+    "choose-draft",
+    llvm::cl::desc("With --max-context: choose the draft (blocks skipped, "
+                   "int4 weights or not) and --draft-tokens by timing "
+                   "speculative against plain generation after the "
+                   "--calibration token sequences; no draft if none pays"));
+llvm::cl::opt<std::string>
+    draftReport("draft-report",
+                llvm::cl::desc("Write what --choose-draft measured (JSON)"),
+                llvm::cl::value_desc("path"));
 enum class PipelineKind { Model, Diffusion };
 llvm::cl::opt<PipelineKind> pipelineKind(
     "pipeline", llvm::cl::desc("What the artifact runs"),
@@ -240,6 +257,7 @@ void hideOtherOptions() {
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "draft-skip-layers", "draft-quantize",
+      "draft-tokens", "choose-draft", "draft-report",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
       "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
       "choose-cache", "cache-report",
@@ -374,6 +392,11 @@ int main(int argc, char **argv) {
                     "--choose-cache measures\n";
     return 1;
   }
+  if (!draftReport.empty() && !chooseDraft) {
+    llvm::errs() << "kiln-compile: error: --draft-report reports what "
+                    "--choose-draft measures\n";
+    return 1;
+  }
   if (!skipLayersReport.empty() && !chooseSkipLayers) {
     llvm::errs() << "kiln-compile: error: --skip-layers-report reports what "
                     "--choose-skip-layers measures\n";
@@ -478,6 +501,9 @@ int main(int argc, char **argv) {
   options.draftSkipLayers.assign(draftSkipLayers.begin(),
                                  draftSkipLayers.end());
   options.draftQuantization = draftQuantization;
+  options.draftTokens = draftTokens;
+  options.chooseDraft = chooseDraft;
+  options.draftReportPath = draftReport;
   options.chooseSkipLayers = chooseSkipLayers;
   options.skipLayersReportPath = skipLayersReport;
   if (diffusion) {

@@ -45,7 +45,7 @@ struct Options {
   int generate = -1; // tokens to generate; -1: run the entry once per repeat
   double temperature = 0, topP = 1;
   int topK = 0;
-  int draftTokens = 0;
+  int draftTokens = KILN_DRAFT_TOKENS_AUTO;
   uint64_t seed = 0;
   std::vector<int64_t> stopTokens;
 };
@@ -74,7 +74,9 @@ void usage() {
       "  --draft K    greedy self-speculative decoding: the artifact's draft\n"
       "               entry (kiln-compile --draft-skip-layers or\n"
       "               --draft-quantize) proposes up to K tokens and decode\n"
-      "               checks them in one call\n");
+      "               checks them in one call; 0: none (default: the K the\n"
+      "               artifact was compiled with, --draft-tokens or\n"
+      "               --choose-draft)\n");
 }
 
 bool parseNumber(const char *text, double &value) {

@@ -45,6 +45,11 @@ inline constexpr llvm::StringLiteral kStateAttr = "kiln.state";
 inline constexpr llvm::StringLiteral kStateSizeAttr = "kiln.state_size";
 inline constexpr llvm::StringLiteral kStateInitAttr = "kiln.state_init";
 
+/// Module attribute the compiler leaves for kiln-export-entries on a
+/// decoder with a draft entry: the tokens the draft proposes per round when
+/// generation leaves the choice to the artifact (an i64).
+inline constexpr llvm::StringLiteral kDraftTokensAttr = "kiln.draft_tokens";
+
 /// Module attribute kiln-externalize-weights leaves for the compiler: the
 /// weights declared external, as {name, value} dictionaries.
 inline constexpr llvm::StringLiteral kWeightsAttr = "kiln.weights";

@@ -261,6 +261,18 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   if (llvm::equal(getPerm(), llvm::seq<int64_t>(getPerm().size())))
     return getInput();
+  // A transpose of a transpose is one transpose of the first's input:
+  // result dimension i is the inner input's dimension inner[outer[i]].
+  if (auto inner = getInput().getDefiningOp<TransposeOp>()) {
+    SmallVector<int64_t> composed;
+    for (int64_t dim : getPerm())
+      composed.push_back(inner.getPerm()[dim]);
+    if (llvm::equal(composed, llvm::seq<int64_t>(composed.size())))
+      return inner.getInput();
+    getInputMutable().assign(inner.getInput());
+    setPerm(composed);
+    return getResult();
+  }
   return foldConstantOperands(*this, adaptor.getOperands());
 }
 

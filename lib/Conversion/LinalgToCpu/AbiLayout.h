@@ -129,6 +129,7 @@ inline constexpr Field kArtifactFields[] = {
     KILN_ABI_FIELD(kiln_abi_artifact, producer),
     KILN_ABI_FIELD(kiln_abi_artifact, cpu_features),
     KILN_ABI_FIELD(kiln_abi_artifact, dim_exprs),
+    KILN_ABI_FIELD(kiln_abi_artifact, draft_tokens),
 };
 
 static_assert(hasNaturalLayout(kDimFields, sizeof(kiln_abi_dim)));

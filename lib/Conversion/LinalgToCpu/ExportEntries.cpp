@@ -414,7 +414,7 @@ public:
   StringRef artifact(MutableArrayRef<Entry> entries, ArrayRef<DimAttr> dims,
                      ArrayRef<SmallVector<int64_t>> dimPrograms,
                      int64_t stateSize, DenseElementsAttr stateInit,
-                     StringRef cpuFeatures) {
+                     StringRef cpuFeatures, int64_t draftTokens) {
     auto entryType = abi::getStructType(context, abi::kEntryFields);
     struct Tables {
       StringRef name, inputs, outputs, errors;
@@ -456,7 +456,8 @@ public:
            llvm.address(entryTable), llvm.i32(dims.size()),
            addressOrNull(llvm, dimensions), llvm.i64(stateSize),
            addressOrNull(llvm, initial), llvm.address(producer),
-           llvm.address(features), addressOrNull(llvm, dimExprs)});
+           llvm.address(features), addressOrNull(llvm, dimExprs),
+           llvm.i64(draftTokens)});
     });
   }
 
@@ -596,12 +597,17 @@ struct ExportEntriesPass
     auto stateInit = module->getAttrOfType<DenseElementsAttr>(kStateInitAttr);
     module->removeAttr(kStateSizeAttr);
     module->removeAttr(kStateInitAttr);
+    int64_t draftTokens = 0;
+    if (auto tokens = module->getAttrOfType<IntegerAttr>(kDraftTokensAttr))
+      draftTokens = tokens.getInt();
+    module->removeAttr(kDraftTokensAttr);
 
     DescriptorBuilder descriptor(module);
     for (Entry &entry : entries)
       entry.wrapper = buildWrapper(descriptor.builder(), entry);
     descriptor.getter(descriptor.artifact(entries, dims, *dimPrograms,
-                                          stateSize, stateInit, cpuFeatures));
+                                          stateSize, stateInit, cpuFeatures,
+                                          draftTokens));
     module->removeAttr(kDimsAttr);
 
     // The descriptor now holds what the attributes said (LLVM has no use

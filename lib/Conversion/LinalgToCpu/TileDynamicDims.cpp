@@ -5,11 +5,15 @@
 // dynamic parallel dimension, a sequence of `n` tokens say, becomes
 // parallel loops writing disjoint parts of its result: one over the
 // `n / T` full tiles of T rows, each a static op, then the `n % T` rows
-// left as static tiles of the powers of two below T (those their count
-// needs: 5 rows are a tile of 4 and one of 1).
-// Sizes that are multiples of T run full tiles only, as fast as if they
-// were static; a few rows (a decoder verifying draft tokens) read the
-// weights once per power of two instead of once per row.
+// left. Sizes that are multiples of T run full tiles only, as fast as if
+// they were static.
+//
+// A product's rows left are one static tile of exactly their count: every
+// tile reads the weights once, so a decoder verifying K draft tokens (K + 1
+// rows) reads them once whatever K is. Other ops read nothing shared
+// between rows; their rows left are tiles of the powers of two below T
+// (those their count needs: 5 rows are a tile of 4 and one of 1), fewer
+// copies of the op than one per count.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/Passes.h"
@@ -126,16 +130,30 @@ struct TileDynamicDimsPass
       SmallVector<Value> results =
           createTileLoop(rewriter, loc, tiling, dim, rewriter.getIndexAttr(0),
                          full, tile, op.getDpsInits());
-      // The rest, fewer than `tile` rows, as at most one tile of each power
-      // of two below it, largest first: each of them reads the op's other
-      // operands (a product's weights) once, where one row at a time would
-      // read them once per row. A loop over [start, start + t) or over
-      // nothing runs that tile or not.
+      Value left = arith::SubIOp::create(rewriter, loc, size, full);
+      if (isa<linalg::MatmulOp>(op)) {
+        // One loop per count of rows left, over [full, full + count) when
+        // that is the count and over nothing otherwise.
+        Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+        for (int64_t rows = tile - 1; rows >= 1; --rows) {
+          Value rowsValue = arith::ConstantIndexOp::create(rewriter, loc, rows);
+          Value isCount = arith::CmpIOp::create(
+              rewriter, loc, arith::CmpIPredicate::eq, left, rowsValue);
+          Value taken =
+              arith::SelectOp::create(rewriter, loc, isCount, rowsValue, zero);
+          Value end = arith::AddIOp::create(rewriter, loc, full, taken);
+          results = createTileLoop(rewriter, loc, tiling, dim, full, end, rows,
+                                   results);
+        }
+        rewriter.replaceOp(op, results);
+        continue;
+      }
+      // At most one tile of each power of two below `tile`, largest first;
+      // a loop over [start, start + t) or over nothing runs that tile or not.
       Value start = full;
       for (int64_t rows = llvm::PowerOf2Ceil(tile) / 2; rows >= 1;
            rows /= 2) {
         Value rowsValue = arith::ConstantIndexOp::create(rewriter, loc, rows);
-        Value left = arith::SubIOp::create(rewriter, loc, size, start);
         Value taken = arith::MulIOp::create(
             rewriter, loc,
             arith::DivUIOp::create(rewriter, loc, left, rowsValue), rowsValue);
@@ -143,6 +161,7 @@ struct TileDynamicDimsPass
         results = createTileLoop(rewriter, loc, tiling, dim, start, end, rows,
                                  results);
         start = end;
+        left = arith::SubIOp::create(rewriter, loc, left, taken);
       }
       rewriter.replaceOp(op, results);
     }
