@@ -120,7 +120,12 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   cpuFeatures.split(features, ',');
   if (optimize && llvm::is_contained(features, "avx2")) {
     pm.addPass(createLowerInt8PanelProductsPass());
-    pm.addPass(createLowerInt4PanelProductsPass());
+    LowerInt4PanelProductsPassOptions int4;
+    if (llvm::is_contained(features, "avx512bw")) {
+      int4.lanes = 16;
+      int4.vnni = llvm::is_contained(features, "avx512vnni");
+    }
+    pm.addPass(createLowerInt4PanelProductsPass(int4));
   }
   if (optimize)
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());

@@ -550,7 +550,7 @@ def LowerInt8PanelProductsPass : Pass<"kiln-lower-int8-panel-products"> {
 }
 
 def LowerInt4PanelProductsPass : Pass<"kiln-lower-int4-panel-products"> {
-  let summary = "Register-blocked AVX2 kernel for the block-scaled products of kiln.int4_matmul";
+  let summary = "Register-blocked AVX2 or AVX-512 kernel for the block-scaled products of kiln.int4_matmul";
   let description = [{
     Replaces each bufferized `linalg.generic` marked
     `kiln.int4_panel_product` (uint8 rows `[R, 2G, 4]` times packed 4-bit
@@ -562,7 +562,9 @@ def LowerInt4PanelProductsPass : Pass<"kiln-lower-int4-panel-products"> {
     (`vpmaddubsw`, `vpmaddwd`) into int32 sums, which at the end of each
     block of rows are converted and multiplied by the block's scales into
     float sums (`vfmadd`). Only for targets with AVX2; 4-bit weights keep
-    the 16-bit pair sums exact.
+    the 16-bit pair sums exact. With `lanes=16` (AVX-512BW) a 16-column
+    panel's pair of groups is one 64-byte register and blocks have 4 rows;
+    with `vnni`, `vpdpbusd` replaces the two multiply-adds and the add.
 
     ```mlir
     linalg.generic {..., kiln.int4_panel_product} ins(%q, %w, %s : memref<1x192x4xi8>, memref<144x96x16x4xi8>, memref<144x24x16xf32>) outs(%acc : memref<1x144x16xf32>)
@@ -579,6 +581,13 @@ def LowerInt4PanelProductsPass : Pass<"kiln-lower-int4-panel-products"> {
     }
     ```
   }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", "8",
+           "32-bit lanes per register: 8 (AVX2) or 16 (AVX-512BW; panels "
+           "of a multiple of 16 columns)">,
+    Option<"vnni", "vnni", "bool", "false",
+           "With 16 lanes: byte products as vpdpbusd (AVX512-VNNI)">
+  ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect",
                            "mlir::LLVM::LLVMDialect"];

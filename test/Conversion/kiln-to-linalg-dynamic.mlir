@@ -56,16 +56,32 @@ func.func @packed(%x: tensor<1x?x64xf32>, %w: tensor<2x64x32xf32>) -> tensor<1x?
 // -----
 
 // Attention over run-time query and key counts keeps its blocks static:
-// blocks of 16 query rows then single rows; key blocks of 256, then 16,
-// then 1, each run up to the last multiple of its size.
+// blocks of 16 query rows then single rows; key blocks of 256, then 64,
+// then 16, each run up to the last multiple of its size. The keys left
+// (fewer than 16) are one block of 16 ending at the last key, its columns
+// already seen scored -inf (every read stays within the keys); with fewer
+// than 16 keys in all, one key at a time.
 // CHECK-LABEL: func.func @attention
 // CHECK: %[[KEYS:.*]] = tensor.dim %arg1, %c3 : tensor<1x2x8x?xf32>
 // CHECK: scf.forall
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c256
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x8xf32>, tensor<8x256xf32>)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c16
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c64
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x8xf32>, tensor<8x64xf32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[SIXTEENS:.*]] step %c16
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x8xf32>, tensor<8x16xf32>)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[KEYS]] step %c1
+// CHECK: %[[ENOUGH:.*]] = arith.cmpi uge, %[[KEYS]], %c16
+// CHECK: %[[LEFT:.*]] = arith.cmpi ult, %[[SIXTEENS]], %[[KEYS]]
+// CHECK: %[[TAIL:.*]] = arith.andi %[[ENOUGH]], %[[LEFT]]
+// CHECK: scf.if %[[TAIL]]
+// CHECK: %[[START:.*]] = arith.subi %[[KEYS]], %c16
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x8xf32>, tensor<8x16xf32>)
+// CHECK: %[[SEEN:.*]] = arith.subi %[[SIXTEENS]], %[[START]]
+// CHECK: linalg.index 1
+// CHECK: arith.cmpi ult, %{{.*}}, %[[SEEN]]
+// CHECK: arith.select
+// CHECK: } else {
+// CHECK: scf.for %{{.*}} = %[[SIXTEENS]] to %[[KEYS]] step %c1
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x8xf32>, tensor<8x1xf32>)
 // The rows left over, one at a time.
 // CHECK: scf.forall

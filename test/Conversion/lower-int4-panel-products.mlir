@@ -1,4 +1,26 @@
 // RUN: kiln-opt %s -kiln-lower-int4-panel-products | FileCheck %s
+// RUN: kiln-opt %s -kiln-lower-int4-panel-products="lanes=16 vnni=true" | FileCheck %s --check-prefix=WIDE
+// RUN: kiln-opt %s -kiln-lower-int4-panel-products="lanes=16" | FileCheck %s --check-prefix=BW
+
+// With AVX-512's 16 lanes a 16-column panel is one register: a pair of
+// groups of 4 rows is one 64-byte load, blocks have 4 rows, and with VNNI
+// each group's products are one vpdpbusd into the sums (else AVX512BW's
+// two multiply-adds and an add).
+// WIDE-LABEL: func.func @product
+// WIDE: scf.if
+// WIDE: scf.for {{.*}} -> (vector<16xf32>) {
+// WIDE: } else {
+// WIDE: arith.ceildivui %{{.*}}, %c4
+// WIDE: vector.load %{{.*}} : memref<2x2x64xi8>, vector<64xi8>
+// WIDE: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"
+// WIDE-NOT: pmadd
+// WIDE: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
+// WIDE-LABEL: func.func @float_rows
+// WIDE: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
+// BW-LABEL: func.func @product
+// BW: llvm.call_intrinsic "llvm.x86.avx512.pmaddubs.w.512"
+// BW: llvm.call_intrinsic "llvm.x86.avx512.pmaddw.d.512"
+// BW-NOT: vpdpbusd
 
 // 3 rows, 2 panels of 16 columns, 2 blocks of 8 rows of weights (one pair
 // of groups of 4 each). One row (a decoder step) takes a kernel of its

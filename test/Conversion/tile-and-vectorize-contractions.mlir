@@ -90,3 +90,27 @@ func.func @bias_init(%a: tensor<16x64xf32>, %b: tensor<2x64x32xf32>, %bias: tens
 // DEEP-LABEL: func.func @zero_init
 // DEEP: linalg.fill
 // DEEP: vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
+
+// A product of one row in a parallel loop (a decoder step's attention) takes
+// register tiles of that row by 4 x register-cols columns: with 32 columns,
+// each accumulator register would wait on its own previous FMA all along
+// the reduction.
+// CHECK-LABEL: func.func @one_row
+// CHECK: scf.forall
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c128
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<1x128xf32>)
+// CHECK: vector.fma {{.*}} : vector<128xf32>
+func.func @one_row(%a: tensor<1x64xf32>, %b: tensor<2x64x256xf32>) -> tensor<2x1x256xf32> {
+  %zero = arith.constant 0.0 : f32
+  %out = tensor.empty() : tensor<2x1x256xf32>
+  %0 = scf.forall (%i) in (2) shared_outs(%o = %out) -> (tensor<2x1x256xf32>) {
+    %bi = tensor.extract_slice %b[%i, 0, 0] [1, 64, 256] [1, 1, 1] : tensor<2x64x256xf32> to tensor<64x256xf32>
+    %e = tensor.empty() : tensor<1x256xf32>
+    %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x256xf32>) -> tensor<1x256xf32>
+    %p = linalg.matmul ins(%a, %bi : tensor<1x64xf32>, tensor<64x256xf32>) outs(%f : tensor<1x256xf32>) -> tensor<1x256xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %p into %o[%i, 0, 0] [1, 1, 256] [1, 1, 1] : tensor<1x256xf32> into tensor<2x1x256xf32>
+    }
+  }
+  return %0 : tensor<2x1x256xf32>
+}

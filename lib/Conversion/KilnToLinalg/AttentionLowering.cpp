@@ -15,6 +15,7 @@
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -83,10 +84,10 @@ struct Operands {
 };
 
 /// Key block sizes for a run-time key count: blocks of `keyColumns`, then
-/// of 16, then single keys, each block shape static.
+/// of 16, each block shape static (what is left is a tail block).
 SmallVector<int64_t> getDynamicKeyBlocks(int64_t keyColumns) {
   SmallVector<int64_t> sizes = {keyColumns};
-  for (int64_t size : {int64_t(16), int64_t(1)})
+  for (int64_t size : {int64_t(64), int64_t(16)})
     if (size < sizes.back())
       sizes.push_back(size);
   return sizes;
@@ -107,8 +108,11 @@ private:
     Value max, sum, output; // [rows], [rows], [rows, Dv]
   };
 
+  /// Keys `[k0, k0 + columns)` folded into `state`; with `seenUntil`,
+  /// those before it (already folded in) are left out.
   State emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0, Value query,
-                     OpFoldResult k0, int64_t columns, State state);
+                     OpFoldResult k0, int64_t columns, State state,
+                     Value seenUntil = Value());
   Value slice2d(OpBuilder &b, Value source, ArrayRef<OpFoldResult> offsets,
                 int64_t rows, int64_t columns);
   Value generic(OpBuilder &b, Type result, ValueRange ins, ValueRange outs,
@@ -168,7 +172,7 @@ static Value finiteOrZero(OpBuilder &b, Location loc, Value x) {
 AttentionKernel::State
 AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
                               Value query, OpFoldResult k0, int64_t columns,
-                              State state) {
+                              State state, Value seenUntil) {
   MLIRContext *ctx = b.getContext();
   int64_t rows = cast<RankedTensorType>(query.getType()).getDimSize(0);
   OpFoldResult zeroIndex = b.getIndexAttr(0);
@@ -225,6 +229,26 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
           linalg::YieldOp::create(
               nb, l,
               arith::SelectOp::create(nb, l, masked, value, args[1])
+                  .getResult());
+        });
+  }
+
+  if (seenUntil) {
+    // Keys already folded in score -inf: they add nothing to the sums.
+    Value seenColumns = arith::SubIOp::create(
+        b, loc, seenUntil, getValueOrCreateConstantIndexOp(b, loc, k0));
+    scores = generic(
+        b, scoresType, ValueRange{}, scores, {all}, false,
+        [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value column = linalg::IndexOp::create(nb, l, 1);
+          Value seen = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
+                                             column, seenColumns);
+          Value lowest = arith::ConstantOp::create(
+              nb, l,
+              nb.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+          linalg::YieldOp::create(
+              nb, l,
+              arith::SelectOp::create(nb, l, seen, lowest, args[0])
                   .getResult());
         });
   }
@@ -338,18 +362,44 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
   } else {
     Value keyCount = cast<Value>(ops.keys);
     Value lower = arith::ConstantIndexOp::create(b, loc, 0);
-    for (int64_t columns : getDynamicKeyBlocks(keyColumns)) {
+    SmallVector<int64_t> blocks = getDynamicKeyBlocks(keyColumns);
+    for (int64_t columns : blocks) {
       // Up to the last multiple of this block size.
       Value size = arith::ConstantIndexOp::create(b, loc, columns);
       Value upper =
-          columns == 1
-              ? keyCount
-              : arith::MulIOp::create(
-                    b, loc, arith::DivUIOp::create(b, loc, keyCount, size), size)
-                    .getResult();
+          arith::MulIOp::create(
+              b, loc, arith::DivUIOp::create(b, loc, keyCount, size), size)
+              .getResult();
       keyLoop(lower, upper, columns);
       lower = upper;
     }
+    // The keys left, fewer than the smallest block: one block of that size
+    // ending at the last key, the keys before `lower` in it left out (every
+    // read stays within the keys), if there are that many keys; else one
+    // key at a time. A decoder's step would otherwise fold in up to 15 keys
+    // singly, each a full online-softmax update.
+    int64_t last = blocks.back();
+    Value lastSize = arith::ConstantIndexOp::create(b, loc, last);
+    Value enough = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                         keyCount, lastSize);
+    Value left = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lower,
+                                       keyCount);
+    auto tail = scf::IfOp::create(
+        b, loc, arith::AndIOp::create(b, loc, enough, left),
+        [&](OpBuilder &tb, Location l) {
+          Value k0 = arith::SubIOp::create(tb, l, keyCount, lastSize);
+          State next = emitKeyBlock(tb, bh, q0, query, k0, last, state, lower);
+          scf::YieldOp::create(tb, l,
+                               ValueRange{next.max, next.sum, next.output});
+        },
+        [&](OpBuilder &eb, Location l) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(eb.getInsertionBlock(), eb.getInsertionPoint());
+          keyLoop(lower, keyCount, 1);
+          scf::YieldOp::create(b, l,
+                               ValueRange{state.max, state.sum, state.output});
+        });
+    state = {tail.getResult(0), tail.getResult(1), tail.getResult(2)};
   }
   // Normalize by the row sums, in place.
   AffineMap all = AffineMap::getMultiDimIdentityMap(2, ctx);

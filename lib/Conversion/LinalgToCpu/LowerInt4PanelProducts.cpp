@@ -27,6 +27,9 @@ namespace {
 /// constants, 2 rows fill AVX2's 16 registers. A single row (a decoder's
 /// step) gets a kernel of its own rather than computing its row twice.
 constexpr int64_t kBlockRows = 2;
+/// AVX-512's 32 registers hold 4 rows' sums and totals for a 16-column
+/// panel (one register each) beside the weights and constants.
+constexpr int64_t kWideBlockRows = 4;
 /// Rows of a register block against a dequantized panel: 6 rows x 2
 /// registers of accumulators, 2 of weights and a broadcast fill 15 of
 /// AVX2's 16 registers.
@@ -49,6 +52,10 @@ Value index(OpBuilder &b, Location loc, int64_t value) {
 struct Int4Product {
   Value rows, flatWeights, scales, zeroPoints, sums, rowCount;
   int64_t panels, blocks, pairsPerBlock, vectors;
+  /// 32-bit lanes per register (8: AVX2, 16: AVX-512), and whether the
+  /// byte products run as vpdpbusd (AVX512-VNNI).
+  int64_t lanes;
+  bool vnni;
 };
 
 /// Unpacks a panel's 4-bit weights into signed bytes, one register per 8
@@ -60,15 +67,15 @@ public:
     lowBits = splat(b, loc, bytes(b), b.getI8IntegerAttr(15));
     eights = splat(b, loc, bytes(b), b.getI8IntegerAttr(8));
     four = splat(b, loc, halves(b), b.getI16IntegerAttr(4));
-    for (int64_t i = 0; i < 4 * kPanelLanes; ++i)
+    for (int64_t i = 0; i < 4 * product.lanes; ++i)
       repeatEach4.push_back(i / 4);
   }
 
-  static VectorType bytes(OpBuilder &b) {
-    return VectorType::get({4 * kPanelLanes}, b.getI8Type());
+  VectorType bytes(OpBuilder &b) const {
+    return VectorType::get({4 * product.lanes}, b.getI8Type());
   }
-  static VectorType halves(OpBuilder &b) {
-    return VectorType::get({2 * kPanelLanes}, b.getI16Type());
+  VectorType halves(OpBuilder &b) const {
+    return VectorType::get({2 * product.lanes}, b.getI16Type());
   }
 
   /// A block's zero points for each register of `panel`: 8 (symmetric
@@ -78,11 +85,11 @@ public:
     SmallVector<Value> zeros(product.vectors, eights);
     if (!product.zeroPoints)
       return zeros;
-    auto columnBytes = VectorType::get({kPanelLanes}, b.getI8Type());
+    auto columnBytes = VectorType::get({product.lanes}, b.getI8Type());
     for (int64_t c = 0; c < product.vectors; ++c) {
       Value perColumn = vector::LoadOp::create(
           b, loc, columnBytes, product.zeroPoints,
-          ValueRange{panel, block, index(b, loc, c * kPanelLanes)});
+          ValueRange{panel, block, index(b, loc, c * product.lanes)});
       zeros[c] =
           vector::ShuffleOp::create(b, loc, perColumn, perColumn, repeatEach4);
     }
@@ -95,7 +102,7 @@ public:
     for (int64_t c = 0; c < product.vectors; ++c)
       packed.push_back(vector::LoadOp::create(
           b, loc, bytes(b), product.flatWeights,
-          ValueRange{panel, pair, index(b, loc, c * 4 * kPanelLanes)}));
+          ValueRange{panel, pair, index(b, loc, c * 4 * product.lanes)}));
     return packed;
   }
 
@@ -154,7 +161,7 @@ SmallVector<Value> emitPanelLoops(OpBuilder &b, Location loc,
                                   const Unpacker &unpacker, ValueRange totals,
                                   ValueRange sumsInit, GroupBody groupBody,
                                   BlockEnd blockEnd) {
-  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  auto floats = VectorType::get({p.lanes}, b.getF32Type());
   auto blockLoop = scf::ForOp::create(
       b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
       totals,
@@ -166,7 +173,7 @@ SmallVector<Value> emitPanelLoops(OpBuilder &b, Location loc,
         for (int64_t c = 0; c < p.vectors; ++c)
           scales.push_back(vector::LoadOp::create(
               ob, l, floats, p.scales,
-              ValueRange{panel, scaleBlock, index(ob, l, c * kPanelLanes)}));
+              ValueRange{panel, scaleBlock, index(ob, l, c * p.lanes)}));
         auto pairLoop = scf::ForOp::create(
             ob, l, index(ob, l, 0), index(ob, l, p.pairsPerBlock),
             index(ob, l, 1), sumsInit,
@@ -193,15 +200,15 @@ SmallVector<Value> emitPanelLoops(OpBuilder &b, Location loc,
 /// float totals.
 void emitIntegerKernel(OpBuilder &b, Location loc, const Int4Product &p,
                        int64_t blockRows) {
-  auto words = VectorType::get({kPanelLanes}, b.getI32Type());
-  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  auto words = VectorType::get({p.lanes}, b.getI32Type());
+  auto floats = VectorType::get({p.lanes}, b.getF32Type());
   int64_t vectors = p.vectors;
   kiln::RowBlockLoop block =
       kiln::createRowBlockLoop(b, loc, p.rowCount, p.panels, blockRows);
   Unpacker unpacker(b, loc, p);
   Value intZero = splat(b, loc, words, b.getI32IntegerAttr(0));
   Value floatZero = splat(b, loc, floats, b.getF32FloatAttr(0));
-  Value ones = splat(b, loc, Unpacker::halves(b), b.getI16IntegerAttr(1));
+  Value ones = splat(b, loc, unpacker.halves(b), b.getI16IntegerAttr(1));
   SmallVector<Value> totals = emitPanelLoops(
       b, loc, p, block.panel, unpacker,
       SmallVector<Value>(blockRows * vectors, floatZero),
@@ -211,12 +218,12 @@ void emitIntegerKernel(OpBuilder &b, Location loc, const Int4Product &p,
         SmallVector<Value> next(sums);
         Value group = groupIndex(nb, l, pair, half);
         for (int64_t i = 0; i < blockRows; ++i) {
-          Value broadcast =
-              kiln::broadcastRowGroup(nb, l, p.rows, block.rows[i], group);
+          Value broadcast = kiln::broadcastRowGroup(
+              nb, l, p.rows, block.rows[i], group, p.lanes);
           for (int64_t c = 0; c < vectors; ++c)
-            next[i * vectors + c] = arith::AddIOp::create(
-                nb, l, next[i * vectors + c],
-                kiln::createByteDotProduct(nb, l, broadcast, weights[c], ones));
+            next[i * vectors + c] = kiln::createByteDotProduct(
+                nb, l, next[i * vectors + c], broadcast, weights[c], ones,
+                p.lanes, p.vnni);
         }
         return next;
       },
@@ -233,7 +240,7 @@ void emitIntegerKernel(OpBuilder &b, Location loc, const Int4Product &p,
           }
         return scaled;
       });
-  kiln::storeRowBlock(b, loc, block, totals, p.sums, p.rowCount);
+  kiln::storeRowBlock(b, loc, block, totals, p.sums, p.rowCount, p.lanes);
 }
 
 /// The index of row `lane` of group `group`: 4 * group + lane.
@@ -251,8 +258,10 @@ Value rowIndex(OpBuilder &b, Location loc, Value group, int64_t lane) {
 void forEachLaneAsFloats(
     OpBuilder &b, Location loc, ArrayRef<Value> unpacked,
     function_ref<void(int64_t lane, ArrayRef<Value> floats)> body) {
-  auto words = VectorType::get({kPanelLanes}, b.getI32Type());
-  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  int64_t lanes =
+      cast<VectorType>(unpacked.front().getType()).getNumElements() / 4;
+  auto words = VectorType::get({lanes}, b.getI32Type());
+  auto floats = VectorType::get({lanes}, b.getF32Type());
   auto shift = [&](int64_t bits) {
     return splat(b, loc, words, b.getI32IntegerAttr(bits));
   };
@@ -274,7 +283,7 @@ void forEachLaneAsFloats(
 /// and multiplied with the row's broadcast float, the block's sums scaled
 /// at its end: one float product per weight, the row never rounded.
 void emitFloatRowKernel(OpBuilder &b, Location loc, const Int4Product &p) {
-  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  auto floats = VectorType::get({p.lanes}, b.getF32Type());
   int64_t vectors = p.vectors;
   kiln::RowBlockLoop block =
       kiln::createRowBlockLoop(b, loc, p.rowCount, p.panels, /*blockRows=*/1);
@@ -309,7 +318,7 @@ void emitFloatRowKernel(OpBuilder &b, Location loc, const Int4Product &p) {
               vector::FMAOp::create(ob, l, sums[c], scales[c], totals[c]));
         return scaled;
       });
-  kiln::storeRowBlock(b, loc, block, totals, p.sums, p.rowCount);
+  kiln::storeRowBlock(b, loc, block, totals, p.sums, p.rowCount, p.lanes);
 }
 
 /// Several float rows (a prefill, an encoder): each panel's weights are
@@ -320,7 +329,7 @@ void emitFloatRowKernel(OpBuilder &b, Location loc, const Int4Product &p) {
 /// made MiniLM 1.5x slower than fp32.
 void emitDequantizedPanelKernel(OpBuilder &b, Location loc,
                                 const Int4Product &p) {
-  auto floats = VectorType::get({kPanelLanes}, b.getF32Type());
+  auto floats = VectorType::get({p.lanes}, b.getF32Type());
   int64_t vectors = p.vectors, depth = p.blocks * p.pairsPerBlock * 8;
   auto loop = scf::ParallelOp::create(b, loc, ValueRange{index(b, loc, 0)},
                                       ValueRange{index(b, loc, p.panels)},
@@ -328,8 +337,7 @@ void emitDequantizedPanelKernel(OpBuilder &b, Location loc,
   b.setInsertionPointToStart(loop.getBody());
   Value panel = loop.getInductionVars()[0];
   Value buffer = memref::AllocaOp::create(
-      b, loc,
-      MemRefType::get({depth, vectors * kPanelLanes}, b.getF32Type()));
+      b, loc, MemRefType::get({depth, vectors * p.lanes}, b.getF32Type()));
   Unpacker unpacker(b, loc, p);
 
   // The panel, dequantized and scaled: stores only, nothing carried.
@@ -345,7 +353,7 @@ void emitDequantizedPanelKernel(OpBuilder &b, Location loc,
                     nb, l, arith::MulFOp::create(nb, l, columns[c], scales[c]),
                     buffer,
                     ValueRange{rowIndex(nb, l, group, lane),
-                               index(nb, l, c * kPanelLanes)});
+                               index(nb, l, c * p.lanes)});
             });
         return SmallVector<Value>();
       },
@@ -375,7 +383,7 @@ void emitDequantizedPanelKernel(OpBuilder &b, Location loc,
               for (int64_t c = 0; c < vectors; ++c)
                 weights.push_back(vector::LoadOp::create(
                     kb, l, floats, buffer,
-                    ValueRange{k, index(kb, l, c * kPanelLanes)}));
+                    ValueRange{k, index(kb, l, c * p.lanes)}));
               for (int64_t i = 0; i < kPanelBlockRows; ++i) {
                 Value x = memref::LoadOp::create(kb, l, p.rows,
                                                  ValueRange{block.rows[i], k});
@@ -387,12 +395,12 @@ void emitDequantizedPanelKernel(OpBuilder &b, Location loc,
               scf::YieldOp::create(kb, l, next);
             });
         kiln::storeRowBlock(rb, l, block, depthLoop.getResults(), p.sums,
-                            p.rowCount);
+                            p.rowCount, p.lanes);
         scf::YieldOp::create(rb, l);
       });
 }
 
-LogicalResult lowerProduct(linalg::GenericOp op) {
+LogicalResult lowerProduct(linalg::GenericOp op, int64_t lanes, bool vnni) {
   SmallVector<Value> inputs = op.getDpsInputs();
   Value rows = inputs[0], weights = inputs[1], scales = inputs[2],
         sums = op.getDpsInits()[0];
@@ -418,6 +426,9 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
            << scales.getType() << ", " << sums.getType();
   int64_t width = weightType.getDimSize(3);
   assert(width % kPanelLanes == 0 && "panels are whole registers wide");
+  // Panels narrower than an AVX-512 register keep AVX2's.
+  if (width % lanes != 0)
+    lanes = kPanelLanes;
   bool floatRows = rowType.getElementType().isF32();
 
   OpBuilder b(op);
@@ -436,7 +447,9 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
   product.panels = weightType.getDimSize(0);
   product.blocks = weightType.getDimSize(1);
   product.pairsPerBlock = weightType.getDimSize(2);
-  product.vectors = width / kPanelLanes;
+  product.vectors = width / lanes;
+  product.lanes = lanes;
+  product.vnni = vnni && lanes == 16;
 
   Value single = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                        product.rowCount, index(b, loc, 1));
@@ -448,7 +461,8 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
     emitDequantizedPanelKernel(elseBuilder, loc, product);
   } else {
     emitIntegerKernel(thenBuilder, loc, product, 1);
-    emitIntegerKernel(elseBuilder, loc, product, kBlockRows);
+    emitIntegerKernel(elseBuilder, loc, product,
+                      lanes == 16 ? kWideBlockRows : kBlockRows);
   }
   op.erase();
   return success();
@@ -456,6 +470,8 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
 
 struct LowerInt4PanelProductsPass
     : kiln::impl::LowerInt4PanelProductsPassBase<LowerInt4PanelProductsPass> {
+  using LowerInt4PanelProductsPassBase::LowerInt4PanelProductsPassBase;
+
   void runOnOperation() override {
     SmallVector<linalg::GenericOp> products;
     getOperation()->walk([&](linalg::GenericOp op) {
@@ -464,7 +480,7 @@ struct LowerInt4PanelProductsPass
         products.push_back(op);
     });
     for (linalg::GenericOp op : products)
-      if (failed(lowerProduct(op)))
+      if (failed(lowerProduct(op, lanes, vnni)))
         return signalPassFailure();
   }
 };

@@ -81,10 +81,9 @@ LogicalResult lowerProduct(linalg::GenericOp op) {
           Value broadcast =
               kiln::broadcastRowGroup(nb, l, rows, block.rows[i], group);
           for (int64_t c = 0; c < vectors; ++c) {
-            Value quads = kiln::createByteDotProduct(
-                nb, l, broadcast, weightVectors[c], ones);
             next.push_back(
-                arith::AddIOp::create(nb, l, acc[i * vectors + c], quads));
+                kiln::createByteDotProduct(nb, l, acc[i * vectors + c],
+                                           broadcast, weightVectors[c], ones));
           }
         }
         scf::YieldOp::create(nb, l, next);

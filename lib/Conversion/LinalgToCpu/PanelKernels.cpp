@@ -49,8 +49,8 @@ kiln::RowBlockLoop kiln::createRowBlockLoop(OpBuilder &b, Location loc,
   return block;
 }
 
-Value kiln::broadcastRowGroup(OpBuilder &b, Location loc, Value rows,
-                              Value row, Value group) {
+Value kiln::broadcastRowGroup(OpBuilder &b, Location loc, Value rows, Value row,
+                              Value group, int64_t lanes) {
   Type i32 = b.getI32Type();
   Value four = vector::LoadOp::create(b, loc, VectorType::get({4}, b.getI8Type()),
                                       rows,
@@ -59,23 +59,35 @@ Value kiln::broadcastRowGroup(OpBuilder &b, Location loc, Value rows,
       b, loc, vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), four),
       ArrayRef<int64_t>{0});
   return vector::BitCastOp::create(
-      b, loc, VectorType::get({4 * kPanelLanes}, b.getI8Type()),
-      vector::BroadcastOp::create(b, loc, VectorType::get({kPanelLanes}, i32),
-                                  word));
+      b, loc, VectorType::get({4 * lanes}, b.getI8Type()),
+      vector::BroadcastOp::create(b, loc, VectorType::get({lanes}, i32), word));
 }
 
-Value kiln::createByteDotProduct(OpBuilder &b, Location loc, Value rows,
-                                 Value weights, Value ones) {
-  auto halves = VectorType::get({2 * kPanelLanes}, b.getI16Type());
-  auto words = VectorType::get({kPanelLanes}, b.getI32Type());
-  Value pairs = callX86Intrinsic(b, loc, halves, "llvm.x86.avx2.pmadd.ub.sw",
+Value kiln::createByteDotProduct(OpBuilder &b, Location loc, Value sums,
+                                 Value rows, Value weights, Value ones,
+                                 int64_t lanes, bool vnni) {
+  assert((lanes == 8 || lanes == 16) && "AVX2 or AVX-512 registers");
+  assert((!vnni || lanes == 16) && "vpdpbusd on 512-bit registers");
+  auto words = VectorType::get({lanes}, b.getI32Type());
+  if (vnni)
+    return callX86Intrinsic(b, loc, words, "llvm.x86.avx512.vpdpbusd.512",
+                            {sums, rows, weights});
+  auto halves = VectorType::get({2 * lanes}, b.getI16Type());
+  bool wide = lanes == 16;
+  Value pairs = callX86Intrinsic(b, loc, halves,
+                                 wide ? "llvm.x86.avx512.pmaddubs.w.512"
+                                      : "llvm.x86.avx2.pmadd.ub.sw",
                                  {rows, weights});
-  return callX86Intrinsic(b, loc, words, "llvm.x86.avx2.pmadd.wd",
-                          {pairs, ones});
+  Value quads = callX86Intrinsic(b, loc, words,
+                                 wide ? "llvm.x86.avx512.pmaddw.d.512"
+                                      : "llvm.x86.avx2.pmadd.wd",
+                                 {pairs, ones});
+  return arith::AddIOp::create(b, loc, sums, quads);
 }
 
 void kiln::storeRowBlock(OpBuilder &b, Location loc, const RowBlockLoop &loop,
-                         ValueRange sums, Value out, Value rowCount) {
+                         ValueRange sums, Value out, Value rowCount,
+                         int64_t lanes) {
   int64_t blockRows = loop.rows.size();
   int64_t vectors = sums.size() / blockRows;
   for (int64_t i = 0; i < blockRows; ++i) {
@@ -87,6 +99,6 @@ void kiln::storeRowBlock(OpBuilder &b, Location loc, const RowBlockLoop &loop,
     for (int64_t c = 0; c < vectors; ++c)
       vector::StoreOp::create(
           tb, loc, sums[i * vectors + c], out,
-          ValueRange{row, loop.panel, index(tb, loc, c * kPanelLanes)});
+          ValueRange{row, loop.panel, index(tb, loc, c * lanes)});
   }
 }

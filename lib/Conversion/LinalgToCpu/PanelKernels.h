@@ -30,24 +30,30 @@ RowBlockLoop createRowBlockLoop(mlir::OpBuilder &b, mlir::Location loc,
                                 mlir::Value rowCount, int64_t panels,
                                 int64_t blockRows);
 
-/// The 4 bytes `rows[row, group, 0..3]` repeated over a vector<32xi8>.
+/// The 4 bytes `rows[row, group, 0..3]` repeated over a vector of
+/// `4 * lanes` bytes.
 mlir::Value broadcastRowGroup(mlir::OpBuilder &b, mlir::Location loc,
                               mlir::Value rows, mlir::Value row,
-                              mlir::Value group);
+                              mlir::Value group, int64_t lanes = kPanelLanes);
 
-/// Sums of `rows` (uint8) times `weights` (int8) over groups of four bytes,
-/// into the 8 int32 lanes of AVX2: vpmaddubsw adds pairs into 16 bits,
-/// vpmaddwd with `ones` adds those pairs.
+/// `sums` plus the products of `rows` (uint8) and `weights` (int8) summed
+/// over groups of four bytes, in `lanes` int32 lanes (8: AVX2, 16:
+/// AVX-512BW): vpmaddubsw adds pairs into 16 bits, vpmaddwd with `ones`
+/// adds those pairs; with `vnni` (AVX512-VNNI, 16 lanes), one vpdpbusd
+/// does all three steps.
 mlir::Value createByteDotProduct(mlir::OpBuilder &b, mlir::Location loc,
-                                 mlir::Value rows, mlir::Value weights,
-                                 mlir::Value ones);
+                                 mlir::Value sums, mlir::Value rows,
+                                 mlir::Value weights, mlir::Value ones,
+                                 int64_t lanes = kPanelLanes,
+                                 bool vnni = false);
 
-/// Stores `sums` (per row of the block, its panel's registers in order)
-/// into `out[row, panel, lanes]`, for the rows of the block before
-/// `rowCount`.
+/// Stores `sums` (per row of the block, its panel's registers of `lanes`
+/// columns in order) into `out[row, panel, columns]`, for the rows of the
+/// block before `rowCount`.
 void storeRowBlock(mlir::OpBuilder &b, mlir::Location loc,
                    const RowBlockLoop &loop, mlir::ValueRange sums,
-                   mlir::Value out, mlir::Value rowCount);
+                   mlir::Value out, mlir::Value rowCount,
+                   int64_t lanes = kPanelLanes);
 
 } // namespace kiln
 

@@ -23,7 +23,8 @@ namespace {
 /// {0}: the reduction depth of a cache block; {1}: the register tile sizes
 /// (M, N, K); {2}: the (M, N) sizes of the blocks threads share, for
 /// products not already in a parallel loop; {3}: the register tile sizes with
-/// no reduction tiling (M, N, 0). Inside a thread's block, loops run
+/// no reduction tiling (M, N, 0); {4}: the (M, N) register tile of a product
+/// of one row. Inside a thread's block, loops run
 /// over reduction blocks, then column blocks, then row blocks, so a block of B
 /// stays in L1 while every row block of A passes by. The register loops over
 /// rows and columns are peeled where they don't divide evenly, so every
@@ -50,6 +51,27 @@ module attributes {{transform.with_named_sequence} {
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
                                   !transform.any_op, !transform.any_op)
     transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
+    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @tile_row_registers(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %regs, %rl:3 = transform.structured.tile_using_for %op tile_sizes [{4}, 1]
+        interchange = [1, 0, 2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @tile_row_registers_from_init(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %regs, %rl:2 = transform.structured.fuse %op tile_sizes [{4}, 0]
+        interchange [1, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    %steps, %kl = transform.structured.tile_using_for %regs
+        tile_sizes [0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
     transform.yield
   }
@@ -97,6 +119,22 @@ module attributes {{transform.with_named_sequence} {
       transform.include @tile_registers failures(propagate) (%mm)
           : (!transform.any_op) -> ()
     }
+    %rows = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.row_in_parallel_loop} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %rows : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_row_registers failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
+    %rows_from_init = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.row_init_in_registers} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %rows_from_init : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_row_registers_from_init failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
     %from_init = transform.structured.match ops{{["linalg.matmul"]}
         attributes {{kiln.init_in_registers} in %root
         : (!transform.any_op) -> !transform.any_op
@@ -114,10 +152,18 @@ module attributes {{transform.with_named_sequence} {
         attributes {{kiln.in_parallel_loop} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %static_blocks : !transform.any_op
+    %row_blocks = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.row_in_parallel_loop} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %row_blocks : !transform.any_op
     %init_blocks = transform.structured.match ops{{["linalg.matmul"]}
         attributes {{kiln.init_in_registers} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %init_blocks : !transform.any_op
+    %row_init_blocks = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.row_init_in_registers} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %row_init_blocks : !transform.any_op
     %init_tiles = transform.structured.match
         ops{{["linalg.fill", "linalg.generic"]}
         attributes {{kiln.register_init} in %root
@@ -163,6 +209,19 @@ constexpr StringLiteral kSharedMarker = "kiln.thread_blocks";
 constexpr StringLiteral kNestedMarker = "kiln.in_parallel_loop";
 constexpr StringLiteral kFromInitMarker = "kiln.init_in_registers";
 constexpr StringLiteral kInitMarker = "kiln.register_init";
+/// The same two for products of one row (a decoder step's attention).
+constexpr StringLiteral kRowNestedMarker = "kiln.row_in_parallel_loop";
+constexpr StringLiteral kRowFromInitMarker = "kiln.row_init_in_registers";
+
+/// Whether `op` multiplies a single row: its register tile is then that row
+/// by `kRowTileRegisters` times as many columns as other products', so that
+/// enough independent accumulators hide the FMA latency of the chain along
+/// the reduction (one row by `registerCols` columns is 2 AVX-512 registers,
+/// each waiting on its previous FMA).
+bool isSingleRow(linalg::MatmulOp op) {
+  return cast<ShapedType>(op.getInputs()[0].getType()).getDimSize(0) == 1;
+}
+constexpr int64_t kRowTileRegisters = 4;
 
 /// Whether `op` is one of a batch (inside a parallel loop) and its whole
 /// reduction is one cache block.
@@ -217,8 +276,10 @@ struct TileAndVectorizeContractionsPass
         llvm::formatv("{0}, {1}", threadRows, threadCols).str();
     std::string registersOnly =
         llvm::formatv("{0}, {1}, 0", registerRows, registerCols).str();
-    std::string source = llvm::formatv(kScheduleTemplate, cacheDepth,
-                                       registers, threadBlocks, registersOnly);
+    std::string row =
+        llvm::formatv("1, {0}", kRowTileRegisters * registerCols).str();
+    std::string source = llvm::formatv(kScheduleTemplate, cacheDepth, registers,
+                                       threadBlocks, registersOnly, row);
     schedule = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(source, context));
     return success(static_cast<bool>(*schedule));
@@ -229,13 +290,17 @@ struct TileAndVectorizeContractionsPass
     // enough; blocks for threads inside it would only leave ragged edges.
     getOperation()->walk([&](linalg::MatmulOp op) {
       MLIRContext *ctx = op.getContext();
+      bool nested = op->getParentOfType<scf::ForallOp>() != nullptr;
+      bool row = nested && isSingleRow(op);
       if (Operation *init = registerInit(op, cacheDepth)) {
-        op->setAttr(kFromInitMarker, UnitAttr::get(ctx));
+        op->setAttr(row ? kRowFromInitMarker : kFromInitMarker,
+                    UnitAttr::get(ctx));
         init->setAttr(kInitMarker, UnitAttr::get(ctx));
         return;
       }
-      bool nested = op->getParentOfType<scf::ForallOp>() != nullptr;
-      op->setAttr(nested ? kNestedMarker : kSharedMarker, UnitAttr::get(ctx));
+      op->setAttr(row ? kRowNestedMarker
+                      : (nested ? kNestedMarker : kSharedMarker),
+                  UnitAttr::get(ctx));
     });
     ModuleOp script = schedule->get();
     Operation *entry = transform::detail::findTransformEntryPoint(
@@ -249,6 +314,8 @@ struct TileAndVectorizeContractionsPass
       op->removeAttr(kSharedMarker);
       op->removeAttr(kFromInitMarker);
       op->removeAttr(kInitMarker);
+      op->removeAttr(kRowNestedMarker);
+      op->removeAttr(kRowFromInitMarker);
     });
   }
 
