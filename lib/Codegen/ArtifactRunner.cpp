@@ -33,6 +33,23 @@ int32_t ArtifactRunner::numInputs() const {
   return kiln_entry_num_inputs(artifact.get(), entry);
 }
 
+int64_t ArtifactRunner::getLargestInputDim(int32_t index, int32_t dim) const {
+  kiln_tensor_info info;
+  kiln_status status =
+      kiln_entry_input_info(artifact.get(), entry, index, &info);
+  assert(status == KILN_OK && dim < info.rank && "an input's dimension");
+  (void)status;
+  int64_t size = info.dims[dim];
+  if (size >= 0)
+    return size;
+  kiln_dim_info range;
+  if (kiln_artifact_dim_info(artifact.get(),
+                             static_cast<int32_t>(KILN_ABI_DIM_INDEX(size)),
+                             &range) != KILN_OK)
+    return 0;
+  return range.max;
+}
+
 int32_t ArtifactRunner::numOutputs() const {
   return kiln_entry_num_outputs(artifact.get(), entry);
 }

@@ -32,6 +32,9 @@ public:
 
   int32_t numInputs() const;
   int32_t numOutputs() const;
+  /// The largest size input `index`'s dimension `dim` may take (its
+  /// named dimension's range, or its fixed size).
+  int64_t getLargestInputDim(int32_t index, int32_t dim) const;
   /// The name of output `index`.
   std::string getOutputName(int32_t index) const;
   /// The entry's outputs on the tensors in `files` (one per input, in

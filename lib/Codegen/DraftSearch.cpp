@@ -203,7 +203,10 @@ FailureOr<DraftChoice> kiln::chooseDraft(ModuleOp module,
           ArtifactRunner::open(path, "decode", "the candidate draft", loc);
       if (failed(runner) || failed(runner->setNumThreads(1)))
         return failure();
-      for (int32_t k = 1; k <= kMostDraftTokens; ++k) {
+      // Generation checks K drafted tokens in one decode call of K + 1.
+      int64_t mostTokens = std::min<int64_t>(
+          kMostDraftTokens, runner->getLargestInputDim(0, 1) - 1);
+      for (int32_t k = 1; k <= mostTokens; ++k) {
         FailureOr<Comparison> measured = compare(*runner, prompts, k);
         if (failed(measured))
           return failure();

@@ -61,33 +61,49 @@ FailureOr<double> kiln::measurePerplexity(StringRef path,
       path, "decode", "the decoder without the skipped blocks", loc);
   if (failed(runner))
     return failure();
+  // Sequences longer than one call takes go in pieces: the cache joins
+  // them.
+  int64_t mostPerCall = runner->getLargestInputDim(0, 1);
+  if (mostPerCall < 1)
+    return emitError(loc) << search << ": decode takes no tokens per call";
   double negativeLogLikelihood = 0;
   int64_t predicted = 0;
   for (const TokenSequence &sequence : sequences) {
     if (failed(runner->reset()))
       return failure();
-    FailureOr<std::vector<TensorPtr>> outputs =
-        runner->run({sequence.tokens.get()}, sequence.file);
-    if (failed(outputs))
-      return failure();
-    const kiln_tensor *logits = outputs->front().get();
-    int64_t vocab = kiln_tensor_dims(logits)[2];
     int64_t length = kiln_tensor_dims(sequence.tokens.get())[1];
-    const float *rows = static_cast<const float *>(kiln_tensor_const_data(logits));
     const int64_t *ids = static_cast<const int64_t *>(
         kiln_tensor_const_data(sequence.tokens.get()));
-    for (int64_t i = 0; i + 1 < length; ++i) {
-      const float *row = rows + i * vocab;
-      int64_t next = ids[i + 1];
-      if (next < 0 || next >= vocab)
-        return emitError(loc) << search << ": calibration set '"
-                              << sequence.file << "' holds token " << next
-                              << ", outside the vocabulary of " << vocab;
-      double largest = *std::max_element(row, row + vocab), sum = 0;
-      for (int64_t v = 0; v < vocab; ++v)
-        sum += std::exp(double(row[v]) - largest);
-      negativeLogLikelihood += std::log(sum) + largest - row[next];
-      ++predicted;
+    for (int64_t start = 0; start < length; start += mostPerCall) {
+      int64_t count = std::min(mostPerCall, length - start);
+      int64_t dims[2] = {1, count};
+      kiln_tensor *piece = nullptr;
+      if (kiln_tensor_create(KILN_DTYPE_I64, 2, dims, &piece) != KILN_OK)
+        return emitError(loc) << search << ": " << kiln_last_error();
+      TensorPtr owned(piece);
+      std::copy(ids + start, ids + start + count,
+                static_cast<int64_t *>(kiln_tensor_data(piece)));
+      FailureOr<std::vector<TensorPtr>> outputs =
+          runner->run({piece}, sequence.file);
+      if (failed(outputs))
+        return failure();
+      const kiln_tensor *logits = outputs->front().get();
+      int64_t vocab = kiln_tensor_dims(logits)[2];
+      const float *rows =
+          static_cast<const float *>(kiln_tensor_const_data(logits));
+      for (int64_t i = 0; i < count && start + i + 1 < length; ++i) {
+        const float *row = rows + i * vocab;
+        int64_t next = ids[start + i + 1];
+        if (next < 0 || next >= vocab)
+          return emitError(loc) << search << ": calibration set '"
+                                << sequence.file << "' holds token " << next
+                                << ", outside the vocabulary of " << vocab;
+        double largest = *std::max_element(row, row + vocab), sum = 0;
+        for (int64_t v = 0; v < vocab; ++v)
+          sum += std::exp(double(row[v]) - largest);
+        negativeLogLikelihood += std::log(sum) + largest - row[next];
+        ++predicted;
+      }
     }
   }
   return std::exp(negativeLogLikelihood / double(predicted));

@@ -12,8 +12,9 @@ with every block; the cheaper block skipped, in float and in int4) at every
 K from 1 to 5, each giving plain greedy decoding's tokens; the choice is
 the fastest candidate if it is fast enough, and the artifact holds it: its
 draft entry and its K (kiln_artifact_draft_tokens), which generation uses
-when left to it, with plain greedy decoding's tokens. Which draft wins is a
-timing, not asserted: random weights make any draft's acceptance low.
+when left to it, with plain greedy decoding's tokens. With decode calls of
+at most 3 tokens, K runs to 2 only. Which draft wins is a timing, not
+asserted: random weights make any draft's acceptance low.
 """
 import ctypes
 import json
@@ -113,6 +114,20 @@ def main():
     expect(automatic == plain,
            "generation left to the artifact's K gives plain greedy tokens")
     session.close()
+
+    # Decode calls of at most 3 tokens check at most 2 drafted ones: the
+    # search times no larger K (generation would run it as 2).
+    narrow_report = os.path.join(work, "narrow.json")
+    subprocess.run([compiler, os.path.join(model_dir, "past", "model.onnx"),
+                    "--dim", "batch=1", "--dim", "seq=1..3",
+                    "--dim", "past_seq=0..32", "--max-context", "32",
+                    "--choose-draft", "--calibration", calibration,
+                    "--draft-report", narrow_report,
+                    "-o", os.path.join(work, "narrow.so")], check=True)
+    with open(narrow_report) as f:
+        narrow = {t["draft_tokens"] for t in json.load(f)["tried"]}
+    expect(narrow == {1, 2},
+           f"with calls of at most 3 tokens, K tried is {sorted(narrow)}")
     return 1 if problems else 0
 
 
