@@ -84,7 +84,8 @@ struct Operands {
 };
 
 /// Key block sizes for a run-time key count: blocks of `keyColumns`, then
-/// of 16, each block shape static (what is left is a tail block).
+/// of 64 and of 16, each block shape static (the keys left after them go in
+/// one tail block; see emitQueryBlock).
 SmallVector<int64_t> getDynamicKeyBlocks(int64_t keyColumns) {
   SmallVector<int64_t> sizes = {keyColumns};
   for (int64_t size : {int64_t(64), int64_t(16)})
