@@ -56,7 +56,7 @@ func.func @packed(%x: tensor<1x?x64xf32>, %w: tensor<2x64x32xf32>) -> tensor<1x?
 // -----
 
 // Attention over run-time query and key counts keeps its blocks static:
-// blocks of 16 query rows then single rows; key blocks of 256, then 64,
+// blocks of 16 query rows, then of 4, then single rows; key blocks of 256, then 64,
 // then 16, each run up to the last multiple of its size. The keys left
 // (fewer than 16) are one block of 16 ending at the last key, its columns
 // already seen scored -inf (every read stays within the keys); with fewer
@@ -83,7 +83,17 @@ func.func @packed(%x: tensor<1x?x64xf32>, %w: tensor<2x64x32xf32>) -> tensor<1x?
 // CHECK: } else {
 // CHECK: scf.for %{{.*}} = %[[SIXTEENS]] to %[[KEYS]] step %c1
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<16x8xf32>, tensor<8x1xf32>)
-// The rows left over, one at a time.
+// The rows left over in blocks of 4 (a decoder's verify step), from the
+// first row after the blocks of 16; then one at a time, after those.
+// CHECK: %[[SIXTEEN_ROWS:.*]] = arith.muli %{{.*}}, %c16
+// CHECK: %[[FULL:.*]] = arith.addi %c0{{.*}}, %[[SIXTEEN_ROWS]]
+// CHECK: %[[LEFT4:.*]] = arith.subi %{{.*}}, %[[FULL]]
+// CHECK: %[[FOURS:.*]] = arith.divui %[[LEFT4]], %c4
+// CHECK: scf.forall
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8x256xf32>)
+// CHECK: %[[ROWS4:.*]] = arith.muli %[[FOURS]], %c4
+// CHECK: %[[SINGLES_FROM:.*]] = arith.addi %[[FULL]], %[[ROWS4]]
+// CHECK: arith.subi %{{.*}}, %[[SINGLES_FROM]]
 // CHECK: scf.forall
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<1x8xf32>, tensor<8x256xf32>)
 func.func @attention(%q: tensor<1x2x?x8xf32>, %kt: tensor<1x2x8x?xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {

@@ -19,6 +19,14 @@
 // CHECK: func.func @dynamic(%[[DIN:.*]]: memref<?x32xf32>, %[[DOUT:.*]]: memref<64x32xf32>, %[[DEXEC:.*]]: !llvm.ptr {kiln.executor})
 // CHECK: call @kiln.parallel_for.dynamic_parallel(%[[DEXEC]], %{{.*}}, %[[DIN]], %[[DOUT]])
 
+// A run-time count with no known bound (blocks of a sequence of any
+// length, a quotient) is shared too: the executor gets the count.
+// CHECK: func.func @quotient(%[[QIN:.*]]: memref<?x256xf32>, %[[QEXEC:.*]]: !llvm.ptr {kiln.executor})
+// CHECK: %[[ROWS:.*]] = memref.dim %[[QIN]], %c0
+// CHECK: %[[BLOCKS:.*]] = arith.divui %[[ROWS]], %c4
+// CHECK: %[[QCOUNT:.*]] = arith.ceildivui %{{.*}}, %c1
+// CHECK: call @kiln.parallel_for.quotient_parallel(%[[QEXEC]], %[[QCOUNT]], %[[QIN]])
+
 // A buffer with another layout can't be passed: that loop stays, and the
 // function needs no executor.
 // CHECK: func.func @strided(%{{.*}}: memref<64x32xf32, strided<[64, 1]>>, %{{.*}}: memref<64x32xf32>) {
@@ -84,6 +92,27 @@ func.func @dynamic(%in: memref<?x32xf32>, %out: memref<64x32xf32>) {
   scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
     %x = memref.load %in[%i, %j] : memref<?x32xf32>
     memref.store %x, %out[%i, %j] : memref<64x32xf32>
+  }
+  return
+}
+
+func.func @quotient(%in: memref<?x256xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c256 = arith.constant 256 : index
+  %rows = memref.dim %in, %c0 : memref<?x256xf32>
+  %blocks = arith.divui %rows, %c4 : index
+  scf.parallel (%b) = (%c0) to (%blocks) step (%c1) {
+    %first = arith.muli %b, %c4 : index
+    scf.for %i = %c0 to %c4 step %c1 {
+      %row = arith.addi %first, %i : index
+      scf.for %j = %c0 to %c256 step %c1 {
+        %x = memref.load %in[%row, %j] : memref<?x256xf32>
+        %y = arith.addf %x, %x : f32
+        memref.store %y, %in[%row, %j] : memref<?x256xf32>
+      }
+    }
   }
   return
 }

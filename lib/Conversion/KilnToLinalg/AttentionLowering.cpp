@@ -413,6 +413,10 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
       });
 }
 
+/// Rows of the query blocks between full blocks and single rows, for a
+/// run-time query count.
+constexpr int64_t kFewQueryRows = 4;
+
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
   AttentionLowering(MLIRContext *ctx, int64_t queryRows, int64_t keyColumns)
       : OpConversionPattern(ctx), queryRows(queryRows), keyColumns(keyColumns) {
@@ -551,23 +555,32 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                              i, b.getIndexAttr(fullBlocks * rows));
                        });
     } else {
-      // Blocks of queryRows rows, then single rows.
+      // Blocks of queryRows rows, then of kFewQueryRows, then single rows.
+      // A decoder's verify step (a few rows) then reads each key block
+      // once for its rows, with a register per row.
       Value queryCount = cast<Value>(ops.queries);
-      Value rows = arith::ConstantIndexOp::create(rewriter, loc, queryRows);
-      Value fullBlocks =
-          arith::DivUIOp::create(rewriter, loc, queryCount, rows);
-      Value full = arith::MulIOp::create(rewriter, loc, fullBlocks, rows);
-      Value tail = arith::SubIOp::create(rewriter, loc, queryCount, full);
       Value batchSize = arith::ConstantIndexOp::create(rewriter, loc, batch);
-      parallelBlocks(
-          OpFoldResult(arith::MulIOp::create(rewriter, loc, batchSize, fullBlocks)),
-          queryRows, [&](OpBuilder &b, Value i) {
-            return position(b, i, fullBlocks, queryRows,
-                            arith::ConstantIndexOp::create(b, loc, 0));
-          });
-      parallelBlocks(
-          OpFoldResult(arith::MulIOp::create(rewriter, loc, batchSize, tail)), 1,
-          [&](OpBuilder &b, Value i) { return position(b, i, tail, 1, full); });
+      Value first = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      SmallVector<int64_t> blockRows = {queryRows};
+      if (kFewQueryRows > 1 && kFewQueryRows < queryRows)
+        blockRows.push_back(kFewQueryRows);
+      blockRows.push_back(1);
+      for (int64_t rows : blockRows) {
+        Value size = arith::ConstantIndexOp::create(rewriter, loc, rows);
+        Value left = arith::SubIOp::create(rewriter, loc, queryCount, first);
+        Value blocks =
+            rows == 1
+                ? left
+                : arith::DivUIOp::create(rewriter, loc, left, size).getResult();
+        parallelBlocks(OpFoldResult(arith::MulIOp::create(rewriter, loc,
+                                                          batchSize, blocks)),
+                       rows, [&](OpBuilder &b, Value i) {
+                         return position(b, i, blocks, rows, first);
+                       });
+        first = arith::AddIOp::create(
+            rewriter, loc, first,
+            arith::MulIOp::create(rewriter, loc, blocks, size));
+      }
     }
     rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, resultType,
                                          getDynamicResultSizes(rewriter, op)));

@@ -137,15 +137,14 @@ LogicalResult outlineLoop(scf::ParallelOp loop, func::FuncOp func,
   if (!loop.getInitVals().empty())
     return success();
   unsigned rank = loop.getNumLoops();
-  // Trip counts at their largest (run-time counts for dynamic loops).
+  // Trip counts at their largest (run-time counts for dynamic loops). A
+  // run-time count with no known bound (a quotient: blocks of a sequence
+  // of any length, as attention's) is taken to be wide enough to share;
+  // the executor runs a count of 1 in place.
   SmallVector<int64_t> trips;
   for (auto [lb, ub, step] :
-       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())) {
-    std::optional<int64_t> trip = getMaxTripCount(lb, ub, step);
-    if (!trip)
-      break;
-    trips.push_back(*trip);
-  }
+       llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
+    trips.push_back(getMaxTripCount(lb, ub, step).value_or(kMinFlatIterations));
   // Flatten leading dimensions until the space is wide enough, keeping the
   // innermost one as a loop of its own unless nothing else can be shared:
   // it is the one LLVM vectorizes.
