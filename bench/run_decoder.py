@@ -410,7 +410,7 @@ def speculative_table(args, compile_, runtime, window):
         "then times each candidate at each K against plain decoding, "
         f"generating up to 64 tokens after the first half of each of the "
         f"{report['prompts']} calibration sequences (training text), 1 "
-        "thread, medians of 3 alternating runs; the search took "
+        "thread, the fastest of 3 alternating runs; the search took "
         f"{search_seconds:.0f} s of the compile.",
         "",
         "| draft skips | draft weights | K | accepted | plain tokens/s | "
