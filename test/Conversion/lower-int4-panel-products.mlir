@@ -5,10 +5,27 @@
 // With AVX-512's 16 lanes a 16-column panel is one register: a pair of
 // groups of 4 rows is one 64-byte load, blocks have 4 rows, and with VNNI
 // each group's products are one vpdpbusd into the sums (else AVX512BW's
-// two multiply-adds and an add).
+// two multiply-adds and an add). One row (a decoder step) multiplies the
+// stored 4-bit values (no zero point subtracted per pair) and takes
+// zero point * the block's sum of the row's bytes off each block's sums;
+// those sums are computed once, before the panels.
 // WIDE-LABEL: func.func @product
 // WIDE: scf.if
-// WIDE: scf.for {{.*}} -> (vector<16xf32>) {
+// WIDE: %[[ROWSUMS:.*]] = memref.alloca() : memref<2xi32>
+// WIDE: vector.reduction <add>
+// WIDE: memref.store %{{.*}}, %[[ROWSUMS]]
+// WIDE: scf.parallel
+// WIDE: scf.for %[[BLOCK:[a-z0-9_]+]] = {{.*}} -> (vector<16xf32>) {
+// WIDE-NOT: arith.subi %{{.*}} : vector<64xi8>
+// WIDE: %[[SUMS:.*]] = scf.for {{.*}} -> (vector<16xi32>) {
+// WIDE: %[[LOW:.*]] = arith.andi %{{.*}} : vector<64xi8>
+// WIDE-NOT: arith.subi {{.*}} : vector<64xi8>
+// WIDE: llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"(%{{.*}}, %{{.*}}, %[[LOW]])
+// WIDE: %[[ROWSUM:.*]] = memref.load %[[ROWSUMS]][%[[BLOCK]]]
+// WIDE: %[[SPLAT:.*]] = vector.broadcast %[[ROWSUM]] : i32 to vector<16xi32>
+// WIDE: %[[ZEROS:.*]] = arith.muli %{{.*}}, %[[SPLAT]] : vector<16xi32>
+// WIDE: %[[EXACT:.*]] = arith.subi %[[SUMS]], %[[ZEROS]] : vector<16xi32>
+// WIDE: arith.sitofp %[[EXACT]]
 // WIDE: } else {
 // WIDE: arith.ceildivui %{{.*}}, %c4
 // WIDE: vector.load %{{.*}} : memref<2x2x64xi8>, vector<64xi8>

@@ -107,11 +107,12 @@ public:
   }
 
   /// `packed` unpacked: the low 4 bits (group 2 * pair) or, for `half` 1,
-  /// the high 4 bits (the next group), less the zero points.
+  /// the high 4 bits (the next group), less the zero points unless
+  /// `zeros` is empty.
   SmallVector<Value> unpack(OpBuilder &b, ArrayRef<Value> packed, int64_t half,
                             ArrayRef<Value> zeros) const {
     SmallVector<Value> weights;
-    for (auto [bytePairs, zero] : llvm::zip(packed, zeros)) {
+    for (auto [c, bytePairs] : llvm::enumerate(packed)) {
       Value v = bytePairs;
       if (half == 1)
         v = vector::BitCastOp::create(
@@ -119,7 +120,9 @@ public:
             arith::ShRUIOp::create(
                 b, loc, vector::BitCastOp::create(b, loc, halves(b), v), four));
       v = arith::AndIOp::create(b, loc, v, lowBits);
-      weights.push_back(arith::SubIOp::create(b, loc, v, zero));
+      if (!zeros.empty())
+        v = arith::SubIOp::create(b, loc, v, zeros[c]);
+      weights.push_back(v);
     }
     return weights;
   }
@@ -145,22 +148,24 @@ Value groupIndex(OpBuilder &b, Location loc, Value pair, int64_t half) {
 using GroupBody = function_ref<SmallVector<Value>(
     OpBuilder &b, Location loc, Value pair, int64_t half,
     ArrayRef<Value> weights, ArrayRef<Value> scales, ArrayRef<Value> sums)>;
-/// What a kernel does at the end of a block: the totals carried through
-/// the blocks, updated from the block's sums and its scales (a register
-/// per 8 columns).
+/// What a kernel does at the end of block `block`: the totals carried
+/// through the blocks, updated from the block's sums and its scales (a
+/// register per 8 columns).
 using BlockEnd = function_ref<SmallVector<Value>(
-    OpBuilder &b, Location loc, ArrayRef<Value> sums, ArrayRef<Value> scales,
-    ArrayRef<Value> totals)>;
+    OpBuilder &b, Location loc, Value block, ArrayRef<Value> sums,
+    ArrayRef<Value> scales, ArrayRef<Value> totals)>;
 
 /// The loops every kernel runs over `panel`: its blocks, carrying
 /// `totals`, and in each its pairs of groups, carrying sums started at
-/// `sumsInit`; each pair's bytes loaded once and unpacked per group.
-/// Returns the final totals.
+/// `sumsInit`; each pair's bytes loaded once and unpacked per group, less
+/// the zero points unless `blockEnd` takes them off (`subtractZeros`
+/// false). Returns the final totals.
 SmallVector<Value> emitPanelLoops(OpBuilder &b, Location loc,
                                   const Int4Product &p, Value panel,
                                   const Unpacker &unpacker, ValueRange totals,
                                   ValueRange sumsInit, GroupBody groupBody,
-                                  BlockEnd blockEnd) {
+                                  BlockEnd blockEnd,
+                                  bool subtractZeros = true) {
   auto floats = VectorType::get({p.lanes}, b.getF32Type());
   auto blockLoop = scf::ForOp::create(
       b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
@@ -168,7 +173,9 @@ SmallVector<Value> emitPanelLoops(OpBuilder &b, Location loc,
       [&](OpBuilder &ob, Location l, Value scaleBlock, ValueRange blockTotals) {
         Value firstPair = arith::MulIOp::create(
             ob, l, scaleBlock, index(ob, l, p.pairsPerBlock));
-        SmallVector<Value> zeros = unpacker.loadZeros(ob, panel, scaleBlock);
+        SmallVector<Value> zeros;
+        if (subtractZeros)
+          zeros = unpacker.loadZeros(ob, panel, scaleBlock);
         SmallVector<Value> scales;
         for (int64_t c = 0; c < p.vectors; ++c)
           scales.push_back(vector::LoadOp::create(
@@ -189,10 +196,59 @@ SmallVector<Value> emitPanelLoops(OpBuilder &b, Location loc,
             });
         SmallVector<Value> sums(pairLoop.getResults());
         scf::YieldOp::create(ob, l,
-                             blockEnd(ob, l, sums, scales,
+                             blockEnd(ob, l, scaleBlock, sums, scales,
                                       SmallVector<Value>(blockTotals)));
       });
   return SmallVector<Value>(blockLoop.getResults());
+}
+
+/// The sums of a single row's bytes over each block of groups, `[blocks]`
+/// int32 (the row is uint8, `[1, groups, 4]`).
+Value emitRowBlockSums(OpBuilder &b, Location loc, const Int4Product &p) {
+  Type i32 = b.getI32Type();
+  auto fourBytes = VectorType::get({4}, b.getI8Type());
+  auto fourWords = VectorType::get({4}, i32);
+  Value sums =
+      memref::AllocaOp::create(b, loc, MemRefType::get({p.blocks}, i32));
+  int64_t groups = 2 * p.pairsPerBlock;
+  scf::ForOp::create(
+      b, loc, index(b, loc, 0), index(b, loc, p.blocks), index(b, loc, 1),
+      ValueRange{}, [&](OpBuilder &ob, Location l, Value block, ValueRange) {
+        Value first = arith::MulIOp::create(ob, l, block, index(ob, l, groups));
+        auto groupLoop = scf::ForOp::create(
+            ob, l, index(ob, l, 0), index(ob, l, groups), index(ob, l, 1),
+            ValueRange{splat(ob, l, fourWords, ob.getI32IntegerAttr(0))},
+            [&](OpBuilder &gb, Location l, Value g, ValueRange acc) {
+              Value bytes = vector::LoadOp::create(
+                  gb, l, fourBytes, p.rows,
+                  ValueRange{index(gb, l, 0),
+                             arith::AddIOp::create(gb, l, first, g),
+                             index(gb, l, 0)});
+              Value words = arith::ExtUIOp::create(gb, l, fourWords, bytes);
+              scf::YieldOp::create(
+                  gb, l,
+                  ValueRange{
+                      arith::AddIOp::create(gb, l, acc[0], words).getResult()});
+            });
+        Value total = vector::ReductionOp::create(
+            ob, l, vector::CombiningKind::ADD, groupLoop.getResult(0));
+        memref::StoreOp::create(ob, l, total, sums, ValueRange{block});
+        scf::YieldOp::create(ob, l);
+      });
+  return sums;
+}
+
+/// Each column's zero point in block `block` of `panel` for register `c`,
+/// as int32 lanes (8 for symmetric weights).
+Value loadZeroWords(OpBuilder &b, Location loc, const Int4Product &p,
+                    Value panel, Value block, int64_t c) {
+  auto words = VectorType::get({p.lanes}, b.getI32Type());
+  if (!p.zeroPoints)
+    return splat(b, loc, words, b.getI32IntegerAttr(8));
+  Value bytes = vector::LoadOp::create(
+      b, loc, VectorType::get({p.lanes}, b.getI8Type()), p.zeroPoints,
+      ValueRange{panel, block, index(b, loc, c * p.lanes)});
+  return arith::ExtUIOp::create(b, loc, words, bytes);
 }
 
 /// The kernel over uint8 rows: each block's pairs of groups multiplied in
@@ -203,6 +259,14 @@ void emitIntegerKernel(OpBuilder &b, Location loc, const Int4Product &p,
   auto words = VectorType::get({p.lanes}, b.getI32Type());
   auto floats = VectorType::get({p.lanes}, b.getF32Type());
   int64_t vectors = p.vectors;
+  // A single row (a decoder's step) uses each weight once, so unpacking
+  // costs as much as the products: it multiplies the 4-bit values as
+  // stored, and each block's sums lose zero_point * (the block's sum of
+  // the row's bytes) once at its end, summed before the panels. The same
+  // integers, two vector ops fewer per pair of groups.
+  Value rowBlockSums;
+  if (blockRows == 1)
+    rowBlockSums = emitRowBlockSums(b, loc, p);
   kiln::RowBlockLoop block =
       kiln::createRowBlockLoop(b, loc, p.rowCount, p.panels, blockRows);
   Unpacker unpacker(b, loc, p);
@@ -228,18 +292,32 @@ void emitIntegerKernel(OpBuilder &b, Location loc, const Int4Product &p,
         return next;
       },
       // The block's integer sums, scaled by its scales, into the totals.
-      [&](OpBuilder &ob, Location l, ArrayRef<Value> sums,
+      [&](OpBuilder &ob, Location l, Value scaleBlock, ArrayRef<Value> sums,
           ArrayRef<Value> scales, ArrayRef<Value> totals) {
         SmallVector<Value> scaled;
+        Value rowSum;
+        if (rowBlockSums)
+          rowSum = vector::BroadcastOp::create(
+              ob, l, words,
+              memref::LoadOp::create(ob, l, rowBlockSums,
+                                     ValueRange{scaleBlock}));
         for (int64_t i = 0; i < blockRows; ++i)
           for (int64_t c = 0; c < vectors; ++c) {
-            Value real =
-                arith::SIToFPOp::create(ob, l, floats, sums[i * vectors + c]);
+            Value sum = sums[i * vectors + c];
+            if (rowSum)
+              sum = arith::SubIOp::create(
+                  ob, l, sum,
+                  arith::MulIOp::create(
+                      ob, l,
+                      loadZeroWords(ob, l, p, block.panel, scaleBlock, c),
+                      rowSum));
+            Value real = arith::SIToFPOp::create(ob, l, floats, sum);
             scaled.push_back(vector::FMAOp::create(ob, l, real, scales[c],
                                                    totals[i * vectors + c]));
           }
         return scaled;
-      });
+      },
+      /*subtractZeros=*/!rowBlockSums);
   kiln::storeRowBlock(b, loc, block, totals, p.sums, p.rowCount, p.lanes);
 }
 
@@ -310,7 +388,7 @@ void emitFloatRowKernel(OpBuilder &b, Location loc, const Int4Product &p) {
                             });
         return next;
       },
-      [&](OpBuilder &ob, Location l, ArrayRef<Value> sums,
+      [&](OpBuilder &ob, Location l, Value, ArrayRef<Value> sums,
           ArrayRef<Value> scales, ArrayRef<Value> totals) {
         SmallVector<Value> scaled;
         for (int64_t c = 0; c < vectors; ++c)
@@ -357,7 +435,7 @@ void emitDequantizedPanelKernel(OpBuilder &b, Location loc,
             });
         return SmallVector<Value>();
       },
-      [&](OpBuilder &, Location, ArrayRef<Value>, ArrayRef<Value>,
+      [&](OpBuilder &, Location, Value, ArrayRef<Value>, ArrayRef<Value>,
           ArrayRef<Value>) { return SmallVector<Value>(); });
 
   // Blocks of rows against the buffer; rows past the end read the last
