@@ -4,6 +4,13 @@
  * in every loop. Loops in a model are short (tens of microseconds) and come
  * back to back, so idle workers spin for a while before they sleep: waking a
  * sleeping thread costs about as much as a small loop.
+ *
+ * Each thread owns one contiguous share of every loop and takes it first,
+ * in ranges, before it takes ranges left in the others' shares. The same
+ * thread then runs the same iterations call after call, so the data they
+ * read (a product's weights: a decode step reads all of them) stays in
+ * that core's cache, and threads claim ranges on cache lines of their own
+ * unless one runs ahead of another.
  *===----------------------------------------------------------------------===*/
 #define _GNU_SOURCE
 #include "internal.h"
@@ -17,22 +24,34 @@
 
 /* How long an idle worker spins before it sleeps. */
 #define KILN_SPIN_NANOSECONDS 2000000
-/* Ranges per thread a loop is cut into, so threads that finish early take
+/* Ranges each thread's share is cut into, so threads that finish early take
  * over the work of slower ones. */
 #define KILN_RANGES_PER_THREAD 4
+#define KILN_CACHE_LINE 64
+
+/* One thread's share of the current loop: iterations [begin, end) in ranges
+ * of range_size, the next to take counted by next_range. */
+typedef struct share {
+  _Alignas(KILN_CACHE_LINE) atomic_int_fast64_t next_range;
+  int64_t begin, end, range_size;
+} share;
+
+typedef struct worker_start {
+  kiln_thread_pool *pool;
+  int32_t index; /* the share it takes first; the caller's is 0 */
+} worker_start;
 
 struct kiln_thread_pool {
   kiln_abi_executor executor; /* first, so generated code's pointer is ours */
   int32_t num_threads;
   pthread_t *workers;
+  worker_start *starts;
   int32_t num_workers; /* started so far */
 
   /* The current loop, written by the caller before `generation` moves. */
   kiln_abi_parallel_body body;
   void *closure;
-  int64_t count;
-  int64_t range_size;
-  atomic_int_fast64_t next_range;
+  share *shares; /* num_threads */
   atomic_int busy_workers;
 
   /* Bumped once per loop; workers wait for it to move. */
@@ -57,17 +76,21 @@ static int64_t now_nanoseconds(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void run_ranges(kiln_thread_pool *pool) {
-  for (;;) {
-    int64_t range =
-        atomic_fetch_add_explicit(&pool->next_range, 1, memory_order_relaxed);
-    int64_t begin = range * pool->range_size;
-    if (begin >= pool->count)
-      return;
-    int64_t end = pool->count - begin < pool->range_size
-                      ? pool->count
-                      : begin + pool->range_size;
-    pool->body(pool->closure, begin, end);
+/* Runs the ranges of share `first`, then those left in the others. */
+static void run_ranges(kiln_thread_pool *pool, int32_t first) {
+  for (int32_t k = 0; k < pool->num_threads; ++k) {
+    share *own = &pool->shares[(first + k) % pool->num_threads];
+    for (;;) {
+      int64_t range =
+          atomic_fetch_add_explicit(&own->next_range, 1, memory_order_relaxed);
+      int64_t begin = own->begin + range * own->range_size;
+      if (begin >= own->end)
+        break;
+      int64_t end = own->end - begin < own->range_size
+                        ? own->end
+                        : begin + own->range_size;
+      pool->body(pool->closure, begin, end);
+    }
   }
 }
 
@@ -95,14 +118,15 @@ static unsigned wait_for_work(kiln_thread_pool *pool, unsigned seen) {
 }
 
 static void *worker_main(void *arg) {
-  kiln_thread_pool *pool = arg;
+  const worker_start *start = arg;
+  kiln_thread_pool *pool = start->pool;
   /* Not read from `generation`: the first loop may have bumped it already. */
   unsigned seen = 0;
   for (;;) {
     seen = wait_for_work(pool, seen);
     if (atomic_load(&pool->stopping))
       return NULL;
-    run_ranges(pool);
+    run_ranges(pool, start->index);
     atomic_fetch_sub_explicit(&pool->busy_workers, 1, memory_order_release);
   }
 }
@@ -117,12 +141,17 @@ static void pool_parallel_for(kiln_abi_executor *self,
     body(closure, 0, count);
     return;
   }
-  int64_t ranges = (int64_t)pool->num_threads * KILN_RANGES_PER_THREAD;
   pool->body = body;
   pool->closure = closure;
-  pool->count = count;
-  pool->range_size = (count + ranges - 1) / ranges;
-  atomic_store_explicit(&pool->next_range, 0, memory_order_relaxed);
+  for (int32_t t = 0; t < pool->num_threads; ++t) {
+    share *own = &pool->shares[t];
+    own->begin = count * t / pool->num_threads;
+    own->end = count * (t + 1) / pool->num_threads;
+    int64_t size = (own->end - own->begin + KILN_RANGES_PER_THREAD - 1) /
+                   KILN_RANGES_PER_THREAD;
+    own->range_size = size > 0 ? size : 1;
+    atomic_store_explicit(&own->next_range, 0, memory_order_relaxed);
+  }
   atomic_store_explicit(&pool->busy_workers, pool->num_workers,
                         memory_order_relaxed);
   /* Sequentially consistent, as the sleepers' count is read after it: a
@@ -133,7 +162,7 @@ static void pool_parallel_for(kiln_abi_executor *self,
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->mutex);
   }
-  run_ranges(pool);
+  run_ranges(pool, 0);
   while (atomic_load_explicit(&pool->busy_workers, memory_order_acquire) > 0)
     cpu_relax();
 }
@@ -156,15 +185,24 @@ kiln_status kiln_thread_pool_create(int32_t num_threads,
   pool->num_threads = num_threads;
   pthread_mutex_init(&pool->mutex, NULL);
   pthread_cond_init(&pool->wake, NULL);
+  pool->shares =
+      aligned_alloc(KILN_CACHE_LINE, sizeof(share) * (size_t)num_threads);
+  if (!pool->shares) {
+    kiln_thread_pool_destroy(pool);
+    return kiln_fail(KILN_ERROR_OUT_OF_MEMORY, "cannot allocate a thread pool");
+  }
   if (num_threads > 1) {
     pool->workers = calloc((size_t)num_threads - 1, sizeof(pthread_t));
-    if (!pool->workers) {
+    pool->starts = calloc((size_t)num_threads - 1, sizeof(worker_start));
+    if (!pool->workers || !pool->starts) {
       kiln_thread_pool_destroy(pool);
       return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
                        "cannot allocate a pool of %d threads", num_threads);
     }
     for (int32_t i = 0; i < num_threads - 1; ++i) {
-      int error = pthread_create(&pool->workers[i], NULL, worker_main, pool);
+      pool->starts[i] = (worker_start){pool, i + 1};
+      int error = pthread_create(&pool->workers[i], NULL, worker_main,
+                                 &pool->starts[i]);
       if (error != 0) {
         kiln_thread_pool_destroy(pool);
         return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
@@ -191,6 +229,8 @@ void kiln_thread_pool_destroy(kiln_thread_pool *pool) {
   pthread_cond_destroy(&pool->wake);
   pthread_mutex_destroy(&pool->mutex);
   free(pool->workers);
+  free(pool->starts);
+  free(pool->shares);
   free(pool);
 }
 

@@ -99,6 +99,52 @@ TEST(ThreadPool, SharesWorkAmongItsThreads) {
   }
 }
 
+// Each iteration waits until all of the loop's iterations have started, so
+// each runs on a thread of its own, and no thread can finish its own
+// iteration and take another's before that one started.
+struct Rendezvous {
+  int64_t count;
+  std::atomic<int64_t> arrived{0};
+  std::vector<std::thread::id> runner;
+  std::atomic<int> timedOut{0};
+  explicit Rendezvous(int64_t count) : count(count), runner(count) {}
+};
+
+void meetTheOthers(void *closure, int64_t begin, int64_t end) {
+  auto *meeting = static_cast<Rendezvous *>(closure);
+  for (int64_t i = begin; i < end; ++i) {
+    meeting->runner[i] = std::this_thread::get_id();
+    ++meeting->arrived;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (meeting->arrived < meeting->count) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ++meeting->timedOut;
+        return;
+      }
+      // This machine may have fewer cores than the pool has threads.
+      std::this_thread::yield();
+    }
+  }
+}
+
+TEST(ThreadPool, EachThreadTakesItsOwnShareFirst) {
+  // So a product's weights stay in the cache of the core that read them:
+  // the caller runs the first share, and each worker the same share call
+  // after call.
+  Pool pool(3);
+  std::vector<std::thread::id> first;
+  for (int call = 0; call < 50; ++call) {
+    Rendezvous meeting(3);
+    pool.parallelFor(meetTheOthers, &meeting, 3);
+    ASSERT_EQ(meeting.timedOut, 0) << "call " << call;
+    EXPECT_EQ(meeting.runner[0], std::this_thread::get_id()) << "call " << call;
+    if (first.empty())
+      first = meeting.runner;
+    EXPECT_EQ(meeting.runner, first) << "call " << call;
+  }
+  EXPECT_NE(first[1], first[2]);
+}
+
 TEST(ThreadPool, CountsTheCpusItMayUse) {
   int32_t cpus = kiln_available_cpus();
   EXPECT_GE(cpus, 1);
