@@ -483,7 +483,10 @@ def OutlineParallelLoopsPass
   let summary = "Run large scf.parallel loops on the runtime's thread pool";
   let description = [{
     Moves the body of each outermost `scf.parallel` whose estimated work
-    reaches `min-work` into a function over a range of iterations. The
+    reaches `min-work` into a function over a range of iterations. Smaller
+    loops stay on the calling thread: handing a loop to another core and
+    back costs about a microsecond, plus moving its data between the
+    cores' caches, more than a loop of a few thousand vector ops gains. The
     function containing the loop gets the runtime's `kiln_abi_executor` as
     an `!llvm.ptr` argument marked `kiln.executor` (its callers pass theirs;
     entries receive it from the call). The loop's leading dimensions are flattened into one
@@ -508,7 +511,7 @@ def OutlineParallelLoopsPass
     carry reductions, stay serial.
   }];
   let options = [
-    Option<"minWork", "min-work", "int64_t", "8192",
+    Option<"minWork", "min-work", "int64_t", "32768",
            "Estimated operations (loop trip counts times the ops inside) a "
            "loop needs to be run in parallel">,
   ];
