@@ -39,8 +39,10 @@ struct CpuLayout {
   /// Output block one thread computes at a time (thread-rows, thread-cols).
   int64_t threadRows, threadCols;
   /// Attention blocks: query rows, and keys scored at a time
-  /// (convert-kiln-to-linalg attention-query-rows, attention-key-columns).
-  int64_t attentionQueryRows, attentionKeyColumns;
+  /// (convert-kiln-to-linalg attention-query-rows, attention-key-columns),
+  /// and where a mask removes keys, the keys a block skips or scores
+  /// (attention-masked-key-columns).
+  int64_t attentionQueryRows, attentionKeyColumns, attentionMaskedKeyColumns;
   /// Static tile of other ops along a dynamic dimension
   /// (kiln-tile-dynamic-dims generic-rows; products use registerRows).
   int64_t dynamicGenericRows;

@@ -81,9 +81,12 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
     pm.addPass(createFuseMatMulEpiloguePass());
   }
   pm.addPass(createLowerStatePass());
-  pm.addPass(createConvertKilnToLinalgPass(
-      {layout.attentionQueryRows, layout.attentionKeyColumns,
-       optimize ? layout.registerCols : 0}));
+  ConvertKilnToLinalgPassOptions toLinalg;
+  toLinalg.attentionQueryRows = layout.attentionQueryRows;
+  toLinalg.attentionKeyColumns = layout.attentionKeyColumns;
+  toLinalg.attentionMaskedKeyColumns = layout.attentionMaskedKeyColumns;
+  toLinalg.patchColumns = optimize ? layout.registerCols : 0;
+  pm.addPass(createConvertKilnToLinalgPass(toLinalg));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createBindDimensionsPass());
   if (optimize) {

@@ -15,6 +15,9 @@ def ConvertKilnToLinalgPass : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
 
     `kiln.attention` becomes a parallel loop over blocks of query rows, each
     going through the keys in blocks with a running maximum and sum per row.
+    Where its mask removes keys, a key block the mask removes for every row
+    of the query block is skipped at run time (padded batches, causal and
+    windowed masks).
   }];
   let options = [
     Option<"attentionQueryRows", "attention-query-rows", "int64_t", "16",
@@ -23,6 +26,12 @@ def ConvertKilnToLinalgPass : Pass<"convert-kiln-to-linalg", "mlir::ModuleOp"> {
     Option<"attentionKeyColumns", "attention-key-columns", "int64_t", "256",
            "Keys one attention block scores at a time (its scores, this "
            "many per query row, should stay in L1)">,
+    Option<"attentionMaskedKeyColumns", "attention-masked-key-columns",
+           "int64_t", "64",
+           "Where a mask removes keys (adds -1e4 or less, or fills with it, "
+           "varying along the keys: padding, causal, windows), keys in "
+           "blocks this wide, a block skipped at run time when the mask "
+           "removes it for every row of a query block; 0: no skipping">,
     Option<"patchColumns", "patch-columns", "int64_t", "0",
            "Convolution patches in column panels this wide, multiplied as "
            "packed weights are (the matmul register columns); 0: one "

@@ -123,6 +123,41 @@ class Session:
                     lib.kiln_tensor_destroy(outs[i])
 
 
+    def prepare(self, entry, inputs, num_outputs=1):
+        """A call of `entry` on `inputs` made once, for timing: the tensors
+        are created now and the outputs kept between calls, so a call costs
+        the run alone."""
+        return PreparedCall(self, entry, inputs, num_outputs)
+
+
+class PreparedCall:
+    """`Session.prepare`'s call: call() runs, outputs() reads the results."""
+
+    def __init__(self, session, entry, inputs, num_outputs):
+        self.session = session
+        lib = session.rt.lib
+        index = ctypes.c_int32()
+        session.rt.check(lib.kiln_artifact_find_entry(
+            session.artifact, entry.encode(), ctypes.byref(index)))
+        self.entry = index.value
+        self.tensors = [session._tensor(a) for a in inputs]
+        self.ins = (ctypes.c_void_p * len(self.tensors))(*self.tensors)
+        self.outs = (ctypes.c_void_p * num_outputs)()
+
+    def __call__(self):
+        self.session.rt.check(self.session.rt.lib.kiln_session_run(
+            self.session.session, self.entry, self.ins, len(self.tensors),
+            self.outs, len(self.outs)))
+
+    def outputs(self):
+        return [self.session._array(t) for t in self.outs]
+
+    def close(self):
+        lib = self.session.rt.lib
+        for t in list(self.tensors) + [t for t in self.outs if t]:
+            lib.kiln_tensor_destroy(t)
+
+
 TOKEN_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p,
                                   ctypes.c_int64, ctypes.c_int32)
 

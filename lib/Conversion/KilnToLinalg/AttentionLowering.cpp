@@ -94,10 +94,23 @@ SmallVector<int64_t> getDynamicKeyBlocks(int64_t keyColumns) {
   return sizes;
 }
 
+/// A key whose mask adds this or less (or an i8 mask fills with it) weighs
+/// at most e^-10^4 of a live key with the same score: nothing in f32, whose
+/// least subnormal is e^-103, unless its score beats the row's live ones by
+/// thousands. BERT-style exports mask padding with -10^4, others with
+/// -3.4e38 or -inf.
+constexpr float kMaskedScore = -1e4f;
+
 class AttentionKernel {
 public:
-  AttentionKernel(const Operands &operands, Location loc, int64_t keyColumns)
-      : ops(operands), loc(loc), keyColumns(keyColumns) {}
+  /// `skipColumns`: if not 0 and the mask removes keys (a mask varying
+  /// along the keys that adds or fills with kMaskedScore or less), keys go
+  /// in blocks of this many and blocks the mask removes for every row of a
+  /// query block are skipped.
+  AttentionKernel(const Operands &operands, Location loc, int64_t keyColumns,
+                  int64_t skipColumns)
+      : ops(operands), loc(loc), keyColumns(keyColumns),
+        skipColumns(skipsMaskedKeys(operands) ? skipColumns : 0) {}
 
   /// Output rows `[q0, q0 + rows)` of batch entry `bh`, `[rows, Dv]`,
   /// accumulated in `destination`.
@@ -121,9 +134,25 @@ private:
                 function_ref<void(OpBuilder &, Location, ValueRange)> body);
   Value splat(OpBuilder &b, ArrayRef<int64_t> shape, double value);
 
+  static bool skipsMaskedKeys(const Operands &ops);
+  /// The mask's block for query rows `[q0, q0 + rows)` and keys
+  /// `[k0, k0 + columns)`, with the map reading it from (row, key).
+  Value maskBlock(OpBuilder &b, Value bh, OpFoldResult q0, int64_t rows,
+                  OpFoldResult k0, int64_t columns, AffineMap &map);
+  /// Per row of `block` (a mask block), whether some key in it is kept
+  /// (i1, `[block rows]`).
+  Value keptPerRow(OpBuilder &b, Value block);
+  /// Whether any of `perRow` (i1) is true, or with `all`, every one.
+  Value reduceRows(OpBuilder &b, Value perRow, bool all);
+  /// `emitKeyBlock`, or the state unchanged where `skippable` (i1) holds
+  /// and the mask removes every key of the block for every row.
+  State emitUnlessMasked(OpBuilder &b, Value bh, OpFoldResult q0, Value query,
+                         OpFoldResult k0, int64_t columns, State state,
+                         Value skippable);
+
   const Operands &ops;
   Location loc;
-  int64_t keyColumns;
+  int64_t keyColumns, skipColumns;
 };
 
 Value AttentionKernel::slice2d(OpBuilder &b, Value source,
@@ -170,6 +199,110 @@ static Value finiteOrZero(OpBuilder &b, Location loc, Value x) {
   return arith::SelectOp::create(b, loc, isLowest, zero, x);
 }
 
+bool AttentionKernel::skipsMaskedKeys(const Operands &ops) {
+  if (!ops.mask || !getConstantIntValue(ops.keys))
+    return false;
+  auto maskType = cast<RankedTensorType>(ops.mask.getType());
+  if (maskType.getDimSize(2) == 1)
+    return false;
+  return !ops.fill || *ops.fill <= kMaskedScore;
+}
+
+Value AttentionKernel::maskBlock(OpBuilder &b, Value bh, OpFoldResult q0,
+                                 int64_t rows, OpFoldResult k0, int64_t columns,
+                                 AffineMap &map) {
+  MLIRContext *ctx = b.getContext();
+  OpFoldResult zeroIndex = b.getIndexAttr(0);
+  auto maskType = cast<RankedTensorType>(ops.mask.getType());
+  bool perBatch = maskType.getDimSize(0) != 1;
+  bool perQuery = maskType.getDimSize(1) != 1;
+  bool perKey = maskType.getDimSize(2) != 1;
+  map = AffineMap::get(
+      2, 0,
+      {perQuery ? getAffineDimExpr(0, ctx) : getAffineConstantExpr(0, ctx),
+       perKey ? getAffineDimExpr(1, ctx) : getAffineConstantExpr(0, ctx)},
+      ctx);
+  return slice2d(b, ops.mask,
+                 {perBatch ? OpFoldResult(bh) : zeroIndex,
+                  perQuery ? q0 : zeroIndex, perKey ? k0 : zeroIndex},
+                 perQuery ? rows : 1, perKey ? columns : 1);
+}
+
+Value AttentionKernel::keptPerRow(OpBuilder &b, Value block) {
+  MLIRContext *ctx = b.getContext();
+  int64_t rows = cast<RankedTensorType>(block.getType()).getDimSize(0);
+  auto type = RankedTensorType::get({rows}, b.getI1Type());
+  Value none = createFilledTensor(
+      b, loc, type, arith::ConstantOp::create(b, loc, b.getBoolAttr(false)));
+  // An f32 mask keeps a key it adds more than kMaskedScore to; an i8 one
+  // (filling where it is set) one where it is 0.
+  bool additive = !ops.fill;
+  return generic(
+      b, type, block, none,
+      {AffineMap::getMultiDimIdentityMap(2, ctx),
+       AffineMap::get(2, 0, getAffineDimExpr(0, ctx))},
+      true, [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value kept;
+        if (additive) {
+          Value masked = arith::ConstantOp::create(
+              nb, l, nb.getF32FloatAttr(kMaskedScore));
+          kept = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::UGT,
+                                       args[0], masked);
+        } else {
+          Value zero = arith::ConstantOp::create(
+              nb, l, nb.getIntegerAttr(args[0].getType(), 0));
+          kept = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, args[0],
+                                       zero);
+        }
+        linalg::YieldOp::create(
+            nb, l, arith::OrIOp::create(nb, l, args[1], kept).getResult());
+      });
+}
+
+Value AttentionKernel::reduceRows(OpBuilder &b, Value perRow, bool all) {
+  MLIRContext *ctx = b.getContext();
+  auto type = RankedTensorType::get({}, b.getI1Type());
+  Value init = createFilledTensor(
+      b, loc, type, arith::ConstantOp::create(b, loc, b.getBoolAttr(all)));
+  Value reduced = generic(
+      b, type, perRow, init,
+      {AffineMap::getMultiDimIdentityMap(1, ctx), AffineMap::get(1, 0, ctx)},
+      true, [&](OpBuilder &nb, Location l, ValueRange args) {
+        Value next =
+            all ? arith::AndIOp::create(nb, l, args[0], args[1]).getResult()
+                : arith::OrIOp::create(nb, l, args[0], args[1]).getResult();
+        linalg::YieldOp::create(nb, l, next);
+      });
+  return tensor::ExtractOp::create(b, loc, reduced, ValueRange{});
+}
+
+AttentionKernel::State
+AttentionKernel::emitUnlessMasked(OpBuilder &b, Value bh, OpFoldResult q0,
+                                  Value query, OpFoldResult k0, int64_t columns,
+                                  State state, Value skippable) {
+  int64_t rows = cast<RankedTensorType>(query.getType()).getDimSize(0);
+  AffineMap map;
+  Value block = maskBlock(b, bh, q0, rows, k0, columns, map);
+  Value kept = reduceRows(b, keptPerRow(b, block), /*all=*/false);
+  Value skip = arith::AndIOp::create(
+      b, loc, skippable,
+      arith::XOrIOp::create(
+          b, loc, kept,
+          arith::ConstantOp::create(b, loc, b.getBoolAttr(true))));
+  auto choice = scf::IfOp::create(
+      b, loc, skip,
+      [&](OpBuilder &tb, Location l) {
+        scf::YieldOp::create(tb, l,
+                             ValueRange{state.max, state.sum, state.output});
+      },
+      [&](OpBuilder &eb, Location l) {
+        State next = emitKeyBlock(eb, bh, q0, query, k0, columns, state);
+        scf::YieldOp::create(eb, l,
+                             ValueRange{next.max, next.sum, next.output});
+      });
+  return {choice.getResult(0), choice.getResult(1), choice.getResult(2)};
+}
+
 AttentionKernel::State
 AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
                               Value query, OpFoldResult k0, int64_t columns,
@@ -188,21 +321,8 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
   // are already scaled), so masking costs no pass over the scores.
   Value maskBlock;
   AffineMap maskMap;
-  if (ops.mask) {
-    auto maskType = cast<RankedTensorType>(ops.mask.getType());
-    bool perBatch = maskType.getDimSize(0) != 1;
-    bool perQuery = maskType.getDimSize(1) != 1;
-    bool perKey = maskType.getDimSize(2) != 1;
-    maskBlock = slice2d(b, ops.mask,
-                        {perBatch ? OpFoldResult(bh) : zeroIndex,
-                         perQuery ? q0 : zeroIndex, perKey ? k0 : zeroIndex},
-                        perQuery ? rows : 1, perKey ? columns : 1);
-    maskMap = AffineMap::get(
-        2, 0,
-        {perQuery ? getAffineDimExpr(0, ctx) : getAffineConstantExpr(0, ctx),
-         perKey ? getAffineDimExpr(1, ctx) : getAffineConstantExpr(0, ctx)},
-        ctx);
-  }
+  if (ops.mask)
+    maskBlock = this->maskBlock(b, bh, q0, rows, k0, columns, maskMap);
   Value init;
   if (maskBlock && !ops.fill)
     init = generic(b, scoresType, maskBlock,
@@ -335,31 +455,49 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
       splat(b, {rows}, -std::numeric_limits<double>::infinity()),
       splat(b, {rows}, 0),
       linalg::FillOp::create(b, loc, zero, destination).getResult(0)};
+  // Skipping blocks the mask removes is exact only while every row keeps
+  // some key: a row whose keys are all masked by a finite value takes the
+  // softmax of its unmasked scores.
+  Value skippable;
+  std::optional<int64_t> staticKeys = getConstantIntValue(ops.keys);
+  if (skipColumns > 0) {
+    AffineMap map;
+    Value whole =
+        maskBlock(b, bh, q0, rows, b.getIndexAttr(0), *staticKeys, map);
+    skippable = reduceRows(b, keptPerRow(b, whole), /*all=*/true);
+  }
+  auto keyBlock = [&](OpBuilder &nb, OpFoldResult k0, int64_t columns,
+                      State carried) {
+    if (skippable)
+      return emitUnlessMasked(nb, bh, q0, query, k0, columns, carried,
+                              skippable);
+    return emitKeyBlock(nb, bh, q0, query, k0, columns, carried);
+  };
   // Key blocks of static sizes: one loop per size over its run of keys.
   auto keyLoop = [&](Value lower, Value upper, int64_t columns) {
     auto loop = scf::ForOp::create(
         b, loc, lower, upper, arith::ConstantIndexOp::create(b, loc, columns),
         ValueRange{state.max, state.sum, state.output},
         [&](OpBuilder &nb, Location l, Value k0, ValueRange carried) {
-          State next = emitKeyBlock(nb, bh, q0, query, k0, columns,
-                                    {carried[0], carried[1], carried[2]});
+          State next =
+              keyBlock(nb, k0, columns, {carried[0], carried[1], carried[2]});
           scf::YieldOp::create(nb, l,
                                ValueRange{next.max, next.sum, next.output});
         });
     state = {loop.getResult(0), loop.getResult(1), loop.getResult(2)};
   };
-  if (std::optional<int64_t> keys = getConstantIntValue(ops.keys)) {
-    int64_t columns = std::min(keyColumns, *keys);
-    int64_t fullBlocks = *keys / columns, tail = *keys % columns;
+  if (staticKeys) {
+    int64_t columns =
+        std::min(skipColumns > 0 ? skipColumns : keyColumns, *staticKeys);
+    int64_t fullBlocks = *staticKeys / columns, tail = *staticKeys % columns;
     if (fullBlocks == 1)
-      state = emitKeyBlock(b, bh, q0, query, b.getIndexAttr(0), columns, state);
+      state = keyBlock(b, b.getIndexAttr(0), columns, state);
     else if (fullBlocks > 1)
       keyLoop(arith::ConstantIndexOp::create(b, loc, 0),
               arith::ConstantIndexOp::create(b, loc, fullBlocks * columns),
               columns);
     if (tail > 0)
-      state = emitKeyBlock(b, bh, q0, query,
-                           b.getIndexAttr(fullBlocks * columns), tail, state);
+      state = keyBlock(b, b.getIndexAttr(fullBlocks * columns), tail, state);
   } else {
     Value keyCount = cast<Value>(ops.keys);
     Value lower = arith::ConstantIndexOp::create(b, loc, 0);
@@ -418,9 +556,10 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
 constexpr int64_t kFewQueryRows = 4;
 
 struct AttentionLowering : OpConversionPattern<AttentionOp> {
-  AttentionLowering(MLIRContext *ctx, int64_t queryRows, int64_t keyColumns)
-      : OpConversionPattern(ctx), queryRows(queryRows), keyColumns(keyColumns) {
-  }
+  AttentionLowering(MLIRContext *ctx, int64_t queryRows, int64_t keyColumns,
+                    int64_t maskedKeyColumns)
+      : OpConversionPattern(ctx), queryRows(queryRows), keyColumns(keyColumns),
+        maskedKeyColumns(maskedKeyColumns) {}
 
   LogicalResult
   matchAndRewrite(AttentionOp op, OpAdaptor adaptor,
@@ -497,7 +636,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
         ops.fill.reset();
     }
 
-    AttentionKernel kernel(ops, loc, keyColumns);
+    AttentionKernel kernel(ops, loc, keyColumns, maskedKeyColumns);
     bool resultSeqFirst = op.getResultSeqFirst();
     Value result = createEmptyTensor(
         rewriter, loc, rowsType(ops.queries, ops.valueDepth, resultSeqFirst),
@@ -654,13 +793,15 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
         dynamicSizes);
   }
 
-  int64_t queryRows, keyColumns;
+  int64_t queryRows, keyColumns, maskedKeyColumns;
 };
 
 } // namespace
 
 void kiln::populateAttentionLoweringPatterns(RewritePatternSet &patterns,
                                              int64_t queryRows,
-                                             int64_t keyColumns) {
-  patterns.add<AttentionLowering>(patterns.getContext(), queryRows, keyColumns);
+                                             int64_t keyColumns,
+                                             int64_t maskedKeyColumns) {
+  patterns.add<AttentionLowering>(patterns.getContext(), queryRows, keyColumns,
+                                  maskedKeyColumns);
 }

@@ -39,7 +39,8 @@ struct ConvertKilnToLinalgPass
     kiln::populateQuantLoweringPatterns(patterns);
     kiln::populateQuantizedMatMulLoweringPatterns(patterns);
     kiln::populateAttentionLoweringPatterns(patterns, attentionQueryRows,
-                                            attentionKeyColumns);
+                                            attentionKeyColumns,
+                                            attentionMaskedKeyColumns);
     kiln::populateDataMovementLoweringPatterns(patterns);
     kiln::populatePoolLoweringPatterns(patterns);
     kiln::populateIndexedLoweringPatterns(patterns);

@@ -121,9 +121,12 @@ void populatePackedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// wide, multiplied as kiln.packed_matmul does.
 void populateWinogradLoweringPatterns(mlir::RewritePatternSet &patterns,
                                       int64_t panelColumns);
-/// kiln.attention in blocks of `queryRows` query rows by `keyColumns` keys.
+/// kiln.attention in blocks of `queryRows` query rows by `keyColumns` keys,
+/// or by `maskedKeyColumns` keys, skipping those a mask removes, where the
+/// mask removes keys (0: no skipping).
 void populateAttentionLoweringPatterns(mlir::RewritePatternSet &patterns,
-                                       int64_t queryRows, int64_t keyColumns);
+                                       int64_t queryRows, int64_t keyColumns,
+                                       int64_t maskedKeyColumns);
 void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populatePoolLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// kiln.scatter_elements, kiln.scatter_nd and kiln.gather_nd.
