@@ -525,6 +525,37 @@ static DenseElementsAttr foldToConstant(Operation *op) {
       dyn_cast_if_present<Attribute>(results[0]));
 }
 
+LogicalResult GraphImporter::checkNewShapes(Operation *lastBefore,
+                                            Location loc) {
+  Block *block = builder.getInsertionBlock();
+  if (block->empty())
+    return success();
+  Operation *first = lastBefore ? lastBefore->getNextNode() : &block->front();
+  for (Operation *op = first; op; op = op->getNextNode()) {
+    WalkResult walk = op->walk([&](Operation *nested) {
+      for (Type type : nested->getResultTypes()) {
+        auto tensor = dyn_cast<RankedTensorType>(type);
+        if (!tensor)
+          continue;
+        // Sizes multiplied in int64 wrapped: [2^63-1, 2^63-1] passed a
+        // Reshape of one element and read far outside it at run time.
+        int64_t elements = 1;
+        for (int64_t dim : tensor.getShape())
+          if (!ShapedType::isDynamic(dim) &&
+              llvm::MulOverflow(elements, dim, elements)) {
+            emitError(loc) << "a result of shape " << tensor
+                           << " has more elements than an int64 can count";
+            return WalkResult::interrupt();
+          }
+      }
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return failure();
+  }
+  return success();
+}
+
 LogicalResult GraphImporter::foldNewOps(Operation *lastBefore,
                                         SmallVectorImpl<Value> &results) {
   Block *block = builder.getInsertionBlock();
@@ -613,7 +644,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   if (failed(widen ? importInComputeTypes(importer, importFn)
                    : importFn(importer)))
     return failure();
-  if (failed(foldNewOps(lastBefore, importer.results)))
+  if (failed(checkNewShapes(lastBefore, loc)) ||
+      failed(foldNewOps(lastBefore, importer.results)))
     return failure();
   assert(importer.results.size() <= static_cast<size_t>(node.output_size()) &&
          "op importer produced more results than the node has");

@@ -203,6 +203,12 @@ private:
   llvm::LogicalResult foldNewOps(mlir::Operation *lastBefore,
                                  llvm::SmallVectorImpl<mlir::Value> &results);
 
+  /// An error at `loc` if an op created after `lastBefore` has a result
+  /// whose static sizes multiply past int64 (checked before anything is
+  /// folded or sized from them).
+  llvm::LogicalResult checkNewShapes(mlir::Operation *lastBefore,
+                                     mlir::Location loc);
+
   mlir::OpBuilder &builder;
   llvm::StringMap<int64_t> opsets;
   llvm::StringMap<mlir::Value> values;

@@ -1039,6 +1039,18 @@ def main():
             [vinfo("x", TensorProto.FLOAT, [2, 3]),
              vinfo("shape", TensorProto.INT64, [2])],
             [vinfo("y", TensorProto.FLOAT, [3, 2])]), out_dir)
+    elif kind == "overflowing-reshape":
+        # [2^63-1, 2^63-1] multiplies to 1 in wrapping int64: one element,
+        # as many as x has.
+        big = numpy_helper.from_array(
+            np.array([2**63 - 1, 2**63 - 1], dtype=np.int64), "big")
+        one = numpy_helper.from_array(np.array([1], dtype=np.int64), "one")
+        save(graph_model(
+            [helper.make_node("Reshape", ["x", "big"], ["r"], name="widen"),
+             helper.make_node("Relu", ["r"], ["s"]),
+             helper.make_node("Reshape", ["s", "one"], ["y"])],
+            [vinfo("x", TensorProto.FLOAT, [1])],
+            [vinfo("y", TensorProto.FLOAT, [1])], [big, one]), out_dir)
     elif kind == "bad-reshape":
         shape = numpy_helper.from_array(np.array([4, 2], dtype=np.int64), "shape")
         save(graph_model(
