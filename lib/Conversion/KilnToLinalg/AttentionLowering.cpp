@@ -136,9 +136,11 @@ private:
 
   static bool skipsMaskedKeys(const Operands &ops);
   /// The mask's block for query rows `[q0, q0 + rows)` and keys
-  /// `[k0, k0 + columns)`, with the map reading it from (row, key).
+  /// `[k0, k0 + columns)`; with `map`, also the map reading it from
+  /// (row, key).
   Value maskBlock(OpBuilder &b, Value bh, OpFoldResult q0, int64_t rows,
-                  OpFoldResult k0, int64_t columns, AffineMap &map);
+                  OpFoldResult k0, int64_t columns,
+                  AffineMap *map = nullptr);
   /// Per row of `block` (a mask block), whether some key in it is kept
   /// (i1, `[block rows]`).
   Value keptPerRow(OpBuilder &b, Value block);
@@ -210,18 +212,19 @@ bool AttentionKernel::skipsMaskedKeys(const Operands &ops) {
 
 Value AttentionKernel::maskBlock(OpBuilder &b, Value bh, OpFoldResult q0,
                                  int64_t rows, OpFoldResult k0, int64_t columns,
-                                 AffineMap &map) {
+                                 AffineMap *map) {
   MLIRContext *ctx = b.getContext();
   OpFoldResult zeroIndex = b.getIndexAttr(0);
   auto maskType = cast<RankedTensorType>(ops.mask.getType());
   bool perBatch = maskType.getDimSize(0) != 1;
   bool perQuery = maskType.getDimSize(1) != 1;
   bool perKey = maskType.getDimSize(2) != 1;
-  map = AffineMap::get(
-      2, 0,
-      {perQuery ? getAffineDimExpr(0, ctx) : getAffineConstantExpr(0, ctx),
-       perKey ? getAffineDimExpr(1, ctx) : getAffineConstantExpr(0, ctx)},
-      ctx);
+  if (map)
+    *map = AffineMap::get(
+        2, 0,
+        {perQuery ? getAffineDimExpr(0, ctx) : getAffineConstantExpr(0, ctx),
+         perKey ? getAffineDimExpr(1, ctx) : getAffineConstantExpr(0, ctx)},
+        ctx);
   return slice2d(b, ops.mask,
                  {perBatch ? OpFoldResult(bh) : zeroIndex,
                   perQuery ? q0 : zeroIndex, perKey ? k0 : zeroIndex},
@@ -281,8 +284,7 @@ AttentionKernel::emitUnlessMasked(OpBuilder &b, Value bh, OpFoldResult q0,
                                   Value query, OpFoldResult k0, int64_t columns,
                                   State state, Value skippable) {
   int64_t rows = cast<RankedTensorType>(query.getType()).getDimSize(0);
-  AffineMap map;
-  Value block = maskBlock(b, bh, q0, rows, k0, columns, map);
+  Value block = maskBlock(b, bh, q0, rows, k0, columns);
   Value kept = reduceRows(b, keptPerRow(b, block), /*all=*/false);
   Value skip = arith::AndIOp::create(
       b, loc, skippable,
@@ -322,7 +324,7 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
   Value maskBlock;
   AffineMap maskMap;
   if (ops.mask)
-    maskBlock = this->maskBlock(b, bh, q0, rows, k0, columns, maskMap);
+    maskBlock = this->maskBlock(b, bh, q0, rows, k0, columns, &maskMap);
   Value init;
   if (maskBlock && !ops.fill)
     init = generic(b, scoresType, maskBlock,
@@ -461,9 +463,7 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
   Value skippable;
   std::optional<int64_t> staticKeys = getConstantIntValue(ops.keys);
   if (skipColumns > 0) {
-    AffineMap map;
-    Value whole =
-        maskBlock(b, bh, q0, rows, b.getIndexAttr(0), *staticKeys, map);
+    Value whole = maskBlock(b, bh, q0, rows, b.getIndexAttr(0), *staticKeys);
     skippable = reduceRows(b, keptPerRow(b, whole), /*all=*/true);
   }
   auto keyBlock = [&](OpBuilder &nb, OpFoldResult k0, int64_t columns,
