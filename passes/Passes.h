@@ -13,6 +13,9 @@
 
 namespace kiln {
 
+/// How kiln-merge-tokens spreads its merges over the blocks.
+enum class MergeSchedule { Constant, Decreasing };
+
 /// What the quantization passes tell the quantization report, as
 /// discardable attributes: a quantized product's relative RMS weight error
 /// (f32), and why a product with constant weights stayed in float (string).

@@ -131,6 +131,54 @@ def BuildKvCachePass : Pass<"kiln-build-kv-cache", "mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def MergeTokensPass : Pass<"kiln-merge-tokens", "mlir::func::FuncOp"> {
+  let summary = "Merge similar tokens between each block's attention and MLP";
+  let description = [{
+    Token merging (ToMe, Bolya et al. 2023) on an encoder's blocks: after
+    block k's attention, the residual stream's tokens are matched by the
+    similarity of their keys (averaged over heads; kiln.token_match), and
+    the `r_k` most similar pairs merge into their size-weighted average
+    (kiln.token_merge), so the MLP and every later block run on fewer
+    tokens. Token sizes are tracked: later attentions add `log(size)` to
+    each key's scores through their mask operand (proportional attention,
+    inside the fused kernel), and their padding mask is merged along. The
+    first token (a class token) and padding never merge with other tokens.
+    Where the merged stream meets an op that needs every token (the
+    output, pooling, a slice of the class token), kiln.token_unmerge copies
+    each merged token back to its sources, so the function's types do not
+    change.
+
+    The block is found from each kiln.attention: the add that puts its
+    output back on the stream (pre-LN), or the layer norm right after that
+    add (post-LN, BERT). `r_k` is `tokens` for every block (`constant`), or
+    falls linearly from `2 * tokens` to 0 over the blocks (`decreasing`);
+    `per-block` lists it block by block instead. A block that cannot take
+    its `r_k` (too few tokens, a dynamic token count, a mask that varies
+    along queries) is left unmerged with a warning.
+
+    ```mlir
+    %h = kiln.add %x, %attn : ...                      // block k's stream
+    // with tokens = 8 on 197 tokens:
+    %dst, %kept = kiln.token_match %keys merged = 8 protected = 1 : ...
+    %hm, %sm = kiln.token_merge %h, %sizes, %dst : ... -> tensor<1x189x384xf32>, ...
+    ```
+  }];
+  let options = [
+    Option<"tokens", "tokens", "int64_t", "0",
+           "Tokens each block merges away (r)">,
+    Option<"schedule", "schedule", "::kiln::MergeSchedule",
+           "::kiln::MergeSchedule::Constant", "How r changes over the blocks",
+           [{::llvm::cl::values(
+             clEnumValN(::kiln::MergeSchedule::Constant, "constant",
+                        "r in every block"),
+             clEnumValN(::kiln::MergeSchedule::Decreasing, "decreasing",
+                        "from 2r in the first block down to 0"))}]>,
+    ListOption<"perBlock", "per-block", "int64_t",
+               "r block by block (overrides tokens and schedule)">
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def SkipLayersPass : Pass<"kiln-skip-layers", "mlir::ModuleOp"> {
   let summary = "Drop whole blocks of a pre-LN transformer";
   let description = [{

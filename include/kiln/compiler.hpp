@@ -44,7 +44,6 @@ namespace kiln {
 /// every optimized build can be checked against it.
 enum class OptLevel { O0, O1, O2, O3 };
 
-/// How a compile quantizes a float model.
 /// How a decoder's KV cache (CompileOptions::maxContext) stores its keys
 /// and values.
 enum class KvCacheType {
@@ -53,6 +52,7 @@ enum class KvCacheType {
   Int8,
 };
 
+/// How a compile quantizes a float model.
 enum class Quantization {
   None,
   /// Matrix products with constant weights: int8 weights (7-bit, one
@@ -109,6 +109,16 @@ struct DiffusionOptions {
   bool chooseCache = false;
 };
 
+/// How token merging (CompileOptions::mergeTokens) spreads its merges over
+/// an encoder's blocks.
+enum class TokenMergeSchedule {
+  /// The same count in every block.
+  Constant,
+  /// Twice the count in the first block, falling linearly to 0 in the
+  /// last.
+  Decreasing,
+};
+
 /// What CompileOptions::qualityBudget bounds.
 enum class QualityMetric {
   /// A relative error: a product's RMS error (quantization), or the
@@ -117,6 +127,17 @@ enum class QualityMetric {
   /// The least PSNR in dB of samples against the unaccelerated ones
   /// (diffusion caching).
   Psnr,
+  /// The least mean cosine similarity of the outputs with the
+  /// unaccelerated model's (token merging).
+  Cosine,
+};
+
+/// An acceleration whose strength a compile chooses by measuring the
+/// model on calibration inputs within CompileOptions::qualityBudget.
+enum class Acceleration {
+  None,
+  /// Token merging (mergeTokens and mergeSchedule chosen).
+  TokenMerge,
 };
 
 /// What a compile produces.
@@ -184,6 +205,22 @@ struct CompileOptions {
   /// Transformer blocks to drop (numbered from 0; pre-LN blocks, see
   /// kiln-skip-layers): faster, and less accurate.
   std::vector<int64_t> skipLayers;
+  /// Token merging in an encoder (kiln-merge-tokens, -O2 and up): after
+  /// each block's attention, this many of its most similar tokens merge
+  /// into others, so the rest of the model runs on fewer; outputs get every
+  /// token back. Faster, and less accurate. 0: no merging.
+  int64_t mergeTokens = 0;
+  TokenMergeSchedule mergeSchedule = TokenMergeSchedule::Constant;
+  /// Tokens merged block by block, overriding mergeTokens and
+  /// mergeSchedule; empty: those decide.
+  std::vector<int64_t> mergeTokensPerBlock;
+  /// With calibrationDir (the model's inputs) and a Cosine qualityBudget:
+  /// compile candidates of this acceleration, run them on the inputs and
+  /// keep the fastest whose outputs stay within the budget
+  /// (TokenMergeSearch.h).
+  Acceleration accelerate = Acceleration::None;
+  /// Where to write what that search measured (JSON); empty: nowhere.
+  std::string accelerateReportPath;
   /// With maxContext: also make the entry `draft(input_ids)`, `decode`
   /// with these blocks dropped, sharing its cache, for self-speculative
   /// decoding (kiln_generate_options.draft_tokens). Empty: no draft.

@@ -13,6 +13,7 @@
 #include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
 #include "lib/Codegen/QuantizationReport.h"
+#include "lib/Codegen/TokenMergeSearch.h"
 #include "passes/Passes.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -118,6 +119,36 @@ LogicalResult kiln::compileModule(ModuleOp module,
       skipReport.os() << llvm::formatv(
                              "{0:2}", llvm::json::Value(std::move(choice->report)))
                       << "\n";
+  }
+  // Token merging: given, or chosen by measuring candidates.
+  int64_t mergeTokens = options.mergeTokens;
+  TokenMergeSchedule mergeSchedule = options.mergeSchedule;
+  OutputFile accelerateReport;
+  bool cosineBudget = options.qualityMetric == QualityMetric::Cosine;
+  if (cosineBudget && options.accelerate == Acceleration::None)
+    return emitError(loc) << "a cosine quality budget applies to an "
+                             "acceleration search (--accelerate)";
+  if (options.accelerate == Acceleration::TokenMerge) {
+    if (options.calibrationDir.empty() || !cosineBudget ||
+        !(options.qualityBudget > 0) || options.mergeTokens != 0 ||
+        !options.mergeTokensPerBlock.empty())
+      return emitError(loc) << "choosing the tokens to merge needs "
+                               "--calibration inputs and a --quality-budget "
+                               "cos=C, and takes no --merge-tokens or "
+                               "--merge-tokens-per-block";
+    if (!options.accelerateReportPath.empty() &&
+        failed(accelerateReport.create(options.accelerateReportPath, loc)))
+      return failure();
+    FailureOr<TokenMergeChoice> choice = chooseTokenMerging(module, options);
+    if (failed(choice))
+      return failure();
+    mergeTokens = choice->tokens;
+    mergeSchedule = choice->schedule;
+    if (!options.accelerateReportPath.empty())
+      accelerateReport.os()
+          << llvm::formatv("{0:2}",
+                           llvm::json::Value(std::move(choice->report)))
+          << "\n";
   }
   // The draft: given, or chosen by measuring candidates.
   std::vector<int64_t> draftSkipLayers = options.draftSkipLayers;
@@ -264,6 +295,9 @@ LogicalResult kiln::compileModule(ModuleOp module,
       return failure();
     if (!options.cacheReportPath.empty() && failed(cacheReport.commit(loc)))
       return failure();
+    if (!options.accelerateReportPath.empty() &&
+        failed(accelerateReport.commit(loc)))
+      return failure();
     return output.commit(loc);
   }
 
@@ -306,11 +340,36 @@ LogicalResult kiln::compileModule(ModuleOp module,
                            buildGraphPipeline(pm, options.optLevel);
                          })))
     return failure();
+  bool merging =
+      mergeTokens > 0 || llvm::any_of(options.mergeTokensPerBlock,
+                                      [](int64_t r) { return r > 0; });
+  if (merging) {
+    if (options.optLevel < OptLevel::O2)
+      return emitError(loc) << "token merging needs -O2 or -O3: it merges "
+                               "around the fused attention";
+    if (options.maxContext > 0 || options.diffusion)
+      return emitError(loc) << "token merging applies to encoders, not with "
+                               "--max-context or --pipeline=diffusion";
+    if (mergeTokens < 0 || llvm::any_of(options.mergeTokensPerBlock,
+                                        [](int64_t r) { return r < 0; }))
+      return emitError(loc) << "tokens to merge must not be negative";
+    MergeTokensPassOptions merge;
+    merge.tokens = mergeTokens;
+    merge.schedule = mergeSchedule == TokenMergeSchedule::Decreasing
+                         ? MergeSchedule::Decreasing
+                         : MergeSchedule::Constant;
+    merge.perBlock.assign(options.mergeTokensPerBlock.begin(),
+                          options.mergeTokensPerBlock.end());
+    if (failed(runPipeline("Token merging", [&](OpPassManager &pm) {
+          pm.addNestedPass<func::FuncOp>(createMergeTokensPass(merge));
+        })))
+      return failure();
+  }
   CalibrationReference reference;
   // The searches' calibration inputs are token sequences or noise, not the
   // model's inputs.
   if (!options.calibrationDir.empty() && !options.chooseSkipLayers &&
-      !options.chooseDraft &&
+      !options.chooseDraft && options.accelerate == Acceleration::None &&
       !(options.diffusion && options.diffusion->chooseCache)) {
     TimingScope scope = timing.nest("Calibration");
     if (failed(calibrateProducts(module, options, reference)))
@@ -353,6 +412,9 @@ LogicalResult kiln::compileModule(ModuleOp module,
   if (!options.draftReportPath.empty() && failed(draftReport.commit(loc)))
     return failure();
   if (!options.cacheReportPath.empty() && failed(cacheReport.commit(loc)))
+    return failure();
+  if (!options.accelerateReportPath.empty() &&
+      failed(accelerateReport.commit(loc)))
     return failure();
   return output.commit(loc);
 }

@@ -25,6 +25,8 @@ CompileOptions kiln::candidateOptions(const CompileOptions &options,
   if (candidate.diffusion)
     candidate.diffusion->chooseCache = false;
   candidate.cacheReportPath.clear();
+  candidate.accelerate = Acceleration::None;
+  candidate.accelerateReportPath.clear();
   candidate.configurePassManager = nullptr;
   candidate.timing = nullptr;
   return candidate;

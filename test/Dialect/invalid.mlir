@@ -677,3 +677,51 @@ func.func @gather_nd_too_deep(%d: tensor<3x4xf32>, %i: tensor<2x3xi64>) {
   %0 = kiln.gather_nd %d[%i], batch_dims = 0 : tensor<3x4xf32>, tensor<2x3xi64> -> tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @token_match_too_many(%m: tensor<1x9x4xf32>) {
+  // expected-error @+1 {{can merge 0 to 4 of 9 tokens with 1 protected, not 5}}
+  %d, %k = kiln.token_match %m merged = 5 protected = 1 : tensor<1x9x4xf32> -> tensor<1x9xi64>, tensor<1x4xi64>
+  return
+}
+
+// -----
+
+func.func @token_match_kept(%m: tensor<1x9x4xf32>) {
+  // expected-error @+1 {{kept must be [1, 7]}}
+  %d, %k = kiln.token_match %m merged = 2 protected = 1 : tensor<1x9x4xf32> -> tensor<1x9xi64>, tensor<1x6xi64>
+  return
+}
+
+// -----
+
+func.func @token_match_bias(%m: tensor<2x9x4xf32>, %b: tensor<1x9xf32>) {
+  // expected-error @+1 {{key_bias must be [2, 9]}}
+  %d, %k = kiln.token_match %m bias %b merged = 2 protected = 1 : tensor<2x9x4xf32>, tensor<1x9xf32> -> tensor<2x9xi64>, tensor<2x7xi64>
+  return
+}
+
+// -----
+
+func.func @token_merge_width(%x: tensor<1x9x8xf32>, %s: tensor<1x9xf32>, %d: tensor<1x9xi64>) {
+  // expected-error @+1 {{result must be [1, M, 8] with M <= 9}}
+  %m, %ms = kiln.token_merge %x, %s, %d : tensor<1x9x8xf32>, tensor<1x9xf32>, tensor<1x9xi64> -> tensor<1x7x4xf32>, tensor<1x7xf32>
+  return
+}
+
+// -----
+
+func.func @token_merge_dynamic(%x: tensor<1x?x8xf32>, %s: tensor<1x9xf32>, %d: tensor<1x9xi64>) {
+  // expected-error @+1 {{input must be a static tensor of rank 3, not 'tensor<1x?x8xf32>'}}
+  %m, %ms = kiln.token_merge %x, %s, %d : tensor<1x?x8xf32>, tensor<1x9xf32>, tensor<1x9xi64> -> tensor<1x7x8xf32>, tensor<1x7xf32>
+  return
+}
+
+// -----
+
+func.func @token_unmerge_shape(%x: tensor<1x7x8xf32>, %d: tensor<1x9xi64>) {
+  // expected-error @+1 {{result must be [1, 9, 8]}}
+  %u = kiln.token_unmerge %x, %d : tensor<1x7x8xf32>, tensor<1x9xi64> -> tensor<1x7x8xf32>
+  return
+}

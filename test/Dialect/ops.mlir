@@ -278,3 +278,15 @@ func.func @indexed(%data: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf
   %2 = kiln.gather_nd %data[%pick], batch_dims = 0 : tensor<3x4xf32>, tensor<5x2xi64> -> tensor<5xf32>
   return %0, %1, %2 : tensor<3x4xf32>, tensor<3x4xf32>, tensor<5xf32>
 }
+
+// CHECK-LABEL: func.func @tokens
+// CHECK: %[[D:.*]], %{{.*}} = kiln.token_match %arg0 bias %arg2 merged = 2 protected = 1 : tensor<1x9x4xf32>, tensor<1x9xf32> -> tensor<1x9xi64>, tensor<1x7xi64>
+// CHECK: %[[M:.*]], %{{.*}} = kiln.token_merge %arg3, %arg1, %[[D]] : tensor<1x9x8xf32>, tensor<1x9xf32>, tensor<1x9xi64> -> tensor<1x7x8xf32>, tensor<1x7xf32>
+// CHECK: kiln.token_unmerge %[[M]], %[[D]] : tensor<1x7x8xf32>, tensor<1x9xi64> -> tensor<1x9x8xf32>
+func.func @tokens(%metric: tensor<1x9x4xf32>, %sizes: tensor<1x9xf32>, %bias: tensor<1x9xf32>,
+                  %x: tensor<1x9x8xf32>) -> tensor<1x9x8xf32> {
+  %d, %k = kiln.token_match %metric bias %bias merged = 2 protected = 1 : tensor<1x9x4xf32>, tensor<1x9xf32> -> tensor<1x9xi64>, tensor<1x7xi64>
+  %m, %s = kiln.token_merge %x, %sizes, %d : tensor<1x9x8xf32>, tensor<1x9xf32>, tensor<1x9xi64> -> tensor<1x7x8xf32>, tensor<1x7xf32>
+  %u = kiln.token_unmerge %m, %d : tensor<1x7x8xf32>, tensor<1x9xi64> -> tensor<1x9x8xf32>
+  return %u : tensor<1x9x8xf32>
+}

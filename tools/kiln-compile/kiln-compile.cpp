@@ -91,9 +91,11 @@ llvm::cl::opt<std::string> qualityBudget(
     llvm::cl::desc("With --calibration: the largest relative RMS error a "
                    "product's output may take (products above stay float), "
                    "the relative perplexity increase skipped layers may "
-                   "cost, or psnr=DB, the least PSNR of --choose-cache's "
-                   "samples against the uncached ones"),
-    llvm::cl::value_desc("error|psnr=DB"));
+                   "cost, psnr=DB, the least PSNR of --choose-cache's "
+                   "samples against the uncached ones, or cos=C, the least "
+                   "mean cosine of --accelerate's outputs with the "
+                   "unaccelerated ones"),
+    llvm::cl::value_desc("error|psnr=DB|cos=C"));
 llvm::cl::opt<int64_t> maxContext(
     "max-context",
     llvm::cl::desc("For a decoder (with past_key_values inputs, or a plain "
@@ -122,6 +124,41 @@ llvm::cl::opt<std::string> skipLayersReport(
     "skip-layers-report",
     llvm::cl::desc("Write what --choose-skip-layers measured (JSON)"),
     llvm::cl::value_desc("path"));
+llvm::cl::opt<int64_t> mergeTokens(
+    "merge-tokens",
+    llvm::cl::desc("Token merging in an encoder (ToMe): after each block's "
+                   "attention, merge this many of its most similar tokens "
+                   "into others, so the rest runs on fewer (outputs get "
+                   "every token back)"),
+    llvm::cl::value_desc("r"), llvm::cl::init(0));
+llvm::cl::opt<kiln::TokenMergeSchedule> mergeSchedule(
+    "merge-schedule",
+    llvm::cl::desc("How --merge-tokens' r changes over the "
+                   "blocks"),
+    llvm::cl::values(
+        clEnumValN(kiln::TokenMergeSchedule::Constant, "constant",
+                   "r in every block"),
+        clEnumValN(kiln::TokenMergeSchedule::Decreasing, "decreasing",
+                   "2r in the first block, falling linearly to 0")),
+    llvm::cl::init(kiln::TokenMergeSchedule::Constant));
+llvm::cl::list<int64_t> mergeTokensPerBlock(
+    "merge-tokens-per-block",
+    llvm::cl::desc("Tokens to merge block by block (overrides "
+                   "--merge-tokens and --merge-schedule)"),
+    llvm::cl::value_desc("r0,r1,..."), llvm::cl::CommaSeparated);
+llvm::cl::opt<kiln::Acceleration> accelerate(
+    "accelerate",
+    llvm::cl::desc("Choose this acceleration's strength by running "
+                   "candidates on the --calibration inputs: the fastest "
+                   "whose outputs keep --quality-budget cos=C"),
+    llvm::cl::values(clEnumValN(kiln::Acceleration::TokenMerge, "token-merge",
+                                "token merging (--merge-tokens, "
+                                "--merge-schedule)")),
+    llvm::cl::init(kiln::Acceleration::None));
+llvm::cl::opt<std::string>
+    accelerateReport("accelerate-report",
+                     llvm::cl::desc("Write what --accelerate measured (JSON)"),
+                     llvm::cl::value_desc("path"));
 llvm::cl::list<int64_t> draftSkipLayers(
     "draft-skip-layers",
     llvm::cl::desc("With --max-context, also make the entry draft: decode "
@@ -256,7 +293,9 @@ void hideOtherOptions() {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
-      "skip-layers-report", "draft-skip-layers", "draft-quantize",
+      "skip-layers-report", "merge-tokens", "merge-schedule",
+      "merge-tokens-per-block", "accelerate", "accelerate-report",
+      "draft-skip-layers", "draft-quantize",
       "draft-tokens", "choose-draft", "draft-report",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
       "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
@@ -379,12 +418,19 @@ int main(int argc, char **argv) {
   StringRef budgetText = qualityBudget;
   if (budgetText.consume_front("psnr="))
     metric = kiln::QualityMetric::Psnr;
+  else if (budgetText.consume_front("cos="))
+    metric = kiln::QualityMetric::Cosine;
   if ((!budgetText.empty() &&
        (budgetText.getAsDouble(budget) || !(budget > 0))) ||
       (budget > 0 && calibration.empty())) {
     llvm::errs() << "kiln-compile: error: --quality-budget takes a positive "
-                    "error or psnr=DB, and --calibration inputs to measure "
-                    "it on\n";
+                    "error, psnr=DB or cos=C, and --calibration inputs to "
+                    "measure it on\n";
+    return 1;
+  }
+  if (!accelerateReport.empty() && accelerate == kiln::Acceleration::None) {
+    llvm::errs() << "kiln-compile: error: --accelerate-report reports what "
+                    "--accelerate measures\n";
     return 1;
   }
   if (!cacheReport.empty() && !chooseCache) {
@@ -498,6 +544,12 @@ int main(int argc, char **argv) {
   options.maxContext = maxContext;
   options.kvCache = kvCache;
   options.skipLayers.assign(skipLayers.begin(), skipLayers.end());
+  options.mergeTokens = mergeTokens;
+  options.mergeSchedule = mergeSchedule;
+  options.mergeTokensPerBlock.assign(mergeTokensPerBlock.begin(),
+                                     mergeTokensPerBlock.end());
+  options.accelerate = accelerate;
+  options.accelerateReportPath = accelerateReport;
   options.draftSkipLayers.assign(draftSkipLayers.begin(),
                                  draftSkipLayers.end());
   options.draftQuantization = draftQuantization;

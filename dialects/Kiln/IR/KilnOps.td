@@ -643,5 +643,6 @@ include "dialects/Kiln/IR/KilnIndexedOps.td"
 include "dialects/Kiln/IR/KilnQuantOps.td"
 include "dialects/Kiln/IR/KilnStateOps.td"
 include "dialects/Kiln/IR/KilnPipelineOps.td"
+include "dialects/Kiln/IR/KilnTokenOps.td"
 
 #endif // KILN_DIALECT_KILN_OPS

@@ -44,6 +44,7 @@ struct ConvertKilnToLinalgPass
     kiln::populateDataMovementLoweringPatterns(patterns);
     kiln::populatePoolLoweringPatterns(patterns);
     kiln::populateIndexedLoweringPatterns(patterns);
+    kiln::populateTokenMergeLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

