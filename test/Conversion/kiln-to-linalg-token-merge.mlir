@@ -13,13 +13,20 @@
 // CHECK: arith.constant 0xFF800000 : f32
 // CHECK: linalg.yield %{{.*}}, %{{.*}} : f32, i64
 // CHECK: linalg.generic {{.*}} ins(%[[BEST]]#0, %[[BEST]]#0 : tensor<2x5xf32>, tensor<2x5xf32>) outs(%{{.*}} : tensor<2x5xi64>)
-// kiln.token_merge: the slot sizes, then a loop over the batch and the
-// tokens adding each size-weighted row into its slot, then the division.
-// CHECK: scf.for %[[B:.*]] = %{{.*}} to %c2
-// CHECK: scf.for %[[T:.*]] = %{{.*}} to %c9
+// The slots: one pass over the tokens with a running count of the kept
+// ones, writing each token's slot and each slot's token.
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c2 {{.*}} -> (tensor<2x9xi64>, tensor<2x7xi64>, tensor<2xi64>)
+// CHECK: scf.for
+// CHECK: tensor.insert %{{.*}} into %{{.*}} : tensor<2x9xi64>
+// CHECK: tensor.insert %{{.*}} into %{{.*}} : tensor<2x7xi64>
+// kiln.token_merge: a loop over the batch and the tokens adding each
+// size-weighted row and size into its slot, then the division.
+// CHECK: scf.for %[[B:.*]] = %{{.*}} to %{{.*}} -> (tensor<2x7x8xf32>, tensor<2x7xf32>)
+// CHECK: scf.for %[[T:.*]] = %{{.*}} to %{{.*}} -> (tensor<2x7x8xf32>, tensor<2x7xf32>)
 // CHECK: %[[ROW:.*]] = tensor.extract_slice %arg3[%[[B]], %[[T]], 0] [1, 1, 8]
 // CHECK: linalg.generic {{.*}} ins(%[[ROW]] : tensor<8xf32>)
 // CHECK: tensor.insert_slice
+// CHECK: scf.yield %{{.*}}, %{{.*}} : tensor<2x7x8xf32>, tensor<2x7xf32>
 // CHECK: arith.divf
 // kiln.token_unmerge: a parallel gather of each token's slot.
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]

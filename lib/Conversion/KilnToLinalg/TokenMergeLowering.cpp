@@ -273,17 +273,41 @@ struct TokenMatchLowering : OpConversionPattern<TokenMatchOp> {
           yield(b, l, arith::ExtUIOp::create(b, l, b.getI64Type(), keeps));
         })[0];
 
-    // A kept token's slot: how many tokens before it are kept.
-    Value keptSlots = g.generic(
-        keptFlags, g.filled({batch, tokens}, i64, 0),
-        {g.map(3, {d(0), d(2)}), g.map(3, {d(0), d(1)})},
-        {kParallel, kParallel, kReduction},
-        [](OpBuilder &b, Location l, ValueRange args) {
-          Value before = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
-                                               index(b, l, 2), index(b, l, 1));
-          Value add = arith::AddIOp::create(b, l, args[1], args[0]);
-          yield(b, l, arith::SelectOp::create(b, l, before, add, args[1]));
-        })[0];
+    // A kept token's slot (how many tokens before it are kept) and the
+    // token each slot is kept from: one pass over the tokens, a running
+    // count.
+    Value zero = constIndex(rewriter, loc, 0),
+          one = constIndex(rewriter, loc, 1);
+    scf::LoopNest counting = scf::buildLoopNest(
+        rewriter, loc, {zero, zero},
+        {constIndex(rewriter, loc, batch), constIndex(rewriter, loc, tokens)},
+        {one, one},
+        ValueRange{g.empty({batch, tokens}, i64),
+                   g.filled({batch, slots}, i64, 0), g.filled({batch}, i64, 0)},
+        [&](OpBuilder &b, Location l, ValueRange ivs,
+            ValueRange carried) -> scf::ValueVector {
+          Value count = tensor::ExtractOp::create(b, l, carried[2], ivs[0]);
+          Value keeps = tensor::ExtractOp::create(b, l, keptFlags, ivs);
+          Value slotsOut =
+              tensor::InsertOp::create(b, l, count, carried[0], ivs);
+          // Every slot is filled once: only a kept token reaches `count`'s
+          // slot before the count moves past it.
+          Value at = clampSlot(b, l, count, slots);
+          Value token = toI64(b, l, ivs[1]);
+          Value previous = tensor::ExtractOp::create(b, l, carried[1],
+                                                     ValueRange{ivs[0], at});
+          Value isKept = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::ne, keeps,
+              createScalarConstant(b, l, b.getI64Type(), 0));
+          Value keptOut = tensor::InsertOp::create(
+              b, l, arith::SelectOp::create(b, l, isKept, token, previous),
+              carried[1], ValueRange{ivs[0], at});
+          Value countOut = tensor::InsertOp::create(
+              b, l, arith::AddIOp::create(b, l, count, keeps), carried[2],
+              ivs[0]);
+          return {slotsOut, keptOut, countOut};
+        });
+    Value keptSlots = counting.results[0], kept = counting.results[1];
 
     // A merged token goes to its partner's slot.
     Value destination = g.generic(
@@ -308,24 +332,6 @@ struct TokenMatchLowering : OpConversionPattern<TokenMatchOp> {
                 arith::SelectOp::create(b, l, keeps, args[1], partnerSlot));
         })[0];
 
-    // The token each slot was kept from.
-    Value kept = g.generic(
-        ValueRange{keptFlags, keptSlots}, g.filled({batch, slots}, i64, 0),
-        {g.map(3, {d(0), d(2)}), g.map(3, {d(0), d(2)}),
-         g.map(3, {d(0), d(1)})},
-        {kParallel, kParallel, kReduction},
-        [](OpBuilder &b, Location l, ValueRange args) {
-          Value hit = arith::AndIOp::create(
-              b, l,
-              arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::ne, args[0],
-                  createScalarConstant(b, l, b.getI64Type(), 0)),
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, args[1],
-                                    toI64(b, l, index(b, l, 1))));
-          Value add =
-              arith::AddIOp::create(b, l, args[2], toI64(b, l, index(b, l, 2)));
-          yield(b, l, arith::SelectOp::create(b, l, hit, add, args[2]));
-        })[0];
     rewriter.replaceOp(op, ValueRange{destination, kept});
     return success();
   }
@@ -348,20 +354,8 @@ struct TokenMergeLowering : OpConversionPattern<TokenMergeOp> {
     Type f32 = rewriter.getF32Type();
     auto d = [&](unsigned i) { return g.dim(i); };
 
-    Value slotSizes = g.generic(
-        ValueRange{destination, sizes}, g.filled({batch, slots}, f32, 0.0),
-        {g.map(3, {d(0), d(2)}), g.map(3, {d(0), d(2)}),
-         g.map(3, {d(0), d(1)})},
-        {kParallel, kParallel, kReduction},
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                            clampSlot(b, l, args[0], slots),
-                                            index(b, l, 1));
-          Value add = arith::AddFOp::create(b, l, args[2], args[1]);
-          yield(b, l, arith::SelectOp::create(b, l, hit, add, args[2]));
-        })[0];
-
-    // sums[b, slot(n)] += sizes[b, n] * input[b, n], token by token.
+    // sums[b, slot(n)] += sizes[b, n] * input[b, n] and the slot's size
+    // += sizes[b, n], token by token.
     Value zero = constIndex(rewriter, loc, 0),
           one = constIndex(rewriter, loc, 1);
     Value sums = g.filled({batch, slots, width}, f32, 0.0);
@@ -373,12 +367,17 @@ struct TokenMergeLowering : OpConversionPattern<TokenMergeOp> {
     scf::LoopNest nest = scf::buildLoopNest(
         rewriter, loc, {zero, zero},
         {constIndex(rewriter, loc, batch), constIndex(rewriter, loc, tokens)},
-        {one, one}, ValueRange{sums},
+        {one, one}, ValueRange{sums, g.filled({batch, slots}, f32, 0.0)},
         [&](OpBuilder &b, Location l, ValueRange ivs,
             ValueRange carried) -> scf::ValueVector {
           Value slot = clampSlot(
               b, l, tensor::ExtractOp::create(b, l, destination, ivs), slots);
           Value size = tensor::ExtractOp::create(b, l, sizes, ivs);
+          Value slotSize = tensor::ExtractOp::create(b, l, carried[1],
+                                                     ValueRange{ivs[0], slot});
+          Value sizesOut = tensor::InsertOp::create(
+              b, l, arith::AddFOp::create(b, l, slotSize, size), carried[1],
+              ValueRange{ivs[0], slot});
           Value row = tensor::ExtractSliceOp::create(
               b, l, rowType, input,
               SmallVector<OpFoldResult>{ivs[0], ivs[1], b.getIndexAttr(0)},
@@ -400,9 +399,11 @@ struct TokenMergeLowering : OpConversionPattern<TokenMergeOp> {
                   })
                   .getResult(0);
           return {tensor::InsertSliceOp::create(b, l, updated, carried[0], at,
-                                                rowSizes, unitStrides)};
+                                                rowSizes, unitStrides),
+                  sizesOut};
         });
 
+    Value slotSizes = nest.results[1];
     Value result = g.generic(
         ValueRange{nest.results[0], slotSizes},
         g.empty({batch, slots, width}, f32),
