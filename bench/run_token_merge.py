@@ -14,9 +14,11 @@ One command (README, "Benchmarks"; the MiniLM rows need
   and the logits' cosine with Kiln unmerged over --images seeded images.
 - all-MiniLM-L6-v2 with its trained weights (bench/models/make_minilm_real.py:
   real sentences padded to 128 tokens, embeddings mean-pooled as
-  sentence-transformers does): quality as the cosine of each sentence's
-  embedding with Kiln unmerged's, mean and least over the sentences;
-  speed on one sentence (the first).
+  sentence-transformers does), fixed schedules and the one the budget
+  search (--accelerate=token-merge --quality-budget cos=0.98) chooses with
+  the first 32 sentences as calibration: quality as the cosine of each
+  sentence's embedding with Kiln unmerged's, mean and least over the other
+  sentences (held out from the search); speed on one of them (the first).
 
 Kiln runs in this process through its C runtime with its tensors made once
 (test/models/kiln_runtime.py's prepared calls), ONNX Runtime from numpy;
@@ -26,8 +28,10 @@ docs/benchmarks-token-merge.md.
 """
 import argparse
 import importlib.util
+import json
 import os
 import platform
+import re
 import subprocess
 import sys
 
@@ -50,7 +54,13 @@ VIT_MERGES = [("r=8", ["--merge-tokens=8"]), ("r=13", ["--merge-tokens=13"]),
                                   "--merge-schedule=decreasing"])]
 MINILM_MERGES = [("r=4", ["--merge-tokens=4"]), ("r=8", ["--merge-tokens=8"]),
                  ("r=12", ["--merge-tokens=12"]),
-                 ("r=16", ["--merge-tokens=16"])]
+                 ("r=16", ["--merge-tokens=16"]),
+                 ("r=16 decreasing", ["--merge-tokens=16",
+                                      "--merge-schedule=decreasing"])]
+# The budget search: calibrated on the first CALIBRATION sentences.
+CALIBRATION = 32
+BUDGET = 0.98
+SEARCHED = f"searched, cos={BUDGET}"
 
 
 def compile_artifact(bin_dir, model, artifact, flags):
@@ -165,15 +175,30 @@ def bench_minilm(args, runtime):
                         os.path.join(HERE, "models", "make_minilm_real.py"),
                         args.work, "--sentences", str(args.sentences),
                         "--package-dir", package], check=True)
+    # The search calibrates on the first sentences; every quality figure
+    # is measured on the others.
+    calibration = os.path.join(folder, f"calibration-{CALIBRATION}")
+    os.makedirs(calibration, exist_ok=True)
+    for k in range(CALIBRATION):
+        link = os.path.join(calibration, f"set_{k:02d}")
+        if not os.path.lexists(link):
+            os.symlink(os.path.abspath(
+                os.path.join(folder, f"test_data_set_{k}")), link)
+    report_path = os.path.join(folder, "tome-search.json")
+    merges = MINILM_MERGES + [(SEARCHED, [
+        "--accelerate=token-merge", f"--quality-budget=cos={BUDGET}",
+        "--calibration", calibration, "--accelerate-report", report_path])]
     artifacts = {"plain": compile_artifact(
         args.bin_dir, model, os.path.join(folder, "tome-plain.so"), [])}
-    for name, flags in MINILM_MERGES:
+    for name, flags in merges:
         artifacts[name] = compile_artifact(
             args.bin_dir, model,
-            os.path.join(folder, "tome-" + name.replace("=", "") + ".so"),
+            os.path.join(folder, "tome-" + re.sub(r"\W+", "-", name) + ".so"),
             flags)
+    with open(report_path) as f:
+        chosen = json.load(f)["chosen"]
     batches = []
-    for k in range(args.sentences):
+    for k in range(CALIBRATION, args.sentences):
         data = os.path.join(folder, f"test_data_set_{k}")
         batches.append([load(os.path.join(data, "input_0.pb")),
                         load(os.path.join(data, "input_1.pb"))])
@@ -181,16 +206,18 @@ def bench_minilm(args, runtime):
     embeddings = {k: run_all(runtime, a, batches)
                   for k, a in artifacts.items()}
     quality = {"plain": ""}
-    for name, _ in MINILM_MERGES:
+    for name, _ in merges:
         cos = cosine_rows(embeddings[name], embeddings["plain"])
         quality[name] = (f"embedding cosine {cos.mean():.4f} (least "
                          f"{cos.min():.4f})")
+    quality[SEARCHED] += (f"; chose {chosen['schedule']} "
+                          f"r={chosen['tokens']}")
     print("MiniLM:", flush=True)
     feeds = {"input_ids": batches[0][0], "attention_mask": batches[0][1]}
     times = time_case(runtime, artifacts, model, feeds,
                       ["input_ids", "attention_mask"], args.runs)
     rows = rows_for("all-MiniLM-L6-v2", ["plain"] +
-                    [n for n, _ in MINILM_MERGES], times, quality)
+                    [n for n, _ in merges], times, quality)
     return rows, tokens
 
 
@@ -229,11 +256,12 @@ def main():
         "",
         f"- ViT-S/16: 197 tokens, random weights; quality over "
         f"{args.images} seeded images against Kiln unmerged.",
-        f"- all-MiniLM-L6-v2, trained weights: {len(minilm_rows) and args.sentences} "
-        f"real sentences padded to 128 tokens ({tokens:.1f} real tokens on "
-        "average; padding merges only with padding); quality: each "
-        "sentence embedding's cosine with Kiln unmerged's; time on the "
-        "first sentence.",
+        f"- all-MiniLM-L6-v2, trained weights: real sentences padded to 128 "
+        f"tokens; the budget search calibrates on the first {CALIBRATION}, "
+        f"quality (each sentence embedding's cosine with Kiln unmerged's) "
+        f"is measured on the other {args.sentences - CALIBRATION} "
+        f"({tokens:.1f} real tokens on average; padding merges only with "
+        "padding); time on the first of those.",
         "",
         "| model | variant | threads | time (ms) | speed-up | / ONNX Runtime "
         "| quality |",
