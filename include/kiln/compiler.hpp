@@ -119,6 +119,15 @@ enum class TokenMergeSchedule {
   Decreasing,
 };
 
+/// What token pruning (CompileOptions::pruneKeepRate) ranks tokens by.
+enum class TokenImportance {
+  /// The first token's (a class token's) attention to each token; the
+  /// first token is always kept.
+  ClassAttention,
+  /// The norm of each token's key, for encoders without a class token.
+  KeyNorm,
+};
+
 /// What CompileOptions::qualityBudget bounds.
 enum class QualityMetric {
   /// A relative error: a product's RMS error (quantization), or the
@@ -128,7 +137,7 @@ enum class QualityMetric {
   /// (diffusion caching).
   Psnr,
   /// The least mean cosine similarity of the outputs with the
-  /// unaccelerated model's (token merging).
+  /// unaccelerated model's (token merging and pruning).
   Cosine,
 };
 
@@ -138,6 +147,8 @@ enum class Acceleration {
   None,
   /// Token merging (mergeTokens and mergeSchedule chosen).
   TokenMerge,
+  /// Token pruning (pruneKeepRate and pruneBlocks chosen).
+  TokenPrune,
 };
 
 /// What a compile produces.
@@ -214,10 +225,23 @@ struct CompileOptions {
   /// Tokens merged block by block, overriding mergeTokens and
   /// mergeSchedule; empty: those decide.
   std::vector<int64_t> mergeTokensPerBlock;
+  /// Token pruning in an encoder (kiln-prune-tokens, -O2 and up; EViT):
+  /// after the attention of each of pruneBlocks, this share of the tokens
+  /// the importance ranks keep their own, and the others fuse into one
+  /// token, so the rest of the model runs on fewer; outputs get every token
+  /// back. Faster, and less accurate. 1: no pruning.
+  double pruneKeepRate = 1.0;
+  /// The blocks that prune (numbered from 0); empty: every third from the
+  /// fourth (EViT's placement).
+  std::vector<int64_t> pruneBlocks;
+  /// Tokens kept block by block besides the class token (negative: the
+  /// block does not prune), overriding pruneKeepRate and pruneBlocks.
+  std::vector<int64_t> pruneKeepPerBlock;
+  TokenImportance pruneImportance = TokenImportance::ClassAttention;
   /// With calibrationDir (the model's inputs) and a Cosine qualityBudget:
   /// compile candidates of this acceleration, run them on the inputs and
   /// keep the fastest whose outputs stay within the budget
-  /// (TokenMergeSearch.h).
+  /// (TokenReductionSearch.h).
   Acceleration accelerate = Acceleration::None;
   /// Where to write what that search measured (JSON); empty: nowhere.
   std::string accelerateReportPath;

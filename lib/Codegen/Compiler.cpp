@@ -13,7 +13,7 @@
 #include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
 #include "lib/Codegen/QuantizationReport.h"
-#include "lib/Codegen/TokenMergeSearch.h"
+#include "lib/Codegen/TokenReductionSearch.h"
 #include "passes/Passes.h"
 
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -120,30 +120,31 @@ LogicalResult kiln::compileModule(ModuleOp module,
                              "{0:2}", llvm::json::Value(std::move(choice->report)))
                       << "\n";
   }
-  // Token merging: given, or chosen by measuring candidates.
-  int64_t mergeTokens = options.mergeTokens;
-  TokenMergeSchedule mergeSchedule = options.mergeSchedule;
+  // Token merging and pruning: given, or chosen by measuring candidates.
+  TokenReduction reduction{options.mergeTokens, options.mergeSchedule,
+                           options.pruneKeepRate, options.pruneBlocks};
   OutputFile accelerateReport;
   bool cosineBudget = options.qualityMetric == QualityMetric::Cosine;
   if (cosineBudget && options.accelerate == Acceleration::None)
     return emitError(loc) << "a cosine quality budget applies to an "
                              "acceleration search (--accelerate)";
-  if (options.accelerate == Acceleration::TokenMerge) {
+  if (options.accelerate != Acceleration::None) {
     if (options.calibrationDir.empty() || !cosineBudget ||
         !(options.qualityBudget > 0) || options.mergeTokens != 0 ||
-        !options.mergeTokensPerBlock.empty())
-      return emitError(loc) << "choosing the tokens to merge needs "
+        !options.mergeTokensPerBlock.empty() || options.pruneKeepRate != 1.0 ||
+        !options.pruneBlocks.empty() || !options.pruneKeepPerBlock.empty())
+      return emitError(loc) << "choosing the tokens to merge or prune needs "
                                "--calibration inputs and a --quality-budget "
-                               "cos=C, and takes no --merge-tokens or "
-                               "--merge-tokens-per-block";
+                               "cos=C, and takes no --merge-tokens*, "
+                               "--prune-tokens* or --prune-blocks";
     if (!options.accelerateReportPath.empty() &&
         failed(accelerateReport.create(options.accelerateReportPath, loc)))
       return failure();
-    FailureOr<TokenMergeChoice> choice = chooseTokenMerging(module, options);
+    FailureOr<TokenReductionChoice> choice =
+        chooseTokenReduction(module, options);
     if (failed(choice))
       return failure();
-    mergeTokens = choice->tokens;
-    mergeSchedule = choice->schedule;
+    reduction = choice->chosen;
     if (!options.accelerateReportPath.empty())
       accelerateReport.os()
           << llvm::formatv("{0:2}",
@@ -340,9 +341,9 @@ LogicalResult kiln::compileModule(ModuleOp module,
                            buildGraphPipeline(pm, options.optLevel);
                          })))
     return failure();
-  bool merging =
-      mergeTokens > 0 || llvm::any_of(options.mergeTokensPerBlock,
-                                      [](int64_t r) { return r > 0; });
+  bool merging = reduction.mergeTokens > 0 ||
+                 llvm::any_of(options.mergeTokensPerBlock,
+                              [](int64_t r) { return r > 0; });
   if (merging) {
     if (options.optLevel < OptLevel::O2)
       return emitError(loc) << "token merging needs -O2 or -O3: it merges "
@@ -350,18 +351,49 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (options.maxContext > 0 || options.diffusion)
       return emitError(loc) << "token merging applies to encoders, not with "
                                "--max-context or --pipeline=diffusion";
-    if (mergeTokens < 0 || llvm::any_of(options.mergeTokensPerBlock,
-                                        [](int64_t r) { return r < 0; }))
+    if (reduction.mergeTokens < 0 ||
+        llvm::any_of(options.mergeTokensPerBlock,
+                     [](int64_t r) { return r < 0; }))
       return emitError(loc) << "tokens to merge must not be negative";
     MergeTokensPassOptions merge;
-    merge.tokens = mergeTokens;
-    merge.schedule = mergeSchedule == TokenMergeSchedule::Decreasing
+    merge.tokens = reduction.mergeTokens;
+    merge.schedule = reduction.mergeSchedule == TokenMergeSchedule::Decreasing
                          ? MergeSchedule::Decreasing
                          : MergeSchedule::Constant;
     merge.perBlock.assign(options.mergeTokensPerBlock.begin(),
                           options.mergeTokensPerBlock.end());
     if (failed(runPipeline("Token merging", [&](OpPassManager &pm) {
           pm.addNestedPass<func::FuncOp>(createMergeTokensPass(merge));
+        })))
+      return failure();
+  }
+  bool pruning =
+      reduction.pruneKeepRate != 1.0 || !options.pruneKeepPerBlock.empty();
+  if (pruning) {
+    if (options.optLevel < OptLevel::O2)
+      return emitError(loc) << "token pruning needs -O2 or -O3: it prunes "
+                               "around the fused attention";
+    if (options.maxContext > 0 || options.diffusion || merging)
+      return emitError(loc) << "token pruning applies to encoders, not with "
+                               "--max-context, --pipeline=diffusion or "
+                               "token merging";
+    if (!(reduction.pruneKeepRate > 0 && reduction.pruneKeepRate <= 1))
+      return emitError(loc) << "the share of tokens pruning keeps must be in "
+                               "(0, 1], not "
+                            << reduction.pruneKeepRate;
+    if (llvm::any_of(reduction.pruneBlocks, [](int64_t k) { return k < 0; }))
+      return emitError(loc) << "pruning blocks are numbered from 0";
+    PruneTokensPassOptions prune;
+    prune.keepRate = reduction.pruneKeepRate;
+    prune.blocks.assign(reduction.pruneBlocks.begin(),
+                        reduction.pruneBlocks.end());
+    prune.perBlock.assign(options.pruneKeepPerBlock.begin(),
+                          options.pruneKeepPerBlock.end());
+    prune.importance = options.pruneImportance == TokenImportance::KeyNorm
+                           ? PruneImportance::KeyNorm
+                           : PruneImportance::ClassAttention;
+    if (failed(runPipeline("Token pruning", [&](OpPassManager &pm) {
+          pm.addNestedPass<func::FuncOp>(createPruneTokensPass(prune));
         })))
       return failure();
   }

@@ -704,6 +704,22 @@ func.func @token_match_bias(%m: tensor<2x9x4xf32>, %b: tensor<1x9xf32>) {
 
 // -----
 
+func.func @token_select_too_many(%i: tensor<1x9xf32>, %b: tensor<1x9xf32>) {
+  // expected-error @+1 {{keeps 1 protected and 7 other tokens, which with 2 fused slot(s) must be at most 9}}
+  %d, %k = kiln.token_select %i bias %b kept = 7 protected = 1 : tensor<1x9xf32>, tensor<1x9xf32> -> tensor<1x9xi64>, tensor<1x10xi64>
+  return
+}
+
+// -----
+
+func.func @token_select_kept(%i: tensor<1x9xf32>) {
+  // expected-error @+1 {{kept_tokens must be [1, 6]}}
+  %d, %k = kiln.token_select %i kept = 4 protected = 1 : tensor<1x9xf32> -> tensor<1x9xi64>, tensor<1x5xi64>
+  return
+}
+
+// -----
+
 func.func @token_merge_width(%x: tensor<1x9x8xf32>, %s: tensor<1x9xf32>, %d: tensor<1x9xi64>) {
   // expected-error @+1 {{result must be [1, M, 8] with M <= 9}}
   %m, %ms = kiln.token_merge %x, %s, %d : tensor<1x9x8xf32>, tensor<1x9xf32>, tensor<1x9xi64> -> tensor<1x7x4xf32>, tensor<1x7xf32>

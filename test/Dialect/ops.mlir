@@ -290,3 +290,12 @@ func.func @tokens(%metric: tensor<1x9x4xf32>, %sizes: tensor<1x9xf32>, %bias: te
   %u = kiln.token_unmerge %m, %d : tensor<1x7x8xf32>, tensor<1x9xi64> -> tensor<1x9x8xf32>
   return %u : tensor<1x9x8xf32>
 }
+
+// CHECK-LABEL: func.func @token_select
+// CHECK: kiln.token_select %arg0 kept = 5 protected = 1 : tensor<1x9xf32> -> tensor<1x9xi64>, tensor<1x7xi64>
+// CHECK: kiln.token_select %arg0 bias %arg1 kept = 4 protected = 0 : tensor<1x9xf32>, tensor<1x9xf32> -> tensor<1x9xi64>, tensor<1x6xi64>
+func.func @token_select(%importance: tensor<1x9xf32>, %bias: tensor<1x9xf32>) -> (tensor<1x9xi64>, tensor<1x9xi64>) {
+  %d, %k = kiln.token_select %importance kept = 5 protected = 1 : tensor<1x9xf32> -> tensor<1x9xi64>, tensor<1x7xi64>
+  %d2, %k2 = kiln.token_select %importance bias %bias kept = 4 protected = 0 : tensor<1x9xf32>, tensor<1x9xf32> -> tensor<1x9xi64>, tensor<1x6xi64>
+  return %d, %d2 : tensor<1x9xi64>, tensor<1x9xi64>
+}

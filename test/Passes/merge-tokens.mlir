@@ -2,6 +2,7 @@
 // RUN: kiln-opt %s -split-input-file '-pass-pipeline=builtin.module(func.func(kiln-merge-tokens{tokens=0}))' | FileCheck %s --check-prefix=NONE
 // RUN: kiln-opt %s -split-input-file '-pass-pipeline=builtin.module(func.func(kiln-merge-tokens{tokens=2 schedule=decreasing}))' | FileCheck %s --check-prefix=DECREASING
 // RUN: kiln-opt %s -split-input-file '-pass-pipeline=builtin.module(func.func(kiln-merge-tokens{per-block=0,3}))' | FileCheck %s --check-prefix=PER-BLOCK
+// RUN: kiln-opt %s -split-input-file '-pass-pipeline=builtin.module(func.func(kiln-merge-tokens{per-block=1}))' 2>/dev/null | FileCheck %s --check-prefix=DIT
 
 // Two pre-LN blocks (ViT) on 9 tokens of width 8, 2 heads of depth 4, and
 // the class token's row sliced out at the end. With r = 2, block 0 merges
@@ -119,4 +120,61 @@ func.func @post_ln(%x: tensor<2x6x8xf32>, %mask: tensor<2x1x1x6xf32>,
   %y = kiln.add %n, %g2 : tensor<2x6x8xf32>, tensor<2x6x8xf32>
   %z = kiln.layer_norm %y, %g, %b axis = 2 epsilon = 1.0e-05 : tensor<2x6x8xf32>, tensor<8xf32>, tensor<8xf32>
   return %z : tensor<2x6x8xf32>
+}
+
+// -----
+
+// DiT blocks: the query is gathered from stacked [3, B, H, N, D]
+// projections of the adaLN-modulated norm (`norm * scale + shift`), and
+// the attention's gated output goes back on the stream. Block 0 merges
+// after its residual add; block 1's modulation, stacked projection and
+// gathers are retyped to 6 tokens.
+// DIT-LABEL: func.func @dit
+// DIT: %[[H0:.*]] = kiln.add %arg0, %{{.*}} : tensor<2x7x8xf32>, tensor<2x7x8xf32>
+// DIT: %[[D:.*]], %{{.*}} = kiln.token_match %{{.*}} merged = 1 protected = 1 : tensor<2x7x4xf32> -> tensor<2x7xi64>, tensor<2x6xi64>
+// DIT: %[[X:.*]], %{{.*}} = kiln.token_merge %[[H0]], %{{.*}}, %[[D]] : {{.*}} -> tensor<2x6x8xf32>, tensor<2x6xf32>
+// DIT: kiln.mul %{{.*}}, %arg1 : tensor<2x6x8xf32>, tensor<2x1x8xf32>
+// DIT: kiln.transpose %{{.*}}, perm = [2, 0, 3, 1, 4] : tensor<2x6x3x2x4xf32> -> tensor<3x2x2x6x4xf32>
+// DIT: kiln.gather %{{.*}} axis = 0 : tensor<3x2x2x6x4xf32>, tensor<i64> -> tensor<2x2x6x4xf32>
+// DIT: kiln.attention {{.*}} -> tensor<2x6x2x4xf32>
+// DIT: %[[H1:.*]] = kiln.add %[[X]], %{{.*}} : tensor<2x6x8xf32>, tensor<2x6x8xf32>
+// DIT: kiln.token_unmerge %[[H1]], %[[D]] : tensor<2x6x8xf32>, tensor<2x7xi64> -> tensor<2x7x8xf32>
+func.func @dit(%x: tensor<2x7x8xf32>, %scale: tensor<2x1x8xf32>,
+               %shift: tensor<2x1x8xf32>, %gate: tensor<2x1x8xf32>,
+               %w: tensor<8x24xf32>, %wo: tensor<8x8xf32>,
+               %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x7x8xf32> {
+  %c0 = kiln.constant dense<0> : tensor<i64>
+  %c1 = kiln.constant dense<1> : tensor<i64>
+  %c2 = kiln.constant dense<2> : tensor<i64>
+  %n0 = kiln.layer_norm %x, %g, %b axis = 2 epsilon = 1.0e-06 : tensor<2x7x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %s0 = kiln.mul %n0, %scale : tensor<2x7x8xf32>, tensor<2x1x8xf32>
+  %m0 = kiln.add %s0, %shift : tensor<2x7x8xf32>, tensor<2x1x8xf32>
+  %p0 = kiln.matmul %m0, %w : tensor<2x7x8xf32>, tensor<8x24xf32>
+  %r0 = kiln.reshape %p0 : tensor<2x7x24xf32> -> tensor<2x7x3x2x4xf32>
+  %t0 = kiln.transpose %r0, perm = [2, 0, 3, 1, 4] : tensor<2x7x3x2x4xf32> -> tensor<3x2x2x7x4xf32>
+  %q0 = kiln.gather %t0[%c0], axis = 0 : tensor<3x2x2x7x4xf32>, tensor<i64> -> tensor<2x2x7x4xf32>
+  %k0 = kiln.gather %t0[%c1], axis = 0 : tensor<3x2x2x7x4xf32>, tensor<i64> -> tensor<2x2x7x4xf32>
+  %v0 = kiln.gather %t0[%c2], axis = 0 : tensor<3x2x2x7x4xf32>, tensor<i64> -> tensor<2x2x7x4xf32>
+  %kt0 = kiln.transpose %k0, perm = [0, 1, 3, 2] : tensor<2x2x7x4xf32> -> tensor<2x2x4x7xf32>
+  %a0 = kiln.attention %q0, %kt0, %v0 scale = 0.5 {result_seq_first} : tensor<2x2x7x4xf32>, tensor<2x2x4x7xf32>, tensor<2x2x7x4xf32> -> tensor<2x7x2x4xf32>
+  %j0 = kiln.reshape %a0 : tensor<2x7x2x4xf32> -> tensor<2x7x8xf32>
+  %o0 = kiln.matmul %j0, %wo : tensor<2x7x8xf32>, tensor<8x8xf32>
+  %e0 = kiln.mul %gate, %o0 : tensor<2x1x8xf32>, tensor<2x7x8xf32>
+  %h0 = kiln.add %x, %e0 : tensor<2x7x8xf32>, tensor<2x7x8xf32>
+  %n1 = kiln.layer_norm %h0, %g, %b axis = 2 epsilon = 1.0e-06 : tensor<2x7x8xf32>, tensor<8xf32>, tensor<8xf32>
+  %s1 = kiln.mul %n1, %scale : tensor<2x7x8xf32>, tensor<2x1x8xf32>
+  %m1 = kiln.add %s1, %shift : tensor<2x7x8xf32>, tensor<2x1x8xf32>
+  %p1 = kiln.matmul %m1, %w : tensor<2x7x8xf32>, tensor<8x24xf32>
+  %r1 = kiln.reshape %p1 : tensor<2x7x24xf32> -> tensor<2x7x3x2x4xf32>
+  %t1 = kiln.transpose %r1, perm = [2, 0, 3, 1, 4] : tensor<2x7x3x2x4xf32> -> tensor<3x2x2x7x4xf32>
+  %q1 = kiln.gather %t1[%c0], axis = 0 : tensor<3x2x2x7x4xf32>, tensor<i64> -> tensor<2x2x7x4xf32>
+  %k1 = kiln.gather %t1[%c1], axis = 0 : tensor<3x2x2x7x4xf32>, tensor<i64> -> tensor<2x2x7x4xf32>
+  %v1 = kiln.gather %t1[%c2], axis = 0 : tensor<3x2x2x7x4xf32>, tensor<i64> -> tensor<2x2x7x4xf32>
+  %kt1 = kiln.transpose %k1, perm = [0, 1, 3, 2] : tensor<2x2x7x4xf32> -> tensor<2x2x4x7xf32>
+  %a1 = kiln.attention %q1, %kt1, %v1 scale = 0.5 {result_seq_first} : tensor<2x2x7x4xf32>, tensor<2x2x4x7xf32>, tensor<2x2x7x4xf32> -> tensor<2x7x2x4xf32>
+  %j1 = kiln.reshape %a1 : tensor<2x7x2x4xf32> -> tensor<2x7x8xf32>
+  %o1 = kiln.matmul %j1, %wo : tensor<2x7x8xf32>, tensor<8x8xf32>
+  %e1 = kiln.mul %gate, %o1 : tensor<2x1x8xf32>, tensor<2x7x8xf32>
+  %h1 = kiln.add %h0, %e1 : tensor<2x7x8xf32>, tensor<2x7x8xf32>
+  return %h1 : tensor<2x7x8xf32>
 }

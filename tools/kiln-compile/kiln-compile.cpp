@@ -146,6 +146,32 @@ llvm::cl::list<int64_t> mergeTokensPerBlock(
     llvm::cl::desc("Tokens to merge block by block (overrides "
                    "--merge-tokens and --merge-schedule)"),
     llvm::cl::value_desc("r0,r1,..."), llvm::cl::CommaSeparated);
+llvm::cl::opt<double> pruneTokens(
+    "prune-tokens",
+    llvm::cl::desc("Token pruning in an encoder (EViT): in the pruning "
+                   "blocks, keep this share of the tokens after the "
+                   "attention and fuse the least important others into one "
+                   "(outputs get every token back)"),
+    llvm::cl::value_desc("keep-rate"), llvm::cl::init(1.0));
+llvm::cl::list<int64_t> pruneBlocks(
+    "prune-blocks",
+    llvm::cl::desc("The blocks --prune-tokens prunes after, numbered from 0 "
+                   "(default: every third from the fourth)"),
+    llvm::cl::value_desc("k0,k1,..."), llvm::cl::CommaSeparated);
+llvm::cl::list<int64_t> pruneTokensPerBlock(
+    "prune-tokens-per-block",
+    llvm::cl::desc("Tokens each block keeps besides the class token, -1 "
+                   "where it does not prune (overrides --prune-tokens and "
+                   "--prune-blocks)"),
+    llvm::cl::value_desc("k0,k1,..."), llvm::cl::CommaSeparated);
+llvm::cl::opt<kiln::TokenImportance> pruneImportance(
+    "prune-importance", llvm::cl::desc("What ranks the tokens pruning keeps"),
+    llvm::cl::values(
+        clEnumValN(kiln::TokenImportance::ClassAttention, "class-attention",
+                   "the first token's attention (it is kept)"),
+        clEnumValN(kiln::TokenImportance::KeyNorm, "key-norm",
+                   "the norm of each token's key (no class token)")),
+    llvm::cl::init(kiln::TokenImportance::ClassAttention));
 llvm::cl::opt<kiln::Acceleration> accelerate(
     "accelerate",
     llvm::cl::desc("Choose this acceleration's strength by running "
@@ -153,7 +179,10 @@ llvm::cl::opt<kiln::Acceleration> accelerate(
                    "whose outputs keep --quality-budget cos=C"),
     llvm::cl::values(clEnumValN(kiln::Acceleration::TokenMerge, "token-merge",
                                 "token merging (--merge-tokens, "
-                                "--merge-schedule)")),
+                                "--merge-schedule)"),
+                     clEnumValN(kiln::Acceleration::TokenPrune, "token-prune",
+                                "token pruning (--prune-tokens, "
+                                "--prune-blocks)")),
     llvm::cl::init(kiln::Acceleration::None));
 llvm::cl::opt<std::string>
     accelerateReport("accelerate-report",
@@ -294,7 +323,8 @@ void hideOtherOptions() {
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "merge-tokens", "merge-schedule",
-      "merge-tokens-per-block", "accelerate", "accelerate-report",
+      "merge-tokens-per-block", "prune-tokens", "prune-blocks",
+      "prune-tokens-per-block", "prune-importance", "accelerate", "accelerate-report",
       "draft-skip-layers", "draft-quantize",
       "draft-tokens", "choose-draft", "draft-report",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
@@ -548,6 +578,11 @@ int main(int argc, char **argv) {
   options.mergeSchedule = mergeSchedule;
   options.mergeTokensPerBlock.assign(mergeTokensPerBlock.begin(),
                                      mergeTokensPerBlock.end());
+  options.pruneKeepRate = pruneTokens;
+  options.pruneBlocks.assign(pruneBlocks.begin(), pruneBlocks.end());
+  options.pruneKeepPerBlock.assign(pruneTokensPerBlock.begin(),
+                                   pruneTokensPerBlock.end());
+  options.pruneImportance = pruneImportance;
   options.accelerate = accelerate;
   options.accelerateReportPath = accelerateReport;
   options.draftSkipLayers.assign(draftSkipLayers.begin(),

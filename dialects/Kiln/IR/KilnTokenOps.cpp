@@ -52,6 +52,36 @@ LogicalResult TokenMatchOp::verify() {
   return success();
 }
 
+LogicalResult TokenSelectOp::verify() {
+  if (failed(verifyStatic(*this, getImportance(), 2, "importance")) ||
+      failed(verifyStatic(*this, getDestination(), 2, "destination")) ||
+      failed(verifyStatic(*this, getKeptTokens(), 2, "kept_tokens")))
+    return failure();
+  ArrayRef<int64_t> perToken = shapeOf(getImportance());
+  int64_t batch = perToken[0], tokens = perToken[1];
+  if (Value bias = getKeyBias())
+    if (failed(verifyStatic(*this, bias, 2, "key_bias")) ||
+        shapeOf(bias) != perToken)
+      return emitOpError("key_bias must be [")
+             << batch << ", " << tokens << "]";
+  if (shapeOf(getDestination()) != perToken)
+    return emitOpError("destination must be [")
+           << batch << ", " << tokens << "]";
+  int64_t kept = static_cast<int64_t>(getKept());
+  int64_t protectedPrefix = static_cast<int64_t>(getProtectedPrefix());
+  int64_t extraSlots = getKeyBias() ? 2 : 1;
+  if (protectedPrefix < 0 || kept < 0 ||
+      protectedPrefix + kept + extraSlots > tokens)
+    return emitOpError("keeps ") << protectedPrefix << " protected and " << kept
+                                 << " other tokens, which with " << extraSlots
+                                 << " fused slot(s) must be at most " << tokens;
+  int64_t slots = protectedPrefix + kept + extraSlots;
+  if (shapeOf(getKeptTokens()) != ArrayRef<int64_t>{batch, slots})
+    return emitOpError("kept_tokens must be [")
+           << batch << ", " << slots << "]";
+  return success();
+}
+
 LogicalResult TokenMergeOp::verify() {
   if (failed(verifyStatic(*this, getInput(), 3, "input")) ||
       failed(verifyStatic(*this, getSizes(), 2, "sizes")) ||

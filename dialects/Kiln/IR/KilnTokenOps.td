@@ -1,9 +1,10 @@
 //===- KilnTokenOps.td - token merging ops -----------------*- tablegen -*-===//
 //
-// Token merging (ToMe) inside a transformer: kiln-merge-tokens matches the
-// tokens of a block's residual stream by the similarity of their keys,
-// averages the matched pairs, and copies merged tokens back to their
-// sources where an output needs every token.
+// Fewer tokens inside a transformer. kiln-merge-tokens matches the tokens
+// of a block's residual stream by the similarity of their keys (ToMe),
+// kiln-prune-tokens keeps the most important ones and fuses the rest into
+// one (EViT); both average the tokens that share a slot and copy merged
+// tokens back to their sources where an output needs every token.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,6 +47,43 @@ def Kiln_TokenMatchOp : Kiln_Op<"token_match", [Pure]> {
     $metric (`bias` $key_bias^)? `merged` `=` $merged `protected` `=`
     $protected_prefix attr-dict `:` type($metric) (`,` type($key_bias)^)?
     `->` type($destination) `,` type($kept)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_TokenSelectOp : Kiln_Op<"token_select", [Pure]> {
+  let summary = "keep the most important tokens, fuse the others (EViT)";
+  let description = [{
+    Ranks each batch entry's unprotected tokens by `importance` (`[B, N]`,
+    higher first, ties to the lower index): the first `protected` tokens (a
+    class token) and the `kept` best of the others keep slots of their own,
+    in their order in the sequence. Every other token goes to one fused
+    slot after them, slot `protected + kept`.
+
+    With `key_bias` (the attention mask added to each key's scores,
+    `[B, N]`), keys at -1e4 or less are padding: they rank after every real
+    token, and those not kept go to a second extra slot of their own, so
+    that padding never mixes into the fused token.
+
+    `destination[b, n]` is the slot token `n` goes to (`[B, N]`);
+    `kept[b, s]` a token in slot `s` (the last one; 0 for an extra slot no
+    token reached), `[B, S]` with `S = protected + kept + 1`, plus 1 with
+    `key_bias`. `S` is at most `N`.
+
+    ```mlir
+    %dst, %kept = kiln.token_select %attn kept = 137 protected = 1 : tensor<1x197xf32> -> tensor<1x197xi64>, tensor<1x139xi64>
+    %d2, %k2 = kiln.token_select %norms bias %mask kept = 89 protected = 0 : tensor<2x128xf32>, tensor<2x128xf32> -> tensor<2x128xi64>, tensor<2x91xi64>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$importance,
+                       Optional<Kiln_FloatTensor>:$key_bias, I64Attr:$kept,
+                       I64Attr:$protected_prefix);
+  let results = (outs Kiln_IndexTensor:$destination,
+                      Kiln_IndexTensor:$kept_tokens);
+  let assemblyFormat = [{
+    $importance (`bias` $key_bias^)? `kept` `=` $kept `protected` `=`
+    $protected_prefix attr-dict `:` type($importance) (`,` type($key_bias)^)?
+    `->` type($destination) `,` type($kept_tokens)
   }];
   let hasVerifier = 1;
 }

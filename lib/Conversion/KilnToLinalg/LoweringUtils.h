@@ -131,7 +131,8 @@ void populateDataMovementLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populatePoolLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// kiln.scatter_elements, kiln.scatter_nd and kiln.gather_nd.
 void populateIndexedLoweringPatterns(mlir::RewritePatternSet &patterns);
-/// kiln.token_match, kiln.token_merge and kiln.token_unmerge.
+/// kiln.token_match, kiln.token_select, kiln.token_merge and
+/// kiln.token_unmerge.
 void populateTokenMergeLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln

@@ -8,6 +8,9 @@
 // the kept tokens. Every step is a parallel loop over tokens or a
 // reduction over tokens, O(N^2) at most, small beside the block's products.
 //
+// kiln.token_select ranks the tokens the same way and counts slots in one
+// pass over them.
+//
 // kiln.token_merge adds each token's size-weighted row into its slot: a
 // scatter, so a loop over the tokens carrying the sums, each step a
 // vectorized row update. kiln.token_unmerge is a gather: a parallel generic.
@@ -96,6 +99,33 @@ Value clampSlot(OpBuilder &b, Location loc, Value slot, int64_t slots) {
   Value clamped = arith::MinSIOp::create(
       b, loc, arith::MaxSIOp::create(b, loc, slot, low), high);
   return toIndex(b, loc, clamped);
+}
+
+/// The rank of each of `scores`' `count` entries per batch entry, higher
+/// first and ties to the lower index (i64, [B, count]): counted, as TopK
+/// is, without a sort.
+Value rankDescending(GenericBuilder &g, Value scores, int64_t batch,
+                     int64_t count) {
+  auto d = [&](unsigned i) { return g.dim(i); };
+  return g.generic(
+      ValueRange{scores, scores}, g.filled({batch, count}, g.b.getI64Type(), 0),
+      {g.map(3, {d(0), d(1)}), g.map(3, {d(0), d(2)}), g.map(3, {d(0), d(1)})},
+      {kParallel, kParallel, kReduction},
+      [](OpBuilder &b, Location l, ValueRange args) {
+        Value higher = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
+                                             args[1], args[0]);
+        Value tie = arith::AndIOp::create(
+            b, l,
+            arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, args[1],
+                                  args[0]),
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                  index(b, l, 2), index(b, l, 1)));
+        Value before = arith::OrIOp::create(b, l, higher, tie);
+        yield(b, l,
+              arith::AddIOp::create(
+                  b, l, args[2],
+                  arith::ExtUIOp::create(b, l, b.getI64Type(), before)));
+      })[0];
 }
 
 struct TokenMatchLowering : OpConversionPattern<TokenMatchOp> {
@@ -225,28 +255,8 @@ struct TokenMatchLowering : OpConversionPattern<TokenMatchOp> {
         });
     Value bestScores = best[0], partners = best[1];
 
-    // Rank of each even token's best score (higher first, ties to the lower
-    // index): the `merged` first merge.
-    Value ranks = g.generic(
-        ValueRange{bestScores, bestScores}, g.filled({batch, evens}, i64, 0),
-        {g.map(3, {d(0), d(1)}), g.map(3, {d(0), d(2)}),
-         g.map(3, {d(0), d(1)})},
-        {kParallel, kParallel, kReduction},
-        [](OpBuilder &b, Location l, ValueRange args) {
-          Value higher = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGT,
-                                               args[1], args[0]);
-          Value tie = arith::AndIOp::create(
-              b, l,
-              arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, args[1],
-                                    args[0]),
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
-                                    index(b, l, 2), index(b, l, 1)));
-          Value before = arith::OrIOp::create(b, l, higher, tie);
-          yield(b, l,
-                arith::AddIOp::create(
-                    b, l, args[2],
-                    arith::ExtUIOp::create(b, l, b.getI64Type(), before)));
-        })[0];
+    // The `merged` best-ranked even tokens merge.
+    Value ranks = rankDescending(g, bestScores, batch, evens);
 
     // 1 where token n keeps a slot of its own.
     Value keptFlags = g.generic(
@@ -333,6 +343,103 @@ struct TokenMatchLowering : OpConversionPattern<TokenMatchOp> {
         })[0];
 
     rewriter.replaceOp(op, ValueRange{destination, kept});
+    return success();
+  }
+};
+
+struct TokenSelectLowering : OpConversionPattern<TokenSelectOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(TokenSelectOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    GenericBuilder g{rewriter, loc};
+    Value importance = adaptor.getImportance(), bias = adaptor.getKeyBias();
+    ArrayRef<int64_t> shape =
+        cast<RankedTensorType>(importance.getType()).getShape();
+    int64_t batch = shape[0], tokens = shape[1];
+    int64_t keptCount = static_cast<int64_t>(op.getProtectedPrefix()) +
+                        static_cast<int64_t>(op.getKept());
+    int64_t slots = op.getKeptTokens().getType().getShape()[1];
+    Type f32 = rewriter.getF32Type(), i64 = rewriter.getI64Type();
+    auto d = [&](unsigned i) { return g.dim(i); };
+    auto perToken = g.map(2, {d(0), d(1)});
+
+    // Protected tokens rank first, padding last.
+    SmallVector<Value> scoreInputs{importance};
+    if (bias)
+      scoreInputs.push_back(bias);
+    int64_t protectedPrefix = static_cast<int64_t>(op.getProtectedPrefix());
+    Value scores = g.generic(
+        scoreInputs, g.empty({batch, tokens}, f32),
+        SmallVector<AffineMap>(scoreInputs.size() + 1, perToken),
+        {kParallel, kParallel}, [&](OpBuilder &b, Location l, ValueRange args) {
+          double infinity = std::numeric_limits<double>::infinity();
+          Value score = args[0];
+          if (bias) {
+            Value padding = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OLE, args[1],
+                createScalarConstant(b, l, b.getF32Type(), kPaddingBias));
+            score = arith::SelectOp::create(
+                b, l, padding,
+                createScalarConstant(b, l, b.getF32Type(), -infinity), score);
+          }
+          Value isProtected = arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::ult, index(b, l, 1),
+              constIndex(b, l, protectedPrefix));
+          yield(b, l,
+                arith::SelectOp::create(
+                    b, l, isProtected,
+                    createScalarConstant(b, l, b.getF32Type(), infinity),
+                    score));
+        })[0];
+    Value ranks = rankDescending(g, scores, batch, tokens);
+
+    // One pass over the tokens with a running count of the kept ones: a
+    // kept token takes the next slot, another one its extra slot.
+    Value zero = constIndex(rewriter, loc, 0),
+          one = constIndex(rewriter, loc, 1);
+    scf::LoopNest counting = scf::buildLoopNest(
+        rewriter, loc, {zero, zero},
+        {constIndex(rewriter, loc, batch), constIndex(rewriter, loc, tokens)},
+        {one, one},
+        ValueRange{g.empty({batch, tokens}, i64),
+                   g.filled({batch, slots}, i64, 0), g.filled({batch}, i64, 0)},
+        [&](OpBuilder &b, Location l, ValueRange ivs,
+            ValueRange carried) -> scf::ValueVector {
+          auto i64Constant = [&](int64_t value) {
+            return createScalarConstant(b, l, b.getI64Type(), value);
+          };
+          Value count = tensor::ExtractOp::create(b, l, carried[2], ivs[0]);
+          Value rank = tensor::ExtractOp::create(b, l, ranks, ivs);
+          Value keeps = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt,
+                                              rank, i64Constant(keptCount));
+          Value extraSlot = i64Constant(keptCount);
+          if (bias) {
+            Value padding = arith::CmpFOp::create(
+                b, l, arith::CmpFPredicate::OLE,
+                tensor::ExtractOp::create(b, l, bias, ivs),
+                createScalarConstant(b, l, b.getF32Type(), kPaddingBias));
+            extraSlot = arith::SelectOp::create(
+                b, l, padding, i64Constant(keptCount + 1), extraSlot);
+          }
+          Value slot = arith::SelectOp::create(b, l, keeps, count, extraSlot);
+          Value destinationOut =
+              tensor::InsertOp::create(b, l, slot, carried[0], ivs);
+          Value keptOut = tensor::InsertOp::create(
+              b, l, toI64(b, l, ivs[1]), carried[1],
+              ValueRange{ivs[0], clampSlot(b, l, slot, slots)});
+          Value countOut = tensor::InsertOp::create(
+              b, l,
+              arith::AddIOp::create(
+                  b, l, count,
+                  arith::ExtUIOp::create(b, l, b.getI64Type(), keeps)),
+              carried[2], ivs[0]);
+          return {destinationOut, keptOut, countOut};
+        });
+    rewriter.replaceOp(op,
+                       ValueRange{counting.results[0], counting.results[1]});
     return success();
   }
 };
@@ -454,6 +561,6 @@ struct TokenUnmergeLowering : OpConversionPattern<TokenUnmergeOp> {
 } // namespace
 
 void kiln::populateTokenMergeLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<TokenMatchLowering, TokenMergeLowering, TokenUnmergeLowering>(
-      patterns.getContext());
+  patterns.add<TokenMatchLowering, TokenSelectLowering, TokenMergeLowering,
+               TokenUnmergeLowering>(patterns.getContext());
 }

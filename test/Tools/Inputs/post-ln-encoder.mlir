@@ -1,4 +1,5 @@
-// One post-LN (BERT) block over a padding mask, for merge-tokens.test.
+// One post-LN (BERT) block over a padding mask, for merge-tokens.test and
+// prune-tokens.test.
 func.func @post_ln(%x: tensor<2x6x8xf32>, %mask: tensor<2x1x1x6xf32>,
                    %w: tensor<8x8xf32>, %w1: tensor<8x16xf32>,
                    %w2: tensor<16x8xf32>, %g: tensor<8xf32>,
