@@ -21,6 +21,13 @@ One command (README, "Benchmarks"; the MiniLM rows need
   the cosine of each
   sentence's embedding with Kiln unmerged's, mean and least over the other
   sentences (held out from the search); speed on one of them (the first).
+- DiT-S/2 (bench/models/make_denoisers.py, random weights, 256 tokens):
+  one guided denoiser call merged around each attention only
+  (--merge-scope=attention, ToMe-SD), against Kiln plain and ONNX Runtime.
+- The DiT trained on digits (bench/models/train_dit.py, --trained-dit,
+  default WORK/dit-digits; skipped if missing): the 50-step guided DDIM
+  sampler compiled whole, merged around each attention and in the model
+  scope, its samples' PSNR against Kiln plain's.
 
 Kiln runs in this process through its C runtime with its tensors made once
 (test/models/kiln_runtime.py's prepared calls), ONNX Runtime from numpy;
@@ -71,6 +78,17 @@ MINILM_PRUNES = [("keep 0.5", ["--prune-tokens=0.5"]),
                                              "--prune-blocks=1,3,5"]),
                  ("keep 0.3, blocks 1,3,5", ["--prune-tokens=0.3",
                                              "--prune-blocks=1,3,5"])]
+# Denoisers: merged around each attention only (ToMe-SD), and, on the
+# trained DiT, in the model scope for contrast.
+DIT_MERGES = [("attention scope r=64", ["--merge-tokens=64",
+                                        "--merge-scope=attention"]),
+              ("attention scope r=128", ["--merge-tokens=128",
+                                         "--merge-scope=attention"])]
+DIGITS_MERGES = [("attention scope r=2", ["--merge-tokens=2",
+                                          "--merge-scope=attention"]),
+                 ("attention scope r=4", ["--merge-tokens=4",
+                                          "--merge-scope=attention"]),
+                 ("r=1, model scope", ["--merge-tokens=1"])]
 # The budget search: calibrated on the first CALIBRATION sentences.
 CALIBRATION = 32
 BUDGET = 0.98
@@ -99,17 +117,18 @@ def cosine_rows(a, b):
                             np.linalg.norm(b, axis=1))
 
 
-def time_case(runtime, artifacts, model, feeds, names, runs):
+def time_case(runtime, artifacts, model, feeds, names, runs, entry="main"):
     """{threads: {name: median seconds}} for Kiln's artifacts and ONNX
-    Runtime ("ort") on one input."""
+    Runtime ("ort", unless model is None) on one input."""
     inputs = [feeds[n] for n in names]
     result = {}
     for threads in (1, 2):
         sessions = {k: Session(runtime, a, threads=threads)
                     for k, a in artifacts.items()}
-        calls = {k: s.prepare("main", inputs) for k, s in sessions.items()}
-        reference = ort_session(model, threads)
-        calls["ort"] = lambda: reference.run(None, feeds)
+        calls = {k: s.prepare(entry, inputs) for k, s in sessions.items()}
+        if model:
+            reference = ort_session(model, threads)
+            calls["ort"] = lambda: reference.run(None, feeds)
         result[threads] = medians(calls, runs)
         for k, s in sessions.items():
             calls[k].close()
@@ -132,14 +151,97 @@ def rows_for(name, variants, times, quality):
     for threads in (1, 2):
         t = times[threads]
         for variant in variants:
+            to_ort = f"{t[variant] / t['ort']:.2f}x" if "ort" in t else ""
             rows.append(
                 f"| {name} | {variant} | {threads} | {1e3 * t[variant]:.1f} | "
-                f"{t['plain'] / t[variant]:.2f}x | {t[variant] / t['ort']:.2f}x"
-                f" | {quality[variant]} |")
-        rows.append(f"| {name} | ONNX Runtime, whole | {threads} | "
-                    f"{1e3 * t['ort']:.1f} | {t['plain'] / t['ort']:.2f}x | "
-                    f"1.00x | |")
+                f"{t['plain'] / t[variant]:.2f}x | {to_ort} | "
+                f"{quality[variant]} |")
+        if "ort" in t:
+            rows.append(f"| {name} | ONNX Runtime, whole | {threads} | "
+                        f"{1e3 * t['ort']:.1f} | "
+                        f"{t['plain'] / t['ort']:.2f}x | 1.00x | |")
     return rows
+
+
+def bench_dit(args, runtime):
+    """DiT-S/2 (random weights, 256 tokens): one guided denoiser call
+    (batch 2) merged around each attention; quality as the noise
+    prediction's cosine with Kiln plain's over seeded latents."""
+    folder = os.path.join(args.work, "denoisers")
+    model = os.path.join(folder, "dit", "model.onnx")
+    if not (args.reuse and os.path.exists(model)):
+        subprocess.run([sys.executable,
+                        os.path.join(HERE, "models", "make_denoisers.py"),
+                        folder, "--models", "dit"], check=True)
+    artifacts = {"plain": compile_artifact(
+        args.bin_dir, model, os.path.join(folder, "dit-plain.so"), [])}
+    for name, flags in DIT_MERGES:
+        artifacts[name] = compile_artifact(
+            args.bin_dir, model,
+            os.path.join(folder, "dit-" + re.sub(r"\W+", "-", name) + ".so"),
+            flags)
+    stored = [load(os.path.join(folder, "dit", f"input_{i}.pb"))
+              for i in range(3)]
+    rng = np.random.default_rng(0)
+    calls = [[rng.standard_normal(stored[0].shape).astype(np.float32),
+              stored[1], stored[2]] for _ in range(4)]
+    outputs = {k: run_all(runtime, a, calls) for k, a in artifacts.items()}
+    quality = {"plain": ""}
+    for name, _ in DIT_MERGES:
+        cos = cosine_rows(outputs[name], outputs["plain"])
+        quality[name] = (f"noise cosine {cos.mean():.4f} (least "
+                         f"{cos.min():.4f})")
+    print("DiT-S/2:", flush=True)
+    names = [i.name for i in ort.InferenceSession(
+        model, providers=["CPUExecutionProvider"]).get_inputs()]
+    times = time_case(runtime, artifacts, model,
+                      dict(zip(names, stored)), names, args.runs)
+    return rows_for("DiT-S/2", ["plain"] + [n for n, _ in DIT_MERGES],
+                    times, quality)
+
+
+def bench_digits(args, runtime):
+    """The DiT trained on digits (16 tokens): 50-step guided DDIM samples
+    with merging around each attention, and in the model scope, against
+    Kiln plain's samples (PSNR, peak the plain sample's range)."""
+    model = os.path.join(args.trained_dit, "model.onnx")
+    if not os.path.exists(model):
+        print("trained DiT skipped: bench/models/train_dit.py "
+              f"{args.trained_dit} trains it (10 minutes)")
+        return []
+    folder = os.path.join(args.work, "token-merge")
+    sampler = ["--pipeline=diffusion", "--sampler=ddim", "--steps=50",
+               "--cfg-scale=3"]
+    artifacts = {}
+    for name, flags in [("plain", [])] + DIGITS_MERGES:
+        artifacts[name] = compile_artifact(
+            args.bin_dir, model,
+            os.path.join(folder, "digits-" + re.sub(r"\W+", "-", name) +
+                         ".so"), sampler + flags)
+    seeds = [(np.random.default_rng(seed).standard_normal(
+        (1, 1, 8, 8)).astype(np.float32), np.array([seed % 10], np.int64))
+        for seed in range(16)]
+    samples = {}
+    for name, artifact in artifacts.items():
+        session = Session(runtime, artifact, threads=2)
+        samples[name] = [session.run("sample", list(s))[0] for s in seeds]
+        session.close()
+    quality = {"plain": ""}
+    for name, _ in DIGITS_MERGES:
+        psnrs = []
+        for got, expected in zip(samples[name], samples["plain"]):
+            mse = float(np.mean((got.astype(np.float64) - expected) ** 2))
+            peak = float(expected.max() - expected.min())
+            psnrs.append(10 * np.log10(peak * peak / max(mse, 1e-30)))
+        quality[name] = (f"sample PSNR {np.mean(psnrs):.1f} dB (least "
+                         f"{np.min(psnrs):.1f})")
+    print("trained DiT, 50-step sampler:", flush=True)
+    times = time_case(runtime, artifacts, None,
+                      {"noise": seeds[0][0], "label": seeds[0][1]},
+                      ["noise", "label"], args.runs, entry="sample")
+    return rows_for("DiT on digits, 50-step sampler",
+                    ["plain"] + [n for n, _ in DIGITS_MERGES], times,
+                    quality)
 
 
 def bench_vit(args, runtime):
@@ -250,6 +352,9 @@ def main():
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--images", type=int, default=16)
     parser.add_argument("--sentences", type=int, default=256)
+    parser.add_argument("--trained-dit", default=None,
+                        help="bench/models/train_dit.py's output (default: "
+                             "WORK/dit-digits)")
     parser.add_argument("--reuse", action="store_true",
                         help="keep the models already exported")
     parser.add_argument("--out", default=os.path.join(
@@ -261,6 +366,9 @@ def main():
     peak = measure_fma_peak()
     vit_rows = bench_vit(args, runtime)
     minilm_rows, tokens = bench_minilm(args, runtime)
+    args.trained_dit = args.trained_dit or os.path.join(args.work,
+                                                        "dit-digits")
+    dit_rows = bench_dit(args, runtime) + bench_digits(args, runtime)
     lines = [
         "# Token merging and pruning",
         "",
@@ -286,11 +394,20 @@ def main():
         f"({tokens:.1f} real tokens on average; padding merges only with "
         "padding, and pruning drops it first); time on the first of "
         "those.",
+        "- DiT-S/2: 256 tokens, random weights, one denoiser call on a "
+        "batch of 2 (a guided step); quality over 4 seeded latents against "
+        "Kiln plain. *attention scope* (`--merge-scope=attention`, "
+        "ToMe-SD): r tokens merged around each attention only, the "
+        "residual stream and the MLPs keep every token.",
+        "- DiT on digits (bench/models/train_dit.py, trained here): 16 "
+        "tokens, the whole 50-step guided DDIM sampler in one artifact "
+        "(`--pipeline=diffusion`); quality as the PSNR of 16 seeded samples "
+        "against Kiln plain's.",
         "",
         "| model | variant | threads | time (ms) | speed-up | / ONNX Runtime "
         "| quality |",
         "|---|---|---|---|---|---|---|",
-        *vit_rows, *minilm_rows, ""]
+        *vit_rows, *minilm_rows, *dit_rows, ""]
     with open(args.out, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {args.out}")

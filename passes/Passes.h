@@ -16,6 +16,10 @@ namespace kiln {
 /// How kiln-merge-tokens spreads its merges over the blocks.
 enum class MergeSchedule { Constant, Decreasing };
 
+/// Where kiln-merge-tokens' merges hold: the rest of the model, or the
+/// attention they were made for.
+enum class MergeScope { Model, Attention };
+
 /// What kiln-prune-tokens ranks tokens by.
 enum class PruneImportance { ClassAttention, KeyNorm };
 

@@ -148,6 +148,15 @@ def MergeTokensPass : Pass<"kiln-merge-tokens", "mlir::func::FuncOp"> {
     each merged token back to its sources, so the function's types do not
     change.
 
+    With `scope=attention` (ToMe-SD, Bolya and Hoffman 2023, for denoisers
+    and other dense outputs) the merges hold around each attention alone:
+    the rows the attention's projections read are matched by their own
+    similarity (no token protected), merged, attended to with log(size)
+    added, and the attention branch's output is unmerged where the
+    residual add reads it; the stream and the MLPs keep every token.
+    Attentions in a captured sampler's loop (kiln.sample) merge as those
+    of the function body do.
+
     The block is found from each kiln.attention: the add that puts its
     output back on the stream (pre-LN), or the layer norm right after that
     add (post-LN, BERT). `r_k` is `tokens` for every block (`constant`), or
@@ -174,7 +183,14 @@ def MergeTokensPass : Pass<"kiln-merge-tokens", "mlir::func::FuncOp"> {
              clEnumValN(::kiln::MergeSchedule::Decreasing, "decreasing",
                         "from 2r in the first block down to 0"))}]>,
     ListOption<"perBlock", "per-block", "int64_t",
-               "r block by block (overrides tokens and schedule)">
+               "r block by block (overrides tokens and schedule)">,
+    Option<"scope", "scope", "::kiln::MergeScope",
+           "::kiln::MergeScope::Model", "Where the merges hold",
+           [{::llvm::cl::values(
+             clEnumValN(::kiln::MergeScope::Model, "model",
+                        "from the block on, unmerged at the outputs"),
+             clEnumValN(::kiln::MergeScope::Attention, "attention",
+                        "around each attention only (ToMe-SD)"))}]>
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -62,16 +62,17 @@ Value findNormalizedStream(Value projected) {
   return {};
 }
 
-/// Where block `attention` merges its tokens: the residual stream after the
-/// attention (pre-LN: the add that puts the attention's output back, used
-/// by the MLP's norm and its residual add), or the norm right after that
-/// add (post-LN). Null with `why` set if the block has another shape.
-Value findMergePoint(AttentionOp attention, std::string &why) {
+/// Finds the points of the block of `attention` (see BlockPoints); fails
+/// with `why` set if the block has another shape. `points.stream` is null,
+/// with `why` set, where only the branch can be reduced.
+LogicalResult findBlockPoints(AttentionOp attention, BlockPoints &points,
+                              std::string &why) {
   Value projected = findProjectedInput(attention.getQuery());
   if (!projected) {
     why = "its query is not a projection of the residual stream";
-    return {};
+    return failure();
   }
+  points.branchInput = projected;
   // Pre-LN blocks normalize the stream before projecting it, post-LN ones
   // project it as it is (the previous block's norm).
   Value normalized = findNormalizedStream(projected);
@@ -79,24 +80,26 @@ Value findMergePoint(AttentionOp attention, std::string &why) {
   for (int step = 0; step < 10; ++step) {
     if (!value.hasOneUse() || value.getUsers().begin()->getNumResults() != 1) {
       why = "its output has several users before the residual add";
-      return {};
+      return failure();
     }
     Operation *user = *value.getUsers().begin();
     auto isStream = [&](Value v) { return v == projected || v == normalized; };
     if (auto add = dyn_cast<AddOp>(user);
         add && (isStream(add.getLhs()) || isStream(add.getRhs()))) {
+      points.residualAdd = add;
       Value residual = add.getResult();
       if (!residual.hasOneUse())
-        return residual;
-      if (auto norm = dyn_cast<LayerNormOp>(*residual.getUsers().begin()))
-        return norm.getResult();
-      why = "the residual add's only user is not a layer norm";
-      return {};
+        points.stream = residual;
+      else if (auto norm = dyn_cast<LayerNormOp>(*residual.getUsers().begin()))
+        points.stream = norm.getResult();
+      else
+        why = "the residual add's only user is not a layer norm";
+      return success();
     }
     value = user->getResult(0);
   }
   why = "no residual add follows it";
-  return {};
+  return failure();
 }
 
 /// The key mask of `attention` as [B, N] f32, built before `attention`;
@@ -147,10 +150,12 @@ namespace {
 /// (instead of `previousTokens`) to its token axis.
 class Retyper {
 public:
+  /// `barrier`, if any, reads the reduced tokens back unmerged whatever
+  /// it is (the residual add after a branch).
   Retyper(Value destination, int64_t previousTokens, int64_t tokens,
-          Value scoreBias)
+          Value scoreBias, Operation *barrier = nullptr)
       : destination(destination), previousTokens(previousTokens),
-        tokens(tokens), scoreBias(scoreBias) {}
+        tokens(tokens), scoreBias(scoreBias), barrier(barrier) {}
 
   LogicalResult run(Operation *start, Value merged) {
     changed[merged] = 1;
@@ -159,7 +164,7 @@ public:
       if (llvm::none_of(op.getOperands(),
                         [&](Value v) { return changed.contains(v); }))
         continue;
-      std::optional<int64_t> axis = retype(&op);
+      std::optional<int64_t> axis = &op == barrier ? std::nullopt : retype(&op);
       if (axis) {
         changed[op.getResult(0)] = *axis;
         continue;
@@ -174,6 +179,7 @@ private:
   Value destination;
   int64_t previousTokens, tokens;
   Value scoreBias;
+  Operation *barrier;
   llvm::DenseMap<Value, int64_t> changed;
 
   /// `type` with `axis` holding `count` tokens.
@@ -385,19 +391,21 @@ FailureOr<ReducibleBlock> kiln::prepareBlock(OpBuilder &b,
                                              TokenSet &set, StringRef what) {
   Location loc = attention.getLoc();
   std::string why;
-  Value stream = findMergePoint(attention, why);
-  RankedTensorType streamType =
-      stream ? tensorType(stream) : RankedTensorType();
-  if (stream && (streamType.getRank() != 3 || !streamType.hasStaticShape() ||
-                 tensorType(attention.getKeyT()).getRank() != 4))
-    why = "its tokens are not a static [batch, tokens, channels] stream";
+  BlockPoints points;
+  if (succeeded(findBlockPoints(attention, points, why)) && points.stream) {
+    RankedTensorType streamType = tensorType(points.stream);
+    if (streamType.getRank() != 3 || !streamType.hasStaticShape() ||
+        tensorType(attention.getKeyT()).getRank() != 4)
+      why = "its tokens are not a static [batch, tokens, channels] stream";
+  }
   if (!why.empty()) {
     emitWarning(loc) << what << " after this attention: " << why;
     return failure();
   }
-  ReducibleBlock block{stream, streamType.getDimSize(0),
+  RankedTensorType streamType = tensorType(points.stream);
+  ReducibleBlock block{points.stream, streamType.getDimSize(0),
                        streamType.getDimSize(1)};
-  b.setInsertionPointAfterValue(stream);
+  b.setInsertionPointAfterValue(points.stream);
   if (!set.scoreBias) {
     FailureOr<Value> mask = getKeyMask(b, attention, block.batch);
     if (failed(mask)) {
@@ -417,6 +425,92 @@ FailureOr<ReducibleBlock> kiln::prepareBlock(OpBuilder &b,
             RankedTensorType::get({block.batch, block.tokens}, b.getF32Type()),
             b.getF32FloatAttr(1.0f)));
   return block;
+}
+
+FailureOr<ReducibleBranch>
+kiln::prepareBranch(OpBuilder &b, AttentionOp attention, StringRef what) {
+  Location loc = attention.getLoc();
+  std::string why;
+  BlockPoints points;
+  // Only the branch matters: a block whose stream cannot shrink is fine.
+  if (failed(findBlockPoints(attention, points, why))) {
+    emitWarning(loc) << what << " around this attention: " << why;
+    return failure();
+  }
+  RankedTensorType inputType = tensorType(points.branchInput);
+  if (inputType.getRank() != 3 || !inputType.hasStaticShape() ||
+      tensorType(attention.getKeyT()).getRank() != 4) {
+    emitWarning(loc) << what
+                     << " around this attention: its input is not a static "
+                        "[batch, tokens, channels] stream";
+    return failure();
+  }
+  ReducibleBranch branch;
+  branch.input = points.branchInput;
+  branch.residualAdd = points.residualAdd;
+  branch.batch = inputType.getDimSize(0);
+  branch.tokens = inputType.getDimSize(1);
+  // Before the branch's first reader, and after the mask.
+  Operation *first = nullptr;
+  for (Operation *user : branch.input.getUsers())
+    if (user->getBlock() == attention->getBlock() &&
+        (!first || user->isBeforeInBlock(first)))
+      first = user;
+  Value attentionMask = attention.getMask();
+  Operation *maskDef = attentionMask ? attentionMask.getDefiningOp() : nullptr;
+  if (!first || (maskDef && maskDef->getBlock() == first->getBlock() &&
+                 first->isBeforeInBlock(maskDef))) {
+    emitWarning(loc) << what
+                     << " around this attention: its mask is computed after "
+                        "its input is read";
+    return failure();
+  }
+  b.setInsertionPoint(first);
+  FailureOr<Value> mask = getKeyMask(b, attention, branch.batch);
+  if (failed(mask)) {
+    emitWarning(loc) << what
+                     << ": the attention mask is not one f32 row of key "
+                        "biases per batch entry";
+    return failure();
+  }
+  branch.keyMask = *mask;
+  return branch;
+}
+
+LogicalResult kiln::reduceBranch(OpBuilder &b, Location loc,
+                                 const ReducibleBranch &branch,
+                                 Value destination, Value kept, int64_t slots) {
+  RankedTensorType inputType = tensorType(branch.input);
+  int64_t batch = branch.batch;
+  auto perSlot = RankedTensorType::get({batch, slots}, b.getF32Type());
+  Value ones = ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          RankedTensorType::get({batch, branch.tokens}, b.getF32Type()),
+          b.getF32FloatAttr(1.0f)));
+  auto merge = TokenMergeOp::create(
+      b, loc, inputType.clone({batch, slots, inputType.getDimSize(2)}), perSlot,
+      branch.input, ones, destination);
+  // The residual add (post-LN: it reads the branch's input too) keeps every
+  // token; so do the ops that chose the merge.
+  Operation *chooser = destination.getDefiningOp();
+  Value input = branch.input;
+  input.replaceUsesWithIf(merge.getResult(), [&](OpOperand &use) {
+    Operation *owner = use.getOwner();
+    return owner != merge && owner != chooser && owner != branch.residualAdd;
+  });
+  Value bias = LogOp::create(b, loc, merge.getResultSizes());
+  if (branch.keyMask)
+    bias =
+        AddOp::create(b, loc, bias,
+                      GatherElementsOp::create(b, loc, perSlot, branch.keyMask,
+                                               kept, b.getI64IntegerAttr(1)));
+  Value scoreBias = ReshapeOp::create(
+      b, loc, RankedTensorType::get({batch, 1, 1, slots}, b.getF32Type()), bias,
+      ValueRange());
+  Retyper retyper(destination, branch.tokens, slots, scoreBias,
+                  branch.residualAdd);
+  return retyper.run(scoreBias.getDefiningOp(), merge.getResult());
 }
 
 LogicalResult kiln::reduceTokens(OpBuilder &b, Location loc,

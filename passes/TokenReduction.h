@@ -36,6 +36,31 @@ struct TokenSet {
 /// set starts from); warns, with `what`, where not.
 bool sameMasks(llvm::ArrayRef<AttentionOp> attentions, llvm::StringRef what);
 
+/// The points of a transformer block that reductions act on.
+struct BlockPoints {
+  /// What the attention's projections read: the normalized (pre-LN,
+  /// maybe adaLN-modulated) or plain (post-LN) stream, [B, N, C].
+  mlir::Value branchInput;
+  /// The add that puts the attention's output back on the stream.
+  AddOp residualAdd;
+  /// Where the stream can shrink for the rest of the model: the residual
+  /// add (pre-LN) or the norm after it (post-LN); null where neither is.
+  mlir::Value stream;
+};
+
+/// An attention branch whose tokens can be merged around the attention
+/// alone (ToMe-SD), the stream keeping every token.
+struct ReducibleBranch {
+  /// The branch's input, [B, N, C].
+  mlir::Value input;
+  /// Reads the branch's output back at N tokens.
+  AddOp residualAdd;
+  /// The attention's padding mask, [B, N]; null without.
+  mlir::Value keyMask;
+  int64_t batch = 0;
+  int64_t tokens = 0;
+};
+
 /// A block whose tokens can be reduced after its attention.
 struct ReducibleBlock {
   /// The residual stream where the tokens are reduced, [B, N, C].
@@ -68,6 +93,21 @@ mlir::LogicalResult reduceTokens(mlir::OpBuilder &b, mlir::Location loc,
                                  const ReducibleBlock &block,
                                  mlir::Value destination, mlir::Value kept,
                                  int64_t slots, TokenSet &set);
+
+/// Finds the branch of `attention` (see ReducibleBranch) and builds its key
+/// mask, the builder then right before the branch's first reader. Fails with a
+/// warning, the branch left as it is, where the block has another shape.
+mlir::FailureOr<ReducibleBranch>
+prepareBranch(mlir::OpBuilder &b, AttentionOp attention, llvm::StringRef what);
+
+/// Merges the branch's input into `slots` slots by `destination` (`kept`
+/// says whose key mask each slot takes), runs the branch on them (its
+/// attention adding log(size) + mask to its scores) and unmerges its
+/// output where the residual add reads it.
+mlir::LogicalResult reduceBranch(mlir::OpBuilder &b, mlir::Location loc,
+                                 const ReducibleBranch &branch,
+                                 mlir::Value destination, mlir::Value kept,
+                                 int64_t slots);
 
 } // namespace kiln
 

@@ -119,6 +119,15 @@ enum class TokenMergeSchedule {
   Decreasing,
 };
 
+/// Where token merging's merges hold (CompileOptions::mergeScope).
+enum class TokenMergeScope {
+  /// From the block on; outputs get every token back (ViT, BERT).
+  Model,
+  /// Around each attention only, the residual stream keeping every token
+  /// (ToMe-SD: denoisers and other dense outputs).
+  Attention,
+};
+
 /// What token pruning (CompileOptions::pruneKeepRate) ranks tokens by.
 enum class TokenImportance {
   /// The first token's (a class token's) attention to each token; the
@@ -222,6 +231,7 @@ struct CompileOptions {
   /// token back. Faster, and less accurate. 0: no merging.
   int64_t mergeTokens = 0;
   TokenMergeSchedule mergeSchedule = TokenMergeSchedule::Constant;
+  TokenMergeScope mergeScope = TokenMergeScope::Model;
   /// Tokens merged block by block, overriding mergeTokens and
   /// mergeSchedule; empty: those decide.
   std::vector<int64_t> mergeTokensPerBlock;

@@ -348,9 +348,14 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (options.optLevel < OptLevel::O2)
       return emitError(loc) << "token merging needs -O2 or -O3: it merges "
                                "around the fused attention";
-    if (options.maxContext > 0 || options.diffusion)
-      return emitError(loc) << "token merging applies to encoders, not with "
-                               "--max-context or --pipeline=diffusion";
+    if (options.maxContext > 0)
+      return emitError(loc) << "token merging applies to encoders and "
+                               "denoisers, not with --max-context";
+    if (options.diffusion && (options.diffusion->cacheInterval > 1 ||
+                              options.diffusion->cacheThreshold > 0 ||
+                              options.diffusion->chooseCache))
+      return emitError(loc) << "token merging does not combine with a "
+                               "sampler's caching";
     if (reduction.mergeTokens < 0 ||
         llvm::any_of(options.mergeTokensPerBlock,
                      [](int64_t r) { return r < 0; }))
@@ -362,6 +367,9 @@ LogicalResult kiln::compileModule(ModuleOp module,
                          : MergeSchedule::Constant;
     merge.perBlock.assign(options.mergeTokensPerBlock.begin(),
                           options.mergeTokensPerBlock.end());
+    merge.scope = options.mergeScope == TokenMergeScope::Attention
+                      ? MergeScope::Attention
+                      : MergeScope::Model;
     if (failed(runPipeline("Token merging", [&](OpPassManager &pm) {
           pm.addNestedPass<func::FuncOp>(createMergeTokensPass(merge));
         })))

@@ -3,6 +3,7 @@
 // RUN: kiln-opt %s -split-input-file '-pass-pipeline=builtin.module(func.func(kiln-merge-tokens{tokens=2 schedule=decreasing}))' | FileCheck %s --check-prefix=DECREASING
 // RUN: kiln-opt %s -split-input-file '-pass-pipeline=builtin.module(func.func(kiln-merge-tokens{per-block=0,3}))' | FileCheck %s --check-prefix=PER-BLOCK
 // RUN: kiln-opt %s -split-input-file '-pass-pipeline=builtin.module(func.func(kiln-merge-tokens{per-block=1}))' 2>/dev/null | FileCheck %s --check-prefix=DIT
+// RUN: kiln-opt %s -split-input-file '-pass-pipeline=builtin.module(func.func(kiln-merge-tokens{tokens=1 scope=attention}))' 2>/dev/null | FileCheck %s --check-prefix=SCOPE
 
 // Two pre-LN blocks (ViT) on 9 tokens of width 8, 2 heads of depth 4, and
 // the class token's row sliced out at the end. With r = 2, block 0 merges
@@ -102,6 +103,21 @@ func.func @pre_ln(%x: tensor<1x9x8xf32>, %w: tensor<8x8xf32>,
 // CHECK: %[[Z:.*]] = kiln.layer_norm %[[Y]], {{.*}} : tensor<2x4x8xf32>
 // CHECK: %[[U:.*]] = kiln.token_unmerge %[[Z]], %[[D]] : tensor<2x4x8xf32>, tensor<2x6xi64> -> tensor<2x6x8xf32>
 // CHECK: return %[[U]] : tensor<2x6x8xf32>
+// Around the attention only (scope=attention): the branch's input (here
+// the stream itself) merges by its own rows, nothing protected; the mask
+// follows into the attention, the branch's output is unmerged for the
+// residual add, which still reads every token of the stream.
+// SCOPE-LABEL: func.func @post_ln
+// SCOPE: %[[MASK:.*]] = kiln.reshape %arg1 : tensor<2x1x1x6xf32> -> tensor<2x6xf32>
+// SCOPE: %[[D:.*]], %[[KEPT:.*]] = kiln.token_match %arg0 bias %[[MASK]] merged = 1 protected = 0 : tensor<2x6x8xf32>, tensor<2x6xf32> -> tensor<2x6xi64>, tensor<2x5xi64>
+// SCOPE: %[[X:.*]], %[[S:.*]] = kiln.token_merge %arg0, %{{.*}}, %[[D]] : {{.*}} -> tensor<2x5x8xf32>, tensor<2x5xf32>
+// SCOPE: kiln.gather_elements %[[MASK]][%[[KEPT]]], axis = 1 : tensor<2x6xf32>, tensor<2x5xi64> -> tensor<2x5xf32>
+// SCOPE: %[[P:.*]] = kiln.matmul %[[X]], %arg2 : tensor<2x5x8xf32>, tensor<8x8xf32>
+// SCOPE: kiln.attention {{.*}} -> tensor<2x5x2x4xf32>
+// SCOPE: %[[O:.*]] = kiln.matmul %{{.*}}, %arg2 : tensor<2x5x8xf32>, tensor<8x8xf32>
+// SCOPE: %[[U:.*]] = kiln.token_unmerge %[[O]], %[[D]] : tensor<2x5x8xf32>, tensor<2x6xi64> -> tensor<2x6x8xf32>
+// SCOPE: kiln.add %arg0, %[[U]] : tensor<2x6x8xf32>, tensor<2x6x8xf32>
+// SCOPE-NOT: kiln.token_
 func.func @post_ln(%x: tensor<2x6x8xf32>, %mask: tensor<2x1x1x6xf32>,
                    %w: tensor<8x8xf32>, %w1: tensor<8x16xf32>,
                    %w2: tensor<16x8xf32>, %g: tensor<8xf32>,
@@ -139,6 +155,23 @@ func.func @post_ln(%x: tensor<2x6x8xf32>, %mask: tensor<2x1x1x6xf32>,
 // DIT: kiln.attention {{.*}} -> tensor<2x6x2x4xf32>
 // DIT: %[[H1:.*]] = kiln.add %[[X]], %{{.*}} : tensor<2x6x8xf32>, tensor<2x6x8xf32>
 // DIT: kiln.token_unmerge %[[H1]], %[[D]] : tensor<2x6x8xf32>, tensor<2x7xi64> -> tensor<2x7x8xf32>
+// Around each attention only: each block merges its modulated norm, runs
+// its projections and attention on 6 tokens and unmerges the gated output
+// for the residual add; the stream keeps 7 tokens.
+// SCOPE-LABEL: func.func @dit
+// SCOPE: %[[M0:.*]] = kiln.add %{{.*}}, %arg2 : tensor<2x7x8xf32>, tensor<2x1x8xf32>
+// SCOPE: %[[D0:.*]], %{{.*}} = kiln.token_match %[[M0]] merged = 1 protected = 0 : tensor<2x7x8xf32> -> tensor<2x7xi64>, tensor<2x6xi64>
+// SCOPE: %[[X0:.*]], %{{.*}} = kiln.token_merge %[[M0]], %{{.*}}, %[[D0]] : {{.*}} -> tensor<2x6x8xf32>, tensor<2x6xf32>
+// SCOPE: kiln.matmul %[[X0]], %arg4 : tensor<2x6x8xf32>, tensor<8x24xf32>
+// SCOPE: kiln.gather %{{.*}} axis = 0 : tensor<3x2x2x6x4xf32>, tensor<i64> -> tensor<2x2x6x4xf32>
+// SCOPE: %[[G0:.*]] = kiln.mul %arg3, %{{.*}} : tensor<2x1x8xf32>, tensor<2x6x8xf32>
+// SCOPE: %[[U0:.*]] = kiln.token_unmerge %[[G0]], %[[D0]] : tensor<2x6x8xf32>, tensor<2x7xi64> -> tensor<2x7x8xf32>
+// SCOPE: %[[H0:.*]] = kiln.add %arg0, %[[U0]] : tensor<2x7x8xf32>, tensor<2x7x8xf32>
+// SCOPE: kiln.layer_norm %[[H0]], {{.*}} : tensor<2x7x8xf32>
+// SCOPE: kiln.token_match {{.*}} merged = 1 protected = 0 : tensor<2x7x8xf32>
+// SCOPE: kiln.token_unmerge {{.*}} -> tensor<2x7x8xf32>
+// SCOPE: %[[H1:.*]] = kiln.add %[[H0]], %{{.*}} : tensor<2x7x8xf32>, tensor<2x7x8xf32>
+// SCOPE: return %[[H1]] : tensor<2x7x8xf32>
 func.func @dit(%x: tensor<2x7x8xf32>, %scale: tensor<2x1x8xf32>,
                %shift: tensor<2x1x8xf32>, %gate: tensor<2x1x8xf32>,
                %w: tensor<8x24xf32>, %wo: tensor<8x8xf32>,

@@ -20,7 +20,9 @@ usage: check_token_merge.py KILN_BIN_DIR RUNTIME_LIBRARY WORK_DIR
    (BERT), compiled with --merge-tokens (constant and decreasing
    schedules), against the reference forward pass with the same merges.
    Outputs are of order 1; tolerance 2e-4. Without --merge-tokens, and
-   with --merge-tokens=0, the output is bitwise the same.
+   with --merge-tokens=0, the output is bitwise the same. The same
+   encoders with --merge-scope=attention (ToMe-SD: merged around each
+   attention only, by the similarity of the rows its projections read).
 4. The budget search (--accelerate=token-merge --quality-budget cos=0.99;
    check_token_prune.py runs it for pruning) on 8 calibration inputs: its choice is the fastest candidate its report
    lists within the budget, merges something, and keeps the budget on 8
@@ -45,6 +47,8 @@ from kiln_runtime import Runtime, Session  # noqa: E402
 PADDING = -1e4
 MARGIN = 1e-4
 ATOL = 2e-4
+# Tokens merged around each attention by --merge-scope=attention.
+BRANCH_R = 4
 
 
 # --- reference --------------------------------------------------------------
@@ -370,12 +374,15 @@ class Encoder:
 
         return self.reduced(x, mask, merging)
 
-    def reduced(self, x, mask, reduce):
+    def reduced(self, x, mask, reduce, branch_r=None):
         """The output with the tokens of block k reduced after its attention
         as reduce(k, q / sqrt(depth) [B, H, N, D], keys [B, N, H, D], the
         attention's key bias [B, N], the padding mask [B, N] or None) says:
         None, or (destination, kept, slots, margin); and the smallest
-        margin."""
+        margin. With branch_r, block k instead merges branch_r[k] tokens
+        around its attention alone (--merge-scope=attention): the rows the
+        projections read match by their own cosine, nothing protected, and
+        the attention branch's output is unmerged for the residual add."""
         p = {k: v.astype(np.float64) for k, v in self.weights.items()}
         x = x.astype(np.float64)
         batch, tokens, w = x.shape
@@ -392,19 +399,33 @@ class Encoder:
         for k in range(self.blocks):
             n = x if self.post_ln else norm(x, f"n1g{k}", f"n1b{k}")
             count = x.shape[1]
+            block_mask = key_mask
+            if branch_r and branch_r[k]:
+                branch, branch_kept, m = match(n, key_mask, branch_r[k],
+                                               protected=0)
+                margin = min(margin, m)
+                count -= branch_r[k]
+                n, sizes = merge(n, np.ones((batch, n.shape[1])), branch,
+                                 count)
+                if key_mask is not None:
+                    block_mask = np.take_along_axis(key_mask, branch_kept, 1)
             split = lambda y: y.reshape(batch, count, h, depth)
             q = split(n @ p[f"wq{k}"] + p[f"bq{k}"]).transpose(0, 2, 1, 3)
             key = split(n @ p[f"wk{k}"] + p[f"bk{k}"])
             v = split(n @ p[f"wv{k}"] + p[f"bv{k}"]).transpose(0, 2, 1, 3)
             with np.errstate(divide="ignore"):
                 bias = np.log(sizes)
-            if key_mask is not None:
-                bias = bias + key_mask
+            if block_mask is not None:
+                bias = bias + block_mask
             q = q / np.sqrt(depth)
             a = attention(q, key.transpose(0, 2, 3, 1), v,
                           bias[:, None, None, :])
             a = a.transpose(0, 2, 1, 3).reshape(batch, count, w)
-            x = x + a @ p[f"wo{k}"] + p[f"bo{k}"]
+            a = a @ p[f"wo{k}"] + p[f"bo{k}"]
+            if branch_r and branch_r[k]:
+                a = unmerge(a, branch)
+                sizes = np.ones((batch, x.shape[1]))
+            x = x + a
             if self.post_ln:
                 x = norm(x, f"n1g{k}", f"n1b{k}")
             reduction = reduce(k, q, key, bias, key_mask)
@@ -448,6 +469,20 @@ def compile_plain(kiln_bin, runtime, folder, name, graph, inputs, identity,
     return path, outputs[0]
 
 
+def compare_reduced(label, got, expected, unreduced, what, failures):
+    """Kiln's output `got` against the reference's `expected` (ATOL), and
+    the reduction must move the output (from `unreduced`) by far more."""
+    error = float(np.abs(got - expected).max())
+    change = float(np.abs(expected - unreduced).max())
+    print(f"{label}: max error {error:.2e}; {what} changes the output by "
+          f"{change:.2e}")
+    if not error <= ATOL:
+        failures.append(f"{label}: max error {error:.2e}")
+    if not change > 100 * ATOL:
+        failures.append(f"{label}: {what} changed too little ({change:.2e}) "
+                        "for the check to tell")
+
+
 def schedule_of(blocks, r, decreasing):
     if not decreasing:
         return [r] * blocks
@@ -472,6 +507,8 @@ def check_encoders(kiln_bin, runtime, work, failures):
                     mask[b, :length] = 1
             margins = [encoder.forward(x, mask, schedule_of(blocks, r, d))[1]
                        for r, d in schedules]
+            margins.append(encoder.reduced(x, mask, lambda *_: None,
+                                           [BRANCH_R] * blocks)[1])
             if min(margins) > MARGIN:
                 break
         inputs = [x] if mask is None else [x, mask]
@@ -497,15 +534,20 @@ def check_encoders(kiln_bin, runtime, work, failures):
             got = session.run("main", inputs)[0]
             session.close()
             expected, _ = encoder.forward(x, mask, schedule)
-            error = float(np.abs(got - expected).max())
-            change = float(np.abs(expected - reference_plain).max())
-            print(f"{label} (blocks merge {schedule}): max error "
-                  f"{error:.2e}; merging changes the output by {change:.2e}")
-            if not error <= ATOL:
-                failures.append(f"{label}: max error {error:.2e}")
-            if not change > 100 * ATOL:
-                failures.append(f"{label}: merging changed too little "
-                                f"({change:.2e}) for the check to tell")
+            compare_reduced(f"{label} (blocks merge {schedule})", got,
+                            expected, reference_plain, "merging", failures)
+        # Around each attention only (ToMe-SD).
+        label = f"{name} attention scope r={BRANCH_R}"
+        session = Session(runtime, compile_model(
+            kiln_bin, path, os.path.join(folder, "scoped.so"),
+            f"--merge-tokens={BRANCH_R}", "--merge-scope=attention"),
+            threads=2)
+        got = session.run("main", inputs)[0]
+        session.close()
+        expected, _ = encoder.reduced(x, mask, lambda *_: None,
+                                      [BRANCH_R] * blocks)
+        compare_reduced(label, got, expected, reference_plain, "merging",
+                        failures)
 
 
 def write_sets(folder, arrays_per_set):

@@ -32,9 +32,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_token_merge import (ATOL, MARGIN, PADDING, Encoder,  # noqa: E402
-                               check_search, compile_model, compile_plain,
-                               tensor_type)
+from check_token_merge import (MARGIN, PADDING, Encoder,  # noqa: E402
+                               check_search, compare_reduced, compile_model,
+                               compile_plain, tensor_type)
 from kiln_runtime import Runtime, Session  # noqa: E402
 
 
@@ -195,15 +195,8 @@ def check_encoders(kiln_bin, runtime, work, failures):
             got = session.run("main", inputs)[0]
             session.close()
             expected, _ = encoder.reduced(x, mask, pruning(rule, protected))
-            error = float(np.abs(got - expected).max())
-            change = float(np.abs(expected - reference_plain).max())
-            print(f"{label} (seed {seed}): max error {error:.2e}; pruning "
-                  f"changes the output by {change:.2e}")
-            if not error <= ATOL:
-                failures.append(f"{label}: max error {error:.2e}")
-            if not change > 100 * ATOL:
-                failures.append(f"{label}: pruning changed too little "
-                                f"({change:.2e}) for the check to tell")
+            compare_reduced(f"{label} (seed {seed})", got, expected,
+                            reference_plain, "pruning", failures)
 
 
 def main():

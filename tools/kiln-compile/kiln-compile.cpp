@@ -141,6 +141,14 @@ llvm::cl::opt<kiln::TokenMergeSchedule> mergeSchedule(
         clEnumValN(kiln::TokenMergeSchedule::Decreasing, "decreasing",
                    "2r in the first block, falling linearly to 0")),
     llvm::cl::init(kiln::TokenMergeSchedule::Constant));
+llvm::cl::opt<kiln::TokenMergeScope> mergeScope(
+    "merge-scope", llvm::cl::desc("Where --merge-tokens' merges hold"),
+    llvm::cl::values(
+        clEnumValN(kiln::TokenMergeScope::Model, "model",
+                   "from the block on, every token back at the outputs"),
+        clEnumValN(kiln::TokenMergeScope::Attention, "attention",
+                   "around each attention only (ToMe-SD, for denoisers)")),
+    llvm::cl::init(kiln::TokenMergeScope::Model));
 llvm::cl::list<int64_t> mergeTokensPerBlock(
     "merge-tokens-per-block",
     llvm::cl::desc("Tokens to merge block by block (overrides "
@@ -323,7 +331,7 @@ void hideOtherOptions() {
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "merge-tokens", "merge-schedule",
-      "merge-tokens-per-block", "prune-tokens", "prune-blocks",
+      "merge-tokens-per-block", "merge-scope", "prune-tokens", "prune-blocks",
       "prune-tokens-per-block", "prune-importance", "accelerate", "accelerate-report",
       "draft-skip-layers", "draft-quantize",
       "draft-tokens", "choose-draft", "draft-report",
@@ -576,6 +584,7 @@ int main(int argc, char **argv) {
   options.skipLayers.assign(skipLayers.begin(), skipLayers.end());
   options.mergeTokens = mergeTokens;
   options.mergeSchedule = mergeSchedule;
+  options.mergeScope = mergeScope;
   options.mergeTokensPerBlock.assign(mergeTokensPerBlock.begin(),
                                      mergeTokensPerBlock.end());
   options.pruneKeepRate = pruneTokens;
