@@ -88,13 +88,18 @@ struct PruneTokensPass : kiln::impl::PruneTokensPassBase<PruneTokensPass> {
     return k >= 3 && k % 3 == 0;
   }
 
-  /// The tokens block `k` keeps besides the protected ones, out of
-  /// `candidates`; negative where it does not prune.
+  /// Whether block `k` prunes.
+  bool prunes(int64_t k) {
+    if (!perBlock.empty())
+      return k < static_cast<int64_t>(perBlock.size()) && perBlock[k] >= 0;
+    return keepRate < 1.0 && prunesAtRate(k);
+  }
+
+  /// The tokens block `k`, which prunes, keeps besides the protected ones,
+  /// out of `candidates`.
   int64_t keepFor(int64_t k, int64_t candidates) {
     if (!perBlock.empty())
-      return k < static_cast<int64_t>(perBlock.size()) ? perBlock[k] : -1;
-    if (keepRate >= 1.0 || !prunesAtRate(k))
-      return -1;
+      return perBlock[k];
     return static_cast<int64_t>(
         std::ceil(keepRate * static_cast<double>(candidates)));
   }
@@ -123,10 +128,8 @@ struct PruneTokensPass : kiln::impl::PruneTokensPassBase<PruneTokensPass> {
   LogicalResult pruneBlock(AttentionOp attention, int64_t k, TokenSet &set) {
     int64_t protectedPrefix =
         importance == PruneImportance::ClassAttention ? 1 : 0;
-    // Cheap before prepareBlock, which builds ops: the count is the one the
-    // attention already runs on.
-    int64_t before = tensorType(attention.getKeyT()).getShape().back();
-    if (keepFor(k, before - protectedPrefix) < 0)
+    // Decided before prepareBlock, which builds ops.
+    if (!prunes(k))
       return success();
     OpBuilder b(attention.getContext());
     FailureOr<ReducibleBlock> block =

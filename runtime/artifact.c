@@ -2,9 +2,14 @@
 #include "internal.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Every table of the descriptor is checked once here, so the rest of the
  * runtime can trust it: an artifact is trusted code (opening it runs its
@@ -15,6 +20,51 @@ static kiln_status malformed(const char *path, const char *what,
   return kiln_fail(KILN_ERROR_INCOMPATIBLE, "%s: %s%s%s%s", path,
                    entry ? "entry '" : "", entry ? entry : "",
                    entry ? "': " : "", what);
+}
+
+/* Refuses a file the dynamic loader would map past its end: a truncated
+ * shared library crashes inside dlopen, before any error can be returned.
+ * Checked: a regular file, a 64-bit ELF shared object of this machine's
+ * byte order, and program headers, segments and section headers inside it.
+ */
+static kiln_status check_elf_file(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return kiln_fail(KILN_ERROR_IO, "cannot load artifact: %s: %s", path,
+                     strerror(errno));
+  struct stat info;
+  Elf64_Ehdr header;
+  const char *problem = NULL;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode))
+    problem = "not a regular file";
+  else if (pread(fd, &header, sizeof header, 0) != (ssize_t)sizeof header ||
+           memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
+           header.e_ident[EI_CLASS] != ELFCLASS64 ||
+           header.e_ident[EI_DATA] != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                                           ? ELFDATA2LSB
+                                           : ELFDATA2MSB) ||
+           header.e_type != ET_DYN)
+    problem = "not a 64-bit ELF shared library";
+  uint64_t size = (uint64_t)info.st_size;
+  if (!problem &&
+      (header.e_phentsize != sizeof(Elf64_Phdr) || header.e_phoff > size ||
+       (uint64_t)header.e_phnum * sizeof(Elf64_Phdr) > size - header.e_phoff ||
+       header.e_shoff > size ||
+       (uint64_t)header.e_shnum * header.e_shentsize > size - header.e_shoff))
+    problem = "truncated or corrupt (its headers lie outside the file)";
+  for (uint16_t i = 0; !problem && i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    if (pread(fd, &segment, sizeof segment,
+              (off_t)(header.e_phoff + i * sizeof segment)) !=
+            (ssize_t)sizeof segment ||
+        segment.p_offset > size || segment.p_filesz > size - segment.p_offset)
+      problem = "truncated or corrupt (a segment lies outside the file)";
+  }
+  close(fd);
+  if (problem)
+    return kiln_fail(KILN_ERROR_INCOMPATIBLE, "cannot load artifact: %s: %s",
+                     path, problem);
+  return KILN_OK;
 }
 
 /* 1 if this CPU has `name` (`length` bytes, one of KILN_ABI_X86_FEATURES),
@@ -272,6 +322,11 @@ KILN_EXPORT kiln_status kiln_artifact_open(const char *path,
                        "kiln_artifact_open: out of memory");
     strcpy(resolved, "./");
     strcat(resolved, path);
+  }
+  kiln_status checked = check_elf_file(path);
+  if (checked != KILN_OK) {
+    free(resolved);
+    return checked;
   }
   void *handle = dlopen(resolved ? resolved : path, RTLD_NOW | RTLD_LOCAL);
   free(resolved);

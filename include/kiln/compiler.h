@@ -35,7 +35,7 @@ extern "C" {
 
 /* The version of this API; kiln_compiler_api_version() returns the
  * library's. */
-#define KILN_COMPILER_API_VERSION 3
+#define KILN_COMPILER_API_VERSION 4
 
 typedef enum kiln_compile_status {
   KILN_COMPILE_OK = 0,
@@ -146,6 +146,13 @@ kiln_compile_status
 kiln_compiler_options_set_input_shape(kiln_compiler_options *options,
                                       const char *input, const int64_t *dims,
                                       size_t rank);
+/* The largest tensor, in bytes, a model may declare or compute (graph
+ * inputs, initializers, external data, every node's results); a model past
+ * it fails to compile before anything is allocated for it. Default 4 GiB;
+ * 0 is an invalid argument (API version 4). */
+kiln_compile_status
+kiln_compiler_options_set_max_tensor_bytes(kiln_compiler_options *options,
+                                           uint64_t bytes);
 /* Where diagnostics go; a NULL callback restores printing to stderr. */
 void kiln_compiler_options_set_diagnostic_callback(
     kiln_compiler_options *options, kiln_diagnostic_callback callback,

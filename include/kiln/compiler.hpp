@@ -183,6 +183,10 @@ struct ImportOptions {
   /// dynamic dimension with a range: buffers are planned for its maximum,
   /// and each call's size is checked against the range.
   std::map<std::string, DimRange> dims;
+  /// The largest tensor, in bytes, a model may declare or compute (inputs,
+  /// initializers, external data, every result): a model past it is
+  /// refused before anything is allocated for it.
+  uint64_t maxTensorBytes = uint64_t(4) << 30;
 };
 
 struct CompileOptions {

@@ -6,6 +6,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -16,6 +17,28 @@ using kiln::CompileOptions;
 using kiln::DiagnosticHandler;
 using kiln::EmitKind;
 using kiln::ImportOptions;
+
+/// `text` with each control character written as an escape (\n, \r, \t,
+/// \xNN): names and messages come from the model, and one must not
+/// rewrite a terminal or forge lines of the report.
+static std::string escapeControlCharacters(StringRef text) {
+  std::string escaped;
+  llvm::raw_string_ostream os(escaped);
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f)
+      os << c;
+    else if (c == '\n')
+      os << "\\n";
+    else if (c == '\r')
+      os << "\\r";
+    else if (c == '\t')
+      os << "\\t";
+    else
+      os << "\\x" << llvm::format_hex_no_prefix(byte, 2);
+  }
+  return escaped;
+}
 
 kiln::Diagnostic kiln::convertDiagnostic(const mlir::Diagnostic &diagnostic,
                                    StringRef defaultFile) {
@@ -34,21 +57,22 @@ kiln::Diagnostic kiln::convertDiagnostic(const mlir::Diagnostic &diagnostic,
     result.severity = kiln::Diagnostic::Severity::Remark;
     break;
   }
-  result.file = defaultFile.str();
+  result.file = escapeControlCharacters(defaultFile);
   // The importer locates a node as its name inside the file's location.
   Location loc = diagnostic.getLocation();
   if (auto name = dyn_cast<NameLoc>(loc)) {
-    result.node = name.getName().str();
+    result.node = escapeControlCharacters(name.getName());
     loc = name.getChildLoc();
   }
   if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
-    result.file = fileLoc.getFilename().str();
+    result.file = escapeControlCharacters(fileLoc.getFilename());
     result.line = fileLoc.getLine();
     result.column = fileLoc.getColumn();
   }
   // Messages are kept to one line, as users grep for them.
-  result.message = diagnostic.str();
-  std::replace(result.message.begin(), result.message.end(), '\n', ' ');
+  std::string message = diagnostic.str();
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  result.message = escapeControlCharacters(message);
   return result;
 }
 

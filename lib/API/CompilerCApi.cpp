@@ -174,6 +174,15 @@ kiln_compiler_options_set_input_shape(kiln_compiler_options *options,
   return KILN_COMPILE_OK;
 }
 
+kiln_compile_status
+kiln_compiler_options_set_max_tensor_bytes(kiln_compiler_options *options,
+                                           uint64_t bytes) {
+  if (!options || bytes == 0)
+    return KILN_COMPILE_INVALID_ARGUMENT;
+  options->importOptions.maxTensorBytes = bytes;
+  return KILN_COMPILE_OK;
+}
+
 void kiln_compiler_options_set_diagnostic_callback(
     kiln_compiler_options *options, kiln_diagnostic_callback callback,
     void *userData) {

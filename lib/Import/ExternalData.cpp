@@ -80,7 +80,9 @@ int openBeneath(const std::string &dir, const std::string &relative,
       return -1;
     }
     bool last = i + 1 == parts.size();
-    int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY);
+    // O_NONBLOCK: opening a FIFO for reading would wait for a writer.
+    int flags =
+        O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY);
     int next = ::openat(current.get(), parts[i].c_str(), flags);
     if (next < 0) {
       error = errno == ELOOP
@@ -93,10 +95,74 @@ int openBeneath(const std::string &dir, const std::string &relative,
   return current.release();
 }
 
+/// Bits per element of ONNX data type `type`; 0 where elements have no
+/// fixed size (strings) or the type is unknown.
+int64_t getElementBits(int32_t type) {
+  switch (type) {
+  case onnx::TensorProto::COMPLEX128:
+    return 128;
+  case onnx::TensorProto::DOUBLE:
+  case onnx::TensorProto::INT64:
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::COMPLEX64:
+    return 64;
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::INT32:
+  case onnx::TensorProto::UINT32:
+    return 32;
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+    return 16;
+  case onnx::TensorProto::INT8:
+  case onnx::TensorProto::UINT8:
+  case onnx::TensorProto::BOOL:
+  case 17: // the float8 types, newer than Debian's onnx.proto
+  case 18:
+  case 19:
+  case 20:
+    return 8;
+  case 21: // uint4, int4 and float4e2m1, two per byte
+  case 22:
+  case 23:
+    return 4;
+  default:
+    return 0;
+  }
+}
+
+/// The bytes `tensor`'s dims and type need, or an error: a negative
+/// dimension, a count past int64, or more than `maxBytes`.
+std::string getNeededBytes(const onnx::TensorProto &tensor, uint64_t maxBytes,
+                           uint64_t &needed) {
+  int64_t elements = 1;
+  for (int64_t dim : tensor.dims()) {
+    if (dim < 0)
+      return "its shape has the negative dimension " + std::to_string(dim);
+    if (__builtin_mul_overflow(elements, dim, &elements))
+      return "its shape has more elements than an int64 can count";
+  }
+  // Unknown types count a byte per element here; their data's size is
+  // bounded below.
+  int64_t bits = getElementBits(tensor.data_type());
+  if (bits == 0)
+    bits = 8;
+  uint64_t wholeBits;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(elements),
+                             static_cast<uint64_t>(bits), &wholeBits) ||
+      wholeBits / 8 > maxBytes)
+    return "its shape needs more than the " + std::to_string(maxBytes) +
+           " bytes a tensor may take (--max-tensor-size)";
+  needed = (wholeBits + 7) / 8;
+  return "";
+}
+
 } // namespace
 
 std::string kiln::loadExternalData(onnx::TensorProto &tensor,
-                                   const std::string &modelDir) {
+                                   const std::string &modelDir,
+                                   uint64_t maxBytes) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const onnx::StringStringEntryProto &entry : tensor.external_data()) {
@@ -112,7 +178,10 @@ std::string kiln::loadExternalData(onnx::TensorProto &tensor,
              entry.value() + "'";
     }
   }
-  std::string error;
+  uint64_t needed = 0;
+  std::string error = getNeededBytes(tensor, maxBytes, needed);
+  if (!error.empty())
+    return error;
   int rawFd = openBeneath(modelDir, location, error);
   if (rawFd < 0)
     return "external data file '" + location + "' " + error;
@@ -132,6 +201,17 @@ std::string kiln::loadExternalData(onnx::TensorProto &tensor,
     return "external data range [" + std::to_string(offset) + ", +" +
            std::to_string(count) + ") lies outside '" + location + "' (" +
            std::to_string(size) + " bytes)";
+  // Checked before reading: a sparse file may claim terabytes.
+  if (count != needed && getElementBits(tensor.data_type()) != 0)
+    return "external data in '" + location + "' holds " +
+           std::to_string(count) + " bytes (from offset " +
+           std::to_string(offset) + (length < 0 ? " to the file's end" : "") +
+           ") but the tensor's shape needs " + std::to_string(needed);
+  if (count > maxBytes)
+    return "external data in '" + location + "' holds " +
+           std::to_string(count) + " bytes, more than the " +
+           std::to_string(maxBytes) +
+           " bytes a tensor may take (--max-tensor-size)";
   std::string bytes(count, '\0');
   uint64_t done = 0;
   while (done < count) {

@@ -99,11 +99,15 @@ FailureOr<RankedTensorType> getTensorType(const onnx::TensorProto &tensor,
                           << getOnnxTypeName(tensor.data_type())
                           << "; Kiln supports " << kSupportedTypes;
   int64_t numElements = 1;
-  for (int64_t dim : tensor.dims())
-    if (dim < 0 || llvm::MulOverflow(numElements, dim, numElements) ||
+  for (int64_t dim : tensor.dims()) {
+    if (dim < 0)
+      return emitError(loc) << "tensor '" << tensor.name()
+                            << "' has the negative dimension " << dim;
+    if (llvm::MulOverflow(numElements, dim, numElements) ||
         numElements > (int64_t(1) << 40))
       return emitError(loc) << "tensor '" << tensor.name()
                             << "' has an invalid or oversized shape";
+  }
   return RankedTensorType::get(
       SmallVector<int64_t>(tensor.dims().begin(), tensor.dims().end()),
       elementType);
@@ -547,6 +551,17 @@ LogicalResult GraphImporter::checkNewShapes(Operation *lastBefore,
                            << " has more elements than an int64 can count";
             return WalkResult::interrupt();
           }
+        // A dynamic size counts as 1 here: its bound is checked per call.
+        int64_t bytes = 0;
+        int64_t elementBytes =
+            std::max<int64_t>(getElementBytes(tensor.getElementType()), 1);
+        if (llvm::MulOverflow(elements, elementBytes, bytes) ||
+            static_cast<uint64_t>(bytes) > maxTensorBytes) {
+          emitError(loc) << "a result of shape " << tensor
+                         << " takes more than the " << maxTensorBytes
+                         << " bytes a tensor may take (--max-tensor-size)";
+          return WalkResult::interrupt();
+        }
       }
       return WalkResult::advance();
     });

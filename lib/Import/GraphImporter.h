@@ -64,9 +64,12 @@ struct DimSymbol {
 /// Values and constants of one ONNX graph while its nodes are imported.
 class GraphImporter {
 public:
-  /// `opsets` maps each imported domain ("" for ai.onnx) to its version.
-  GraphImporter(mlir::OpBuilder &builder, llvm::StringMap<int64_t> opsets)
-      : builder(builder), opsets(std::move(opsets)) {}
+  /// `opsets` maps each imported domain ("" for ai.onnx) to its version;
+  /// no result of an imported node may take more than `maxTensorBytes`.
+  GraphImporter(mlir::OpBuilder &builder, llvm::StringMap<int64_t> opsets,
+                uint64_t maxTensorBytes)
+      : builder(builder), opsets(std::move(opsets)),
+        maxTensorBytes(maxTensorBytes) {}
 
   /// The graph's named dimensions, symbol k of the shape expressions being
   /// dimension k here; `entry` is the function's entry block, where their
@@ -204,13 +207,14 @@ private:
                                  llvm::SmallVectorImpl<mlir::Value> &results);
 
   /// An error at `loc` if an op created after `lastBefore` has a result
-  /// whose static sizes multiply past int64 (checked before anything is
-  /// folded or sized from them).
+  /// whose static sizes multiply past int64 or take more than
+  /// maxTensorBytes (checked before anything is folded or sized from them).
   llvm::LogicalResult checkNewShapes(mlir::Operation *lastBefore,
                                      mlir::Location loc);
 
   mlir::OpBuilder &builder;
   llvm::StringMap<int64_t> opsets;
+  uint64_t maxTensorBytes;
   llvm::StringMap<mlir::Value> values;
   llvm::StringMap<llvm::SmallVector<mlir::Value>> sequences;
   llvm::StringMap<int32_t> valueTypes;

@@ -41,6 +41,17 @@ template <typename OpTy> LogicalResult importIndexedRead(NodeImporter &node) {
       node.getIntAttr("axis", 0), node.getOperandType(0).getRank());
   if (failed(axis))
     return failure();
+  // Out-of-range indices known now are the model's error; ones known only
+  // at run time are clamped by the lowering.
+  int64_t axisSize = node.getOperandType(0).getDimSize(*axis);
+  if (!ShapedType::isDynamic(axisSize))
+    if (std::optional<SmallVector<int64_t>> constant =
+            node.graph.getConstantInts(node.node.input(1)))
+      for (int64_t index : *constant)
+        if (index < -axisSize || index >= axisSize)
+          return node.emitError()
+                 << "index " << index << " is out of range for axis " << *axis
+                 << " of size " << axisSize;
   typename OpTy::Properties props;
   props.axis = node.b.getI64IntegerAttr(*axis);
   return addInferredResult<OpTy>(node, {*data, *indices}, props);

@@ -8,6 +8,7 @@
 
 #include "dialects/Kiln/IR/EntryPoints.h"
 #include "dialects/Kiln/IR/KilnDialect.h"
+#include "dialects/Kiln/IR/Weights.h"
 #include "lib/Import/ExternalData.h"
 #include "lib/Import/GraphImporter.h"
 
@@ -43,7 +44,7 @@ llvm::StringMap<int64_t> getOpsetImports(const onnx::ModelProto &model) {
 /// Loads the initializers stored in external data from files inside `dir`;
 /// with no `dir` (a model given as bytes), such an initializer is an error.
 LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef dir,
-                                  Location loc) {
+                                  uint64_t maxTensorBytes, Location loc) {
   for (onnx::TensorProto &tensor :
        *model.mutable_graph()->mutable_initializer()) {
     if (tensor.data_location() != onnx::TensorProto::EXTERNAL)
@@ -52,7 +53,7 @@ LogicalResult loadAllExternalData(onnx::ModelProto &model, StringRef dir,
       return emitError(loc) << "initializer '" << tensor.name()
                             << "' is in external data, and no folder to "
                                "read it from was given";
-    std::string error = loadExternalData(tensor, dir.str());
+    std::string error = loadExternalData(tensor, dir.str(), maxTensorBytes);
     if (!error.empty())
       return emitError(loc)
              << "initializer '" << tensor.name() << "': " << error;
@@ -165,6 +166,24 @@ FailureOr<Type> getValueElementType(const onnx::ValueInfoProto &info,
                           << getOnnxTypeName(tensor.elem_type())
                           << "; Kiln supports " << kSupportedTypes;
   return elementType;
+}
+
+/// An error if graph input `name` of `type` (dynamic sizes at 1) takes more
+/// than `maxBytes`: its caller would have to allocate it.
+LogicalResult checkInputSize(StringRef name, RankedTensorType type,
+                             uint64_t maxBytes, Location loc) {
+  uint64_t bytes = std::max<int64_t>(getElementBytes(type.getElementType()), 1);
+  for (int64_t dim : type.getShape())
+    if (!ShapedType::isDynamic(dim) &&
+        __builtin_mul_overflow(bytes, static_cast<uint64_t>(dim), &bytes)) {
+      bytes = UINT64_MAX;
+      break;
+    }
+  if (bytes <= maxBytes)
+    return success();
+  return emitError(loc) << "graph input '" << name << "' of type " << type
+                        << " takes more than the " << maxBytes
+                        << " bytes a tensor may take (--max-tensor-size)";
 }
 
 Location getNodeLoc(const onnx::NodeProto &node, int index, MLIRContext *ctx) {
@@ -282,7 +301,7 @@ LogicalResult importGraph(onnx::GraphProto &graph,
                           Location fileLoc) {
   MLIRContext *ctx = module.getContext();
   OpBuilder builder(module.getBodyRegion());
-  GraphImporter importer(builder, std::move(opsets));
+  GraphImporter importer(builder, std::move(opsets), options.maxTensorBytes);
 
   std::set<std::string> initializerNames;
   for (onnx::TensorProto &tensor : *graph.mutable_initializer()) {
@@ -329,7 +348,11 @@ LogicalResult importGraph(onnx::GraphProto &graph,
       }
       shape.push_back(getAffineSymbolExpr(known - symbols.begin(), ctx));
     }
-    inputTypes.push_back(RankedTensorType::get(getStaticSizes(shape), *elementType));
+    auto inputType = RankedTensorType::get(getStaticSizes(shape), *elementType);
+    if (failed(checkInputSize(input.name(), inputType, options.maxTensorBytes,
+                              fileLoc)))
+      return failure();
+    inputTypes.push_back(inputType);
     inputs.push_back(&input);
     inputShapes.push_back(std::move(shape));
   }
@@ -361,7 +384,12 @@ LogicalResult importGraph(onnx::GraphProto &graph,
   SmallVector<Value> results;
   SmallVector<ArrayAttr> resultDimNames;
   SmallVector<SymbolicInts> resultShapes;
+  llvm::StringSet<> outputNames;
   for (const onnx::ValueInfoProto &output : graph.output()) {
+    // Outputs are found by name; two of one name can't both be returned.
+    if (!outputNames.insert(output.name()).second)
+      return emitError(fileLoc)
+             << "graph output '" << output.name() << "' is listed twice";
     if (importer.lookupSequence(output.name()))
       return emitError(fileLoc) << "graph output '" << output.name()
                                 << "' is a sequence; Kiln's outputs are "
@@ -454,6 +482,50 @@ bool hasFaultyShapeInference(const onnx::GraphProto &graph) {
   return false;
 }
 
+/// The newest opset of the default domain whose ops Kiln imports (ONNX
+/// 1.23's, whose node tests it runs). A newer opset may change what an op
+/// means.
+constexpr int64_t kNewestOnnxOpset = 28;
+
+/// An error if `model` imports a default-domain opset newer than Kiln knows.
+LogicalResult checkOpsets(const onnx::ModelProto &model, Location fileLoc) {
+  for (const onnx::OperatorSetIdProto &opset : model.opset_import())
+    if ((opset.domain().empty() || opset.domain() == "ai.onnx") &&
+        opset.version() > kNewestOnnxOpset)
+      return emitError(fileLoc)
+             << "the model imports opset " << opset.version()
+             << " of the ONNX operators; Kiln knows them up to opset "
+             << kNewestOnnxOpset;
+  return success();
+}
+
+/// An error at the node if an ONNX op's stride, dilation or kernel size is
+/// not positive. They are checked before libonnx's shape inference, which
+/// divides by them in this process (a zero stride is a SIGFPE).
+LogicalResult checkPositiveAttributes(const onnx::GraphProto &graph,
+                                      Location fileLoc) {
+  MLIRContext *ctx = fileLoc.getContext();
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    bool onnxOp = node.domain().empty() || node.domain() == "ai.onnx";
+    for (const onnx::AttributeProto &attr : node.attribute()) {
+      if (attr.has_g() && failed(checkPositiveAttributes(attr.g(), fileLoc)))
+        return failure();
+      for (const onnx::GraphProto &subgraph : attr.graphs())
+        if (failed(checkPositiveAttributes(subgraph, fileLoc)))
+          return failure();
+      if (!onnxOp || !llvm::is_contained(
+                         {"strides", "dilations", "kernel_shape"}, attr.name()))
+        continue;
+      for (int64_t value : attr.ints())
+        if (value <= 0)
+          return emitError(getNodeLoc(node, index, ctx))
+                 << node.op_type() << ": attribute '" << attr.name()
+                 << "' holds " << value << "; it must be positive";
+    }
+  }
+  return success();
+}
+
 /// Runs the ONNX library's checker and shape inference on `model`.
 LogicalResult checkAndInferShapes(onnx::ModelProto &model, Location fileLoc) {
   try {
@@ -488,14 +560,18 @@ OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model,
     emitError(fileLoc) << "not a valid ONNX model: it has no graph";
     return nullptr;
   }
-  if (failed(loadAllExternalData(model, externalDataDir, fileLoc)) ||
+  if (failed(checkOpsets(model, fileLoc)) ||
+      failed(loadAllExternalData(model, externalDataDir, options.maxTensorBytes,
+                                 fileLoc)) ||
       failed(applyInputShapes(model, options, fileLoc)))
     return nullptr;
 
   // A newer model than the ONNX library knows skips its checks and shape
   // inference: Kiln's importer checks every node it reads and infers its
   // own types and shapes.
-  if (isKnownToOnnxLibrary(model) && failed(checkAndInferShapes(model, fileLoc)))
+  if (failed(checkPositiveAttributes(model.graph(), fileLoc)) ||
+      (isKnownToOnnxLibrary(model) &&
+       failed(checkAndInferShapes(model, fileLoc))))
     return nullptr;
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
@@ -523,11 +599,17 @@ OwningOpRef<ModuleOp> kiln::importOnnxFile(StringRef path,
   loadImportDialects(context);
   Location fileLoc = FileLineColLoc::get(&context, path, 0, 0);
 
-  uint64_t size = 0;
-  if (std::error_code ec = llvm::sys::fs::file_size(path, size)) {
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status)) {
     emitError(fileLoc) << "cannot read the model: " << ec.message();
     return nullptr;
   }
+  // A FIFO or device would block the read or never end.
+  if (status.type() != llvm::sys::fs::file_type::regular_file) {
+    emitError(fileLoc) << "cannot read the model: not a regular file";
+    return nullptr;
+  }
+  uint64_t size = status.getSize();
   if (size > kMaxModelFileSize) {
     emitError(fileLoc) << "the model file is " << size
                        << " bytes; ONNX files of 2 GiB or more must keep "

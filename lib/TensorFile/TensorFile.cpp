@@ -6,11 +6,18 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <sys/stat.h>
 
 using namespace kiln;
 
 TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
                                std::string &error) {
+  // A FIFO or device would block the read or never end.
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    error = "'" + path + "' is not a regular file";
+    return nullptr;
+  }
   std::ifstream file(path, std::ios::binary);
   if (!file) {
     error = "cannot open '" + path + "'";

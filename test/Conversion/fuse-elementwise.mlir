@@ -33,3 +33,24 @@ func.func @not_into_contractions(%a: tensor<4x8xf32>, %b: tensor<8x4xf32>) -> (t
   %3 = kiln.reduce_sum %2 axes = [1] : tensor<4x8xf32> -> tensor<4xf32>
   return %1, %3 : tensor<4x4xf32>, tensor<4xf32>
 }
+
+// A fused body holds at most max-fused-ops ops (each fusion copies both
+// bodies, so an unbounded chain costs n^2): with 4, two Relus (2 ops each
+// with the yield) make one loop of 3, and no more join it.
+// RUN: kiln-opt %s -convert-kiln-to-linalg "-kiln-fuse-elementwise=max-fused-ops=4" | FileCheck %s --check-prefix=BOUNDED
+// BOUNDED-LABEL: func.func @relu_chain
+// BOUNDED: %[[FIRST:.*]] = linalg.generic
+// BOUNDED-COUNT-2: arith.maximumf
+// BOUNDED-NEXT: linalg.yield
+// BOUNDED: linalg.generic {{.*}} ins(%[[FIRST]] :
+// BOUNDED-COUNT-2: arith.maximumf
+// BOUNDED-NEXT: linalg.yield
+// BOUNDED-NOT: linalg.generic
+// BOUNDED: return
+func.func @relu_chain(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = kiln.relu %x : tensor<4x8xf32>
+  %1 = kiln.relu %0 : tensor<4x8xf32>
+  %2 = kiln.relu %1 : tensor<4x8xf32>
+  %3 = kiln.relu %2 : tensor<4x8xf32>
+  return %3 : tensor<4x8xf32>
+}

@@ -47,9 +47,11 @@ with `--dim`.
 
 Kiln reads any IR version; the ONNX library it links (Debian's 1.12) checks
 and infers shapes for models up to IR version 8 and opset 17, and Kiln's own
-per-op type and shape inference covers newer ones (no model is refused for
-its version number). Each op is imported by the rules of the opset the model
-declares; see the table for the opsets the tests exercise.
+per-op type and shape inference covers newer ones, up to opset 28 (ONNX
+1.23's, whose node tests run here). A model importing a newer opset of the
+ONNX operators is refused, as a newer opset may change what an op means.
+Each op is imported by the rules of the opset the model declares; see the
+table for the opsets the tests exercise.
 
 ## Element types
 

@@ -61,6 +61,12 @@ llvm::cl::list<std::string> dimSizes(
                    "dynamic within a range (SYMBOL=MIN..MAX; buffers are "
                    "sized for MAX) (repeatable)"),
     llvm::cl::value_desc("symbol=size"));
+llvm::cl::opt<std::string> maxTensorSize(
+    "max-tensor-size",
+    llvm::cl::desc("Refuse a model with a tensor (input, weight or result) "
+                   "larger than this: bytes, or with a K, M or G suffix "
+                   "(powers of 1024; default 4G)"),
+    llvm::cl::value_desc("bytes"), llvm::cl::init("4G"));
 llvm::cl::opt<kiln::Quantization> quantization(
     "quantize", llvm::cl::desc("Quantize the model's float products"),
     llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
@@ -327,7 +333,8 @@ void printDiagnostic(const kiln::Diagnostic &diagnostic) {
 void hideOtherOptions() {
   // clang-format off
   static const char *const shown[] = {
-      "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "quantize",
+      "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "max-tensor-size",
+      "quantize",
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "merge-tokens", "merge-schedule",
@@ -383,6 +390,18 @@ std::string parseShapeOptions(kiln::ImportOptions &options) {
              "'";
     options.dims[name.str()] = range;
   }
+  StringRef size = maxTensorSize;
+  unsigned shift = size.consume_back("K")   ? 10
+                   : size.consume_back("M") ? 20
+                   : size.consume_back("G") ? 30
+                                            : 0;
+  uint64_t bytes;
+  if (size.getAsInteger(10, bytes) || bytes == 0 ||
+      bytes > (UINT64_MAX >> shift))
+    return "--max-tensor-size needs a positive number of bytes (with K, M "
+           "or G), got '" +
+           maxTensorSize + "'";
+  options.maxTensorBytes = bytes << shift;
   return "";
 }
 

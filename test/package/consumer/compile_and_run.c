@@ -66,6 +66,20 @@ static int compile_and_run(const char *model_path, const char *input_path,
     fprintf(stderr, "compile failed: %s\n", seen.first_error);
   CHECK(status == KILN_COMPILE_OK && artifact && artifact_size > 0);
   CHECK(seen.errors == 0);
+
+  /* The same model with no tensor allowed past 16 bytes fails, naming the
+   * limit. */
+  CHECK(kiln_compiler_options_set_max_tensor_bytes(options, 0) ==
+        KILN_COMPILE_INVALID_ARGUMENT);
+  CHECK(kiln_compiler_options_set_max_tensor_bytes(options, 16) ==
+        KILN_COMPILE_OK);
+  void *capped = NULL;
+  size_t capped_size = 0;
+  CHECK(kiln_compile_buffer(model, model_size, "model.onnx", NULL, options,
+                            &capped, &capped_size) == KILN_COMPILE_FAILED);
+  CHECK(capped == NULL && capped_size == 0 && seen.errors >= 1 &&
+        strstr(seen.first_error, "--max-tensor-size"));
+  printf("capped at 16 bytes: %s\n", seen.first_error);
   free(model);
   kiln_compiler_options_destroy(options);
 
