@@ -51,7 +51,8 @@ const int64_t *kiln_descriptor_dim_expr(const kiln_abi_artifact *desc,
 int kiln_evaluate_dim_expr(const int64_t *expr, const int64_t *dim_values,
                            int64_t *value);
 
-/* A session's threads: num_threads - 1 workers plus the calling thread. */
+/* A session's threads: the calling thread, helped by up to num_threads - 1
+ * of the workers the process's sessions share. */
 typedef struct kiln_thread_pool kiln_thread_pool;
 kiln_status kiln_thread_pool_create(int32_t num_threads,
                                     kiln_thread_pool **out);

@@ -1,9 +1,17 @@
 /*===- thread_pool.c - the executor generated code runs parallel loops on -===*
  *
- * A session's pool has num_threads - 1 workers; the calling thread takes part
- * in every loop. Loops in a model are short (tens of microseconds) and come
- * back to back, so idle workers spin for a while before they sleep: waking a
- * sleeping thread costs about as much as a small loop.
+ * The worker threads belong to the process, not to a session: sessions
+ * running at once share them, so four 2-thread sessions on two cores run on
+ * five threads rather than eight. A session's loop is a job: the calling
+ * thread posts it, runs it, and is helped by at most num_threads - 1 idle
+ * workers. The caller never waits for a worker that has not joined, so a
+ * worker that another process keeps off its core delays nothing but the
+ * ranges it already took.
+ *
+ * Loops in a model are short (tens of microseconds) and come back to back,
+ * so idle threads spin for a while, then yield the core, then sleep: waking
+ * a sleeping thread costs about as much as a small loop, and spinning
+ * without end starves whatever else wants the core.
  *
  * Each thread owns one contiguous share of every loop and takes it first,
  * in ranges, before it takes ranges left in the others' shares. The same
@@ -15,52 +23,75 @@
 #define _GNU_SOURCE
 #include "internal.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-/* How long an idle worker spins before it sleeps. */
-#define KILN_SPIN_NANOSECONDS 2000000
+/* How long an idle thread spins, then yields, before it sleeps. */
+#define KILN_SPIN_NANOSECONDS 50000
+#define KILN_YIELD_NANOSECONDS 2000000
 /* Ranges each thread's share is cut into, so threads that finish early take
  * over the work of slower ones. */
 #define KILN_RANGES_PER_THREAD 4
 #define KILN_CACHE_LINE 64
+/* In a job's `inside`: set while its caller sleeps until it drops to 0. */
+#define KILN_CALLER_SLEEPS (1 << 30)
 
-/* One thread's share of the current loop: iterations [begin, end) in ranges
- * of range_size, the next to take counted by next_range. */
+/* One thread's share of the current loop: iterations [begin, end) in
+ * num_ranges ranges of range_size, the next to take counted by next_range. */
 typedef struct share {
   _Alignas(KILN_CACHE_LINE) atomic_int_fast64_t next_range;
-  int64_t begin, end, range_size;
+  int64_t begin, end, range_size, num_ranges;
 } share;
 
-typedef struct worker_start {
-  kiln_thread_pool *pool;
-  int32_t index; /* the share it takes first; the caller's is 0 */
-} worker_start;
+/* A loop posted by a session's thread; it lives on that thread's stack. */
+typedef struct job {
+  kiln_abi_parallel_body body;
+  void *closure;
+  share *shares; /* num_threads */
+  int32_t num_threads;
+  int32_t wanted; /* helpers it takes at most */
+  int32_t joined; /* helpers that took it, under the workers' mutex */
+  /* Helpers running its ranges now, plus KILN_CALLER_SLEEPS. */
+  atomic_int inside;
+  struct job *next; /* in the list of jobs open to helpers */
+} job;
+
+typedef struct worker {
+  struct workers *workers;
+  int32_t index;
+  pthread_t thread;
+} worker;
+
+/* The process's workers, started for the first session that needs them and
+ * stopped when the last one is released. */
+typedef struct workers {
+  pthread_mutex_t mutex;
+  pthread_cond_t wake; /* idle workers sleep on it */
+  pthread_cond_t done; /* callers wait on it for their helpers to leave */
+  job *open;           /* jobs helpers may still take, oldest first */
+  atomic_uint posted;  /* bumped under the mutex whenever a job opens */
+  int32_t sleeping;    /* under the mutex */
+  int32_t stopping;    /* under the mutex */
+  worker **threads;
+  int32_t count;
+  int32_t users; /* pools, under `registry` */
+} workers;
 
 struct kiln_thread_pool {
   kiln_abi_executor executor; /* first, so generated code's pointer is ours */
   int32_t num_threads;
-  pthread_t *workers;
-  worker_start *starts;
-  int32_t num_workers; /* started so far */
-
-  /* The current loop, written by the caller before `generation` moves. */
-  kiln_abi_parallel_body body;
-  void *closure;
-  share *shares; /* num_threads */
-  atomic_int busy_workers;
-
-  /* Bumped once per loop; workers wait for it to move. */
-  atomic_uint generation;
-  atomic_int sleeping_workers;
-  atomic_int stopping;
-  pthread_mutex_t mutex;
-  pthread_cond_t wake;
+  share *shares;    /* num_threads */
+  workers *workers; /* NULL with one thread */
 };
+
+static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+static workers *process_workers;
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -76,58 +107,110 @@ static int64_t now_nanoseconds(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/* The wait after `spins` polls begun at `start`: a pause at first, then a
+ * yield of the core. 0 once the thread should sleep instead. */
+static int keep_polling(unsigned spins, int64_t start) {
+  if ((spins & 255) != 0) {
+    cpu_relax();
+    return 1;
+  }
+  int64_t waited = now_nanoseconds() - start;
+  if (waited > KILN_SPIN_NANOSECONDS + KILN_YIELD_NANOSECONDS)
+    return 0;
+  if (waited > KILN_SPIN_NANOSECONDS)
+    sched_yield();
+  return 1;
+}
+
 /* Runs the ranges of share `first`, then those left in the others. */
-static void run_ranges(kiln_thread_pool *pool, int32_t first) {
-  for (int32_t k = 0; k < pool->num_threads; ++k) {
-    share *own = &pool->shares[(first + k) % pool->num_threads];
+static void run_ranges(job *work, int32_t first) {
+  for (int32_t k = 0; k < work->num_threads; ++k) {
+    share *own = &work->shares[(first + k) % work->num_threads];
     for (;;) {
       int64_t range =
           atomic_fetch_add_explicit(&own->next_range, 1, memory_order_relaxed);
-      int64_t begin = own->begin + range * own->range_size;
-      if (begin >= own->end)
+      if (range >= own->num_ranges)
         break;
+      int64_t begin = own->begin + range * own->range_size;
       int64_t end = own->end - begin < own->range_size
                         ? own->end
                         : begin + own->range_size;
-      pool->body(pool->closure, begin, end);
+      work->body(work->closure, begin, end);
     }
   }
 }
 
-/* Waits until `generation` differs from `seen`: spinning first, then on the
- * condition variable. Returns the new generation. */
-static unsigned wait_for_work(kiln_thread_pool *pool, unsigned seen) {
-  int64_t deadline = now_nanoseconds() + KILN_SPIN_NANOSECONDS;
-  for (unsigned spins = 0;; ++spins) {
-    unsigned current =
-        atomic_load_explicit(&pool->generation, memory_order_acquire);
-    if (current != seen)
-      return current;
-    cpu_relax();
-    if ((spins & 1023) == 1023 && now_nanoseconds() > deadline)
-      break;
+/* Removes `work` from the open list if it is there; under the mutex. */
+static void close_job(workers *all, job *work) {
+  for (job **link = &all->open; *link; link = &(*link)->next)
+    if (*link == work) {
+      *link = work->next;
+      return;
+    }
+}
+
+/* The helper's last touch of `work`: its caller may return right after. */
+static void leave_job(workers *all, job *work) {
+  int before = atomic_fetch_sub(&work->inside, 1);
+  if (before == (KILN_CALLER_SLEEPS | 1)) {
+    pthread_mutex_lock(&all->mutex);
+    pthread_cond_broadcast(&all->done);
+    pthread_mutex_unlock(&all->mutex);
   }
-  pthread_mutex_lock(&pool->mutex);
-  atomic_fetch_add(&pool->sleeping_workers, 1);
-  unsigned current;
-  while ((current = atomic_load(&pool->generation)) == seen)
-    pthread_cond_wait(&pool->wake, &pool->mutex);
-  atomic_fetch_sub(&pool->sleeping_workers, 1);
-  pthread_mutex_unlock(&pool->mutex);
-  return current;
 }
 
 static void *worker_main(void *arg) {
-  const worker_start *start = arg;
-  kiln_thread_pool *pool = start->pool;
-  /* Not read from `generation`: the first loop may have bumped it already. */
-  unsigned seen = 0;
-  for (;;) {
-    seen = wait_for_work(pool, seen);
-    if (atomic_load(&pool->stopping))
-      return NULL;
-    run_ranges(pool, start->index);
-    atomic_fetch_sub_explicit(&pool->busy_workers, 1, memory_order_release);
+  const worker *self = arg;
+  workers *all = self->workers;
+  pthread_mutex_lock(&all->mutex);
+  while (!all->stopping) {
+    job *work = all->open;
+    if (work) {
+      if (++work->joined == work->wanted)
+        close_job(all, work);
+      atomic_fetch_add(&work->inside, 1);
+      pthread_mutex_unlock(&all->mutex);
+      run_ranges(work, 1 + self->index % (work->num_threads - 1));
+      leave_job(all, work);
+      pthread_mutex_lock(&all->mutex);
+      continue;
+    }
+    unsigned seen = atomic_load(&all->posted);
+    pthread_mutex_unlock(&all->mutex);
+    int64_t start = now_nanoseconds();
+    unsigned spins = 1;
+    while (atomic_load_explicit(&all->posted, memory_order_relaxed) == seen &&
+           keep_polling(spins, start))
+      ++spins;
+    pthread_mutex_lock(&all->mutex);
+    if (atomic_load(&all->posted) == seen) {
+      ++all->sleeping;
+      while (atomic_load(&all->posted) == seen && !all->stopping)
+        pthread_cond_wait(&all->wake, &all->mutex);
+      --all->sleeping;
+    }
+  }
+  pthread_mutex_unlock(&all->mutex);
+  return NULL;
+}
+
+/* Cuts [0, count) into num_threads shares without overflowing int64. */
+static void cut_into_shares(share *shares, int32_t num_threads, int64_t count) {
+  int64_t base = count / num_threads, extra = count % num_threads;
+  int64_t begin = 0;
+  for (int32_t t = 0; t < num_threads; ++t) {
+    share *own = &shares[t];
+    int64_t length = base + (t < extra ? 1 : 0);
+    own->begin = begin;
+    own->end = begin + length;
+    begin = own->end;
+    own->range_size = length / KILN_RANGES_PER_THREAD +
+                      (length % KILN_RANGES_PER_THREAD != 0 ? 1 : 0);
+    if (own->range_size == 0)
+      own->range_size = 1;
+    own->num_ranges =
+        length / own->range_size + (length % own->range_size != 0 ? 1 : 0);
+    atomic_store_explicit(&own->next_range, 0, memory_order_relaxed);
   }
 }
 
@@ -137,34 +220,48 @@ static void pool_parallel_for(kiln_abi_executor *self,
   kiln_thread_pool *pool = (kiln_thread_pool *)self;
   if (count <= 0)
     return;
-  if (pool->num_workers == 0 || count == 1) {
+  if (!pool->workers || count == 1) {
     body(closure, 0, count);
     return;
   }
-  pool->body = body;
-  pool->closure = closure;
-  for (int32_t t = 0; t < pool->num_threads; ++t) {
-    share *own = &pool->shares[t];
-    own->begin = count * t / pool->num_threads;
-    own->end = count * (t + 1) / pool->num_threads;
-    int64_t size = (own->end - own->begin + KILN_RANGES_PER_THREAD - 1) /
-                   KILN_RANGES_PER_THREAD;
-    own->range_size = size > 0 ? size : 1;
-    atomic_store_explicit(&own->next_range, 0, memory_order_relaxed);
-  }
-  atomic_store_explicit(&pool->busy_workers, pool->num_workers,
-                        memory_order_relaxed);
-  /* Sequentially consistent, as the sleepers' count is read after it: a
-   * worker either sees the new generation or is counted as sleeping. */
-  atomic_fetch_add(&pool->generation, 1);
-  if (atomic_load(&pool->sleeping_workers) > 0) {
-    pthread_mutex_lock(&pool->mutex);
-    pthread_cond_broadcast(&pool->wake);
-    pthread_mutex_unlock(&pool->mutex);
-  }
-  run_ranges(pool, 0);
-  while (atomic_load_explicit(&pool->busy_workers, memory_order_acquire) > 0)
-    cpu_relax();
+  cut_into_shares(pool->shares, pool->num_threads, count);
+  int64_t helpers =
+      count - 1 < pool->num_threads - 1 ? count - 1 : pool->num_threads - 1;
+  job work = {.body = body,
+              .closure = closure,
+              .shares = pool->shares,
+              .num_threads = pool->num_threads,
+              .wanted = (int32_t)helpers};
+  atomic_init(&work.inside, 0);
+
+  workers *all = pool->workers;
+  pthread_mutex_lock(&all->mutex);
+  job **tail = &all->open;
+  while (*tail)
+    tail = &(*tail)->next;
+  *tail = &work;
+  atomic_fetch_add(&all->posted, 1);
+  for (int32_t k = 0; k < all->sleeping && k < work.wanted; ++k)
+    pthread_cond_signal(&all->wake);
+  pthread_mutex_unlock(&all->mutex);
+
+  run_ranges(&work, 0);
+
+  /* No helper joins once the job is closed; wait for those inside. */
+  pthread_mutex_lock(&all->mutex);
+  close_job(all, &work);
+  pthread_mutex_unlock(&all->mutex);
+  int64_t start = now_nanoseconds();
+  for (unsigned spins = 1; atomic_load(&work.inside) != 0; ++spins)
+    if (!keep_polling(spins, start))
+      break;
+  if (atomic_load(&work.inside) == 0)
+    return;
+  pthread_mutex_lock(&all->mutex);
+  atomic_fetch_or(&work.inside, KILN_CALLER_SLEEPS);
+  while (atomic_load(&work.inside) != KILN_CALLER_SLEEPS)
+    pthread_cond_wait(&all->done, &all->mutex);
+  pthread_mutex_unlock(&all->mutex);
 }
 
 int32_t kiln_available_cpus(void) {
@@ -175,6 +272,76 @@ int32_t kiln_available_cpus(void) {
   return online > 0 ? (int32_t)online : 1;
 }
 
+/* Stops and frees the process's workers; under `registry`. */
+static void stop_workers(workers *all) {
+  pthread_mutex_lock(&all->mutex);
+  all->stopping = 1;
+  atomic_fetch_add(&all->posted, 1);
+  pthread_cond_broadcast(&all->wake);
+  pthread_mutex_unlock(&all->mutex);
+  for (int32_t i = 0; i < all->count; ++i) {
+    pthread_join(all->threads[i]->thread, NULL);
+    free(all->threads[i]);
+  }
+  pthread_cond_destroy(&all->wake);
+  pthread_cond_destroy(&all->done);
+  pthread_mutex_destroy(&all->mutex);
+  free(all->threads);
+  free(all);
+}
+
+/* Starts one more worker; returns an errno value on failure. */
+static int start_worker(workers *all) {
+  worker **grown =
+      realloc(all->threads, sizeof(worker *) * ((size_t)all->count + 1));
+  if (!grown)
+    return ENOMEM;
+  all->threads = grown;
+  worker *started = calloc(1, sizeof(*started));
+  if (!started)
+    return ENOMEM;
+  started->workers = all;
+  started->index = all->count;
+  int error = pthread_create(&started->thread, NULL, worker_main, started);
+  if (error != 0) {
+    free(started);
+    return error;
+  }
+  all->threads[all->count++] = started;
+  return 0;
+}
+
+/* Makes sure the process has at least `count` workers and counts one more
+ * user of them; under `registry`. */
+static kiln_status use_workers(int32_t count, workers **out) {
+  workers *all = process_workers;
+  if (!all) {
+    all = calloc(1, sizeof(*all));
+    if (!all)
+      return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
+                       "cannot allocate the worker threads' state");
+    pthread_mutex_init(&all->mutex, NULL);
+    pthread_cond_init(&all->wake, NULL);
+    pthread_cond_init(&all->done, NULL);
+    process_workers = all;
+  }
+  while (all->count < count) {
+    int error = start_worker(all);
+    if (error != 0) {
+      if (all->users == 0) {
+        stop_workers(all);
+        process_workers = NULL;
+      }
+      return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
+                       "cannot start worker thread %d of %d: %s",
+                       all->count + 1, count, strerror(error));
+    }
+  }
+  ++all->users;
+  *out = all;
+  return KILN_OK;
+}
+
 kiln_status kiln_thread_pool_create(int32_t num_threads,
                                     kiln_thread_pool **out) {
   *out = NULL;
@@ -183,33 +350,20 @@ kiln_status kiln_thread_pool_create(int32_t num_threads,
     return kiln_fail(KILN_ERROR_OUT_OF_MEMORY, "cannot allocate a thread pool");
   pool->executor.parallel_for = pool_parallel_for;
   pool->num_threads = num_threads;
-  pthread_mutex_init(&pool->mutex, NULL);
-  pthread_cond_init(&pool->wake, NULL);
   pool->shares =
       aligned_alloc(KILN_CACHE_LINE, sizeof(share) * (size_t)num_threads);
   if (!pool->shares) {
-    kiln_thread_pool_destroy(pool);
+    free(pool);
     return kiln_fail(KILN_ERROR_OUT_OF_MEMORY, "cannot allocate a thread pool");
   }
   if (num_threads > 1) {
-    pool->workers = calloc((size_t)num_threads - 1, sizeof(pthread_t));
-    pool->starts = calloc((size_t)num_threads - 1, sizeof(worker_start));
-    if (!pool->workers || !pool->starts) {
-      kiln_thread_pool_destroy(pool);
-      return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
-                       "cannot allocate a pool of %d threads", num_threads);
-    }
-    for (int32_t i = 0; i < num_threads - 1; ++i) {
-      pool->starts[i] = (worker_start){pool, i + 1};
-      int error = pthread_create(&pool->workers[i], NULL, worker_main,
-                                 &pool->starts[i]);
-      if (error != 0) {
-        kiln_thread_pool_destroy(pool);
-        return kiln_fail(KILN_ERROR_OUT_OF_MEMORY,
-                         "cannot start thread %d of %d (error %d)", i + 2,
-                         num_threads, error);
-      }
-      ++pool->num_workers;
+    pthread_mutex_lock(&registry);
+    kiln_status status = use_workers(num_threads - 1, &pool->workers);
+    pthread_mutex_unlock(&registry);
+    if (status != KILN_OK) {
+      free(pool->shares);
+      free(pool);
+      return status;
     }
   }
   *out = pool;
@@ -219,17 +373,14 @@ kiln_status kiln_thread_pool_create(int32_t num_threads,
 void kiln_thread_pool_destroy(kiln_thread_pool *pool) {
   if (!pool)
     return;
-  atomic_store(&pool->stopping, 1);
-  atomic_fetch_add(&pool->generation, 1);
-  pthread_mutex_lock(&pool->mutex);
-  pthread_cond_broadcast(&pool->wake);
-  pthread_mutex_unlock(&pool->mutex);
-  for (int32_t i = 0; i < pool->num_workers; ++i)
-    pthread_join(pool->workers[i], NULL);
-  pthread_cond_destroy(&pool->wake);
-  pthread_mutex_destroy(&pool->mutex);
-  free(pool->workers);
-  free(pool->starts);
+  if (pool->workers) {
+    pthread_mutex_lock(&registry);
+    if (--pool->workers->users == 0) {
+      stop_workers(pool->workers);
+      process_workers = NULL;
+    }
+    pthread_mutex_unlock(&registry);
+  }
   free(pool->shares);
   free(pool);
 }

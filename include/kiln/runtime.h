@@ -24,8 +24,13 @@
  * thread's kiln_last_error() describes what went wrong. Objects are created
  * by *_create / *_open and released by *_destroy / *_close (NULL is
  * accepted there). An artifact is immutable and may be shared by threads;
- * a session must be used by one thread at a time; distinct sessions may run
- * concurrently, each with its own threads.
+ * a session must be used by one thread at a time (give each thread its own
+ * session, or hold a lock around its calls); distinct sessions may run
+ * concurrently. The worker threads that help a session's calls belong to
+ * the process and are shared by all its sessions: a call runs on its
+ * caller's thread, helped by as many idle workers as its thread count
+ * allows, so sessions running at once never start more threads than the
+ * largest thread count any of them asks for, plus their callers.
  *===----------------------------------------------------------------------===*/
 #ifndef KILN_RUNTIME_H
 #define KILN_RUNTIME_H
@@ -151,7 +156,9 @@ void kiln_session_destroy(kiln_session *session);
 
 /* Sets how many threads, the calling one included, run the session's
  * parallel loops: 1 runs everything on the calling thread, 0 (the default)
- * one thread per CPU the process may use. Threads start on the next run. */
+ * one thread per CPU the process may use. Threads start on the next run;
+ * idle ones spin for 50 microseconds, yield the core for 2 ms, then
+ * sleep. */
 kiln_status kiln_session_set_num_threads(kiln_session *session,
                                          int32_t num_threads);
 /* The thread count runs use (0 resolved to the CPU count). */

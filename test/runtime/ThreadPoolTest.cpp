@@ -10,8 +10,10 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -143,6 +145,124 @@ TEST(ThreadPool, EachThreadTakesItsOwnShareFirst) {
     EXPECT_EQ(meeting.runner, first) << "call " << call;
   }
   EXPECT_NE(first[1], first[2]);
+}
+
+struct Ranges {
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> seen;
+};
+
+void recordRange(void *closure, int64_t begin, int64_t end) {
+  auto *ranges = static_cast<Ranges *>(closure);
+  std::lock_guard<std::mutex> lock(ranges->mutex);
+  ranges->seen.emplace_back(begin, end);
+}
+
+TEST(ThreadPool, CutsCountsNearTheInt64LimitWithoutOverflow) {
+  for (int32_t threads : {2, 3, 7}) {
+    Pool pool(threads);
+    for (int64_t count : {INT64_MAX, INT64_MAX - 1, INT64_MAX / 3 + 5}) {
+      Ranges ranges;
+      pool.parallelFor(recordRange, &ranges, count);
+      std::sort(ranges.seen.begin(), ranges.seen.end());
+      ASSERT_FALSE(ranges.seen.empty());
+      EXPECT_EQ(ranges.seen.front().first, 0);
+      EXPECT_EQ(ranges.seen.back().second, count);
+      for (size_t i = 0; i < ranges.seen.size(); ++i) {
+        EXPECT_LT(ranges.seen[i].first, ranges.seen[i].second);
+        if (i > 0)
+          EXPECT_EQ(ranges.seen[i].first, ranges.seen[i - 1].second);
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, SessionsShareTheProcessWorkers) {
+  // Two 3-thread pools alive at once run on the calling thread and two
+  // workers, not four.
+  Pool first(3), second(3);
+  ThreadIds seen;
+  for (int round = 0; round < 5; ++round) {
+    first.parallelFor(recordThread, &seen, 12);
+    second.parallelFor(recordThread, &seen, 12);
+  }
+  EXPECT_EQ(seen.ids.count(std::this_thread::get_id()), 1u);
+  EXPECT_EQ(seen.ids.size(), 3u);
+}
+
+TEST(ThreadPool, LoopsFromManyThreadsAtOnce) {
+  // Twice as many threads as workers, each with its own pool: every loop
+  // still covers its indices exactly once.
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&failures, t] {
+      Pool pool(1 + t % 4);
+      for (int loop = 0; loop < 2000; ++loop) {
+        int64_t count = 1 + (loop * 7 + t) % 50;
+        Coverage coverage(count);
+        pool.parallelFor(countHits, &coverage, count);
+        if (coverage.outOfRange != 0)
+          ++failures;
+        for (int64_t i = 0; i < count; ++i)
+          if (coverage.hits[i] != 1)
+            ++failures;
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(failures, 0);
+}
+
+// A loop whose second index blocks its worker until released, so that the
+// process's only worker is busy elsewhere.
+struct HeldWorker {
+  std::thread::id caller;
+  std::atomic<bool> entered{false}, released{false};
+  std::atomic<int> timedOut{0};
+};
+
+bool waitFor(const std::atomic<bool> &flag) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!flag) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+void holdTheWorker(void *closure, int64_t begin, int64_t end) {
+  auto *held = static_cast<HeldWorker *>(closure);
+  for (int64_t i = begin; i < end; ++i) {
+    // The caller waits in its own index, so it cannot take the worker's.
+    if (std::this_thread::get_id() == held->caller) {
+      if (!waitFor(held->entered))
+        ++held->timedOut;
+      continue;
+    }
+    held->entered = true;
+    if (!waitFor(held->released))
+      ++held->timedOut;
+  }
+}
+
+TEST(ThreadPool, NeverWaitsForAWorkerThatDidNotJoin) {
+  Pool busy(2), idle(2);
+  HeldWorker held;
+  std::thread other([&] {
+    held.caller = std::this_thread::get_id();
+    busy.parallelFor(holdTheWorker, &held, 2);
+  });
+  ASSERT_TRUE(waitFor(held.entered));
+  // The only worker is inside `busy`'s loop: this one runs on its caller.
+  ThreadIds seen;
+  idle.parallelFor(recordThread, &seen, 4);
+  held.released = true;
+  other.join();
+  EXPECT_EQ(held.timedOut, 0);
+  EXPECT_EQ(seen.ids.size(), 1u);
+  EXPECT_EQ(seen.ids.count(std::this_thread::get_id()), 1u);
 }
 
 TEST(ThreadPool, CountsTheCpusItMayUse) {
