@@ -156,9 +156,21 @@ static int valid_dim_expr(const kiln_abi_artifact *desc, const int64_t *expr) {
   return 0;
 }
 
+/* Divisions rounding down and up, and the remainder of the first; none
+ * overflows for b != 0 other than INT64_MIN / -1. */
 static int64_t floor_divide(int64_t a, int64_t b) {
   int64_t q = a / b;
   return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static int64_t ceil_divide(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) == (b < 0))) ? q + 1 : q;
+}
+
+static int64_t floor_modulo(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
 int kiln_evaluate_dim_expr(const int64_t *expr, const int64_t *dim_values,
@@ -191,11 +203,9 @@ int kiln_evaluate_dim_expr(const int64_t *expr, const int64_t *dim_values,
     default:
       if (b == 0 || (a == INT64_MIN && b == -1))
         return -1;
-      r = floor_divide(a, b);
-      if (expr[0] == KILN_ABI_EXPR_CEILDIV)
-        r = -floor_divide(-a, b);
-      else if (expr[0] == KILN_ABI_EXPR_MOD)
-        r = a - b * r;
+      r = expr[0] == KILN_ABI_EXPR_CEILDIV ? ceil_divide(a, b)
+          : expr[0] == KILN_ABI_EXPR_MOD   ? floor_modulo(a, b)
+                                           : floor_divide(a, b);
       break;
     }
     stack[depth - 1] = r;
@@ -245,7 +255,8 @@ static kiln_status validate_tensors(const char *path,
   return KILN_OK;
 }
 
-static kiln_status validate(const char *path, const kiln_abi_artifact *desc) {
+kiln_status kiln_validate_descriptor(const char *path,
+                                     const kiln_abi_artifact *desc) {
   if (!desc)
     return malformed(path, "the artifact has no descriptor", NULL);
   if (desc->abi_version != KILN_ABI_VERSION)
@@ -351,7 +362,7 @@ KILN_EXPORT kiln_status kiln_artifact_open(const char *path,
                      KILN_ABI_ARTIFACT_SYMBOL);
   }
   const kiln_abi_artifact *desc = get_descriptor();
-  kiln_status status = validate(path, desc);
+  kiln_status status = kiln_validate_descriptor(path, desc);
   if (status != KILN_OK) {
     dlclose(handle);
     return status;

@@ -35,6 +35,11 @@ struct kiln_artifact {
   const kiln_abi_artifact *desc;
 };
 
+/* Checks every table of a descriptor, so the rest of the runtime can trust
+ * it; `path` names the artifact in errors. */
+kiln_status kiln_validate_descriptor(const char *path,
+                                     const kiln_abi_artifact *desc);
+
 const kiln_abi_entry *kiln_artifact_get_entry(const kiln_artifact *artifact,
                                               int32_t entry);
 /* Entry `index` of a descriptor (entries are desc->entry_size apart). */

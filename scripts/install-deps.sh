@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build clang-22 lld-22 llvm-22-dev llvm-22-tools
   libmlir-22-dev mlir-22-tools
   libonnx-dev libonnx-testdata protobuf-compiler libprotobuf-dev
-  libgtest-dev googletest
+  libgtest-dev googletest libclang-rt-22-dev
   python3 python3-onnx python3-numpy python3-torch
 )
 

@@ -98,7 +98,7 @@ typedef enum kiln_abi_expr_op {
 /* In a tensor's dims, a negative value -(k + 1) stands for the artifact's
  * dimension k (kiln_abi_artifact.dims[k]); other values are fixed sizes. */
 #define KILN_ABI_DIM_REF(k) (-(int64_t)(k)-1)
-#define KILN_ABI_DIM_INDEX(d) (-(d)-1)
+#define KILN_ABI_DIM_INDEX(d) (-((d) + 1)) /* never overflows */
 
 /* One input or output of an entry point. */
 typedef struct kiln_abi_tensor {
