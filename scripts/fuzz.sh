@@ -40,11 +40,12 @@ if [ -z "$(ls -A "$seeds")" ]; then
     *) pattern='' ;;
   esac
   if [ -n "$pattern" ]; then
-    find "$testdata/node" -name "$pattern" -size -64k | sort | head -2000 |
-      while read -r file; do
-        rel=${file#"$testdata/node/"}
-        cp "$file" "$seeds/${rel//\//_}"
-      done
+    count=0
+    while read -r file && [ $count -lt 2000 ]; do
+      rel=${file#"$testdata/node/"}
+      cp "$file" "$seeds/${rel//\//_}"
+      count=$((count + 1))
+    done < <(find "$testdata/node" -name "$pattern" -size -64k | sort)
   fi
 fi
 

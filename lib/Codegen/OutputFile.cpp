@@ -3,13 +3,16 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Signals.h"
 
 using namespace mlir;
 using namespace kiln;
 
 OutputFile::~OutputFile() {
-  if (!tempPath.empty())
-    llvm::sys::fs::remove(tempPath);
+  if (tempPath.empty())
+    return;
+  llvm::sys::fs::remove(tempPath);
+  llvm::sys::DontRemoveFileOnSignal(tempPath);
 }
 
 LogicalResult OutputFile::create(StringRef finalPath, Location loc) {
@@ -22,6 +25,8 @@ LogicalResult OutputFile::create(StringRef finalPath, Location loc) {
   if (std::error_code ec = llvm::sys::fs::createUniqueFile(model, fd, tempPath))
     return emitError(loc) << "cannot write '" << finalPath
                           << "': " << ec.message();
+  // A compile stopped by SIGINT or SIGTERM (a timeout) leaves nothing.
+  llvm::sys::RemoveFileOnSignal(tempPath);
   stream = std::make_unique<llvm::raw_fd_ostream>(fd, /*shouldClose=*/true);
   return success();
 }
@@ -51,6 +56,7 @@ LogicalResult OutputFile::commit(Location loc) {
   if (std::error_code ec = llvm::sys::fs::rename(tempPath, finalPath))
     return emitError(loc) << "cannot write '" << finalPath
                           << "': " << ec.message();
+  llvm::sys::DontRemoveFileOnSignal(tempPath);
   tempPath.clear();
   return success();
 }

@@ -36,8 +36,12 @@ TensorPtr kiln::readTensorFile(const std::string &path, std::string &name,
             "' keeps its data externally, which kiln-run does not read";
     return nullptr;
   }
-  // kiln_dtype numbers its types as TensorProto does.
-  kiln_dtype dtype = static_cast<kiln_dtype>(proto.data_type());
+  // kiln_dtype numbers its types as TensorProto does; a number past its
+  // largest is not a kiln_dtype value at all.
+  int32_t type = proto.data_type();
+  kiln_dtype dtype = type > 0 && type <= KILN_DTYPE_I4
+                         ? static_cast<kiln_dtype>(type)
+                         : KILN_DTYPE_INVALID;
   if (kiln_dtype_bits(dtype) == 0) {
     error =
         "'" + path + "' holds element type " +

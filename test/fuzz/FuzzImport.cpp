@@ -269,9 +269,11 @@ void mutateModel(onnx::ModelProto &model, std::mt19937_64 &random) {
 } // namespace
 
 // A failed allocation is an answer the code under test handles (an out of
-// memory error), not a finding.
+// memory error), not a finding. User poisoning is off as in the tools
+// (tools/sanitizer-options.c): LLVM's headers poison allocator slabs that
+// Debian's uninstrumented libLLVM and libMLIR then use.
 extern "C" const char *__asan_default_options() {
-  return "allocator_may_return_null=1";
+  return "allocator_may_return_null=1:allow_user_poisoning=0";
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -232,8 +232,11 @@ LogicalResult outlineLoop(scf::ParallelOp loop, func::FuncOp func,
     scf::ParallelOp::create(
         b, loc, rest(loop.getLowerBound()), rest(loop.getUpperBound()),
         rest(loop.getStep()), [&](OpBuilder &nb, Location, ValueRange inner) {
-          for (auto [old, fresh] : llvm::zip(
-                   llvm::drop_begin(loop.getInductionVars(), flat), inner))
+          // A copy (getInductionVars returns one): a temporary would die
+          // before the loop over it runs.
+          SmallVector<Value> outer = loop.getInductionVars();
+          for (auto [old, fresh] :
+               llvm::zip(llvm::drop_begin(outer, flat), inner))
             mapping.map(old, fresh);
           cloneBody(nb);
         });
