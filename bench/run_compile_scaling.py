@@ -34,9 +34,9 @@ sys.path.insert(0, HERE)
 from run_benchmarks import cpu_model  # noqa: E402
 
 SERIES = {
-    "chain": [1000, 2000, 4000, 8000, 16000],
-    "fan-in": [100, 200, 400, 800],
-    "fan-out": [500, 1000, 2000, 4000],
+    "chain": [1000, 10000, 100000],
+    "fan-in": [100, 200, 400, 1000, 2000],
+    "fan-out": [100, 200, 500, 1000, 2000],
 }
 
 

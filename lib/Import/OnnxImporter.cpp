@@ -499,28 +499,46 @@ LogicalResult checkOpsets(const onnx::ModelProto &model, Location fileLoc) {
   return success();
 }
 
+/// The most dimensions a tensor may have: the runtime's limit
+/// (KILN_MAX_RANK), so no axis of a model Kiln can run lies beyond it.
+constexpr int64_t kMaxRank = 64;
+
 /// An error at the node if an ONNX op's stride, dilation or kernel size is
-/// not positive. They are checked before libonnx's shape inference, which
-/// divides by them in this process (a zero stride is a SIGFPE).
-LogicalResult checkPositiveAttributes(const onnx::GraphProto &graph,
-                                      Location fileLoc) {
+/// not positive, or an axis lies beyond any tensor's rank. They are checked
+/// before libonnx's shape inference, which divides by them and indexes
+/// dimensions with them in this process (a zero stride is a SIGFPE, a
+/// LayerNormalization axis of 2^62 a SIGSEGV).
+LogicalResult checkAttributeRanges(const onnx::GraphProto &graph,
+                                   Location fileLoc) {
   MLIRContext *ctx = fileLoc.getContext();
   for (auto [index, node] : llvm::enumerate(graph.node())) {
     bool onnxOp = node.domain().empty() || node.domain() == "ai.onnx";
     for (const onnx::AttributeProto &attr : node.attribute()) {
-      if (attr.has_g() && failed(checkPositiveAttributes(attr.g(), fileLoc)))
+      if (attr.has_g() && failed(checkAttributeRanges(attr.g(), fileLoc)))
         return failure();
       for (const onnx::GraphProto &subgraph : attr.graphs())
-        if (failed(checkPositiveAttributes(subgraph, fileLoc)))
+        if (failed(checkAttributeRanges(subgraph, fileLoc)))
           return failure();
-      if (!onnxOp || !llvm::is_contained(
-                         {"strides", "dilations", "kernel_shape"}, attr.name()))
+      if (!onnxOp)
         continue;
-      for (int64_t value : attr.ints())
-        if (value <= 0)
+      if (llvm::is_contained({"strides", "dilations", "kernel_shape"},
+                             attr.name()))
+        for (int64_t value : attr.ints())
+          if (value <= 0)
+            return emitError(getNodeLoc(node, index, ctx))
+                   << node.op_type() << ": attribute '" << attr.name()
+                   << "' holds " << value << "; it must be positive";
+      if (attr.name() != "axis" && attr.name() != "axes")
+        continue;
+      SmallVector<int64_t> axes(attr.ints().begin(), attr.ints().end());
+      if (attr.has_i())
+        axes.push_back(attr.i());
+      for (int64_t axis : axes)
+        if (axis < -kMaxRank || axis >= kMaxRank)
           return emitError(getNodeLoc(node, index, ctx))
                  << node.op_type() << ": attribute '" << attr.name()
-                 << "' holds " << value << "; it must be positive";
+                 << "' holds " << axis << ", beyond the " << kMaxRank
+                 << " dimensions a tensor may have";
     }
   }
   return success();
@@ -569,7 +587,7 @@ OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model,
   // A newer model than the ONNX library knows skips its checks and shape
   // inference: Kiln's importer checks every node it reads and infers its
   // own types and shapes.
-  if (failed(checkPositiveAttributes(model.graph(), fileLoc)) ||
+  if (failed(checkAttributeRanges(model.graph(), fileLoc)) ||
       (isKnownToOnnxLibrary(model) &&
        failed(checkAndInferShapes(model, fileLoc))))
     return nullptr;

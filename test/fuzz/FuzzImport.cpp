@@ -29,6 +29,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <fcntl.h>
+#include <memory>
 #include <random>
 #include <string>
 #include <sys/mman.h>
@@ -43,16 +44,14 @@ kiln::ImportOptions importOptions() {
   return options;
 }
 
-mlir::MLIRContext &context() {
-  static mlir::MLIRContext *shared = [] {
-    mlir::DialectRegistry registry;
-    kiln::registerCompilerDialects(registry);
-    auto *made = new mlir::MLIRContext(registry);
-    made->loadAllAvailableDialects();
-    made->getDiagEngine().registerHandler([](mlir::Diagnostic &) {});
-    return made;
-  }();
-  return *shared;
+/// A context per input, as each compile has its own: a shared one would
+/// keep every input's names and types, and grow without end.
+std::unique_ptr<mlir::MLIRContext> makeContext() {
+  mlir::DialectRegistry registry;
+  kiln::registerCompilerDialects(registry);
+  auto context = std::make_unique<mlir::MLIRContext>(registry);
+  context->getDiagEngine().registerHandler([](mlir::Diagnostic &) {});
+  return context;
 }
 
 #ifdef KILN_FUZZ_MODEL_MUTATOR
@@ -278,8 +277,9 @@ extern "C" const char *__asan_default_options() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef bytes(reinterpret_cast<const char *>(data), size);
+  std::unique_ptr<mlir::MLIRContext> context = makeContext();
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      kiln::importOnnxBytes(bytes, "fuzz.onnx", "", context(), importOptions());
+      kiln::importOnnxBytes(bytes, "fuzz.onnx", "", *context, importOptions());
 #ifdef KILN_FUZZ_MODEL_MUTATOR
   onnx::ModelProto model;
   if (!module || !model.ParseFromArray(data, static_cast<int>(size)) ||

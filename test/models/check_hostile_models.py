@@ -94,6 +94,18 @@ def layernorm_huge_axis():
                  [vinfo("x", [2, 4])], [result("y", 2)], [scale])
 
 
+def layernorm_huge_axis_statistics():
+    # Found by fuzz-import-model: with its Mean and InvStdDev outputs,
+    # libonnx's shape inference reads dimensions up to the axis.
+    scale = numpy_helper.from_array(np.ones([4], np.float32), "scale")
+    return model([helper.make_node("LayerNormalization", ["x", "scale"],
+                                   ["y", "mean", "inv"], name="norm",
+                                   axis=6583377908120946873)],
+                 [vinfo("x", [2, 4])],
+                 [result("y", 2), result("mean", 2), result("inv", 2)],
+                 [scale])
+
+
 def softmax_huge_axis():
     return model([helper.make_node("Softmax", ["x"], ["y"], name="softmax",
                                    axis=-INT64_MAX)],
@@ -268,6 +280,10 @@ CASES = {
                                       r"node 'conv': .*filter is larger"),
     "layernorm-huge-axis": (saved(layernorm_huge_axis),
                             r"node 'norm': LayerNormalization: .*axis"),
+    "layernorm-huge-axis-statistics": (
+        saved(layernorm_huge_axis_statistics),
+        r"node 'norm': LayerNormalization: attribute 'axis' holds "
+        r"6583377908120946873, beyond the 64 dimensions"),
     "softmax-huge-axis": (saved(softmax_huge_axis),
                           r"node 'softmax': Softmax: .*axis"),
     "constant-of-shape-overflow": (saved(constant_of_shape_overflow),
