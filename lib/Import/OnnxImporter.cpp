@@ -544,6 +544,33 @@ LogicalResult checkAttributeRanges(const onnx::GraphProto &graph,
   return success();
 }
 
+/// An error at the node if a ConvTranspose's weights and input, where the
+/// graph declares both, differ in rank: libonnx 1.12's shape inference
+/// reads the weights' dimensions by the input's rank unchecked (SIGSEGV).
+LogicalResult checkConvTransposeRanks(const onnx::GraphProto &graph,
+                                      Location fileLoc) {
+  llvm::StringMap<int> ranks;
+  for (const onnx::ValueInfoProto &input : graph.input())
+    if (input.type().tensor_type().has_shape())
+      ranks[input.name()] = input.type().tensor_type().shape().dim_size();
+  for (const onnx::TensorProto &initializer : graph.initializer())
+    ranks[initializer.name()] = initializer.dims_size();
+  MLIRContext *ctx = fileLoc.getContext();
+  for (auto [index, node] : llvm::enumerate(graph.node())) {
+    if (node.op_type() != "ConvTranspose" || node.input_size() < 2 ||
+        !(node.domain().empty() || node.domain() == "ai.onnx"))
+      continue;
+    auto input = ranks.find(node.input(0)), weights = ranks.find(node.input(1));
+    if (input != ranks.end() && weights != ranks.end() &&
+        input->second != weights->second)
+      return emitError(getNodeLoc(node, index, ctx))
+             << "ConvTranspose: the weights have rank " << weights->second
+             << " and the input rank " << input->second
+             << "; they must be equal";
+  }
+  return success();
+}
+
 /// Runs the ONNX library's checker and shape inference on `model`.
 LogicalResult checkAndInferShapes(onnx::ModelProto &model, Location fileLoc) {
   try {
@@ -588,6 +615,7 @@ OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model,
   // inference: Kiln's importer checks every node it reads and infers its
   // own types and shapes.
   if (failed(checkAttributeRanges(model.graph(), fileLoc)) ||
+      failed(checkConvTransposeRanks(model.graph(), fileLoc)) ||
       (isKnownToOnnxLibrary(model) &&
        failed(checkAndInferShapes(model, fileLoc))))
     return nullptr;

@@ -81,6 +81,15 @@ def conv_negative_pads():
                  [vinfo("x", [1, 1, 8, 8])], [result("y", 4)], [w])
 
 
+def conv_transpose_weights_rank():
+    # Found by fuzz-import: libonnx's ConvTranspose shape inference reads
+    # the weights' dims by the input's rank.
+    return model([helper.make_node("ConvTranspose", ["x", "w"], ["y"],
+                                   name="deconv")],
+                 [vinfo("x", [1, 1, 3]), vinfo("w", [2, 3])],
+                 [result("y", 3)])
+
+
 def conv_kernel_larger_than_input():
     w = numpy_helper.from_array(np.ones([1, 1, 9, 9], np.float32), "w")
     return model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
@@ -276,6 +285,10 @@ CASES = {
                              r"holds 0"),
     "conv-negative-pads": (saved(conv_negative_pads),
                            r"node 'conv': .*pads non-negative"),
+    "conv-transpose-weights-rank": (saved(conv_transpose_weights_rank),
+                                    r"node 'deconv': ConvTranspose: the "
+                                    r"weights have rank 2 and the input "
+                                    r"rank 3"),
     "conv-kernel-larger-than-input": (saved(conv_kernel_larger_than_input),
                                       r"node 'conv': .*filter is larger"),
     "layernorm-huge-axis": (saved(layernorm_huge_axis),
