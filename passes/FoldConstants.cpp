@@ -22,10 +22,32 @@ using namespace kiln;
 
 namespace {
 
+int64_t getByteSize(ShapedType type) {
+  int64_t bytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+  return type.getNumElements() * bytes;
+}
+
+/// What the pass may still create, in bytes: constants live as long as the
+/// context (attributes are never freed), so a model that folds the same
+/// weight a thousand ways would otherwise take a thousand times its size.
+struct FoldBudget {
+  int64_t bytesLeft;
+
+  /// Whether a constant of `type` fits; if so, it is taken from the budget.
+  bool take(ShapedType type) {
+    int64_t bytes = getByteSize(type);
+    if (bytes > bytesLeft)
+      return false;
+    bytesLeft -= bytes;
+    return true;
+  }
+};
+
 struct FoldConstantOperands : RewritePattern {
-  FoldConstantOperands(MLIRContext *ctx, int64_t maxElements)
+  FoldConstantOperands(MLIRContext *ctx, int64_t maxElements,
+                       FoldBudget &budget)
       : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx),
-        maxElements(maxElements) {}
+        maxElements(maxElements), budget(budget) {}
 
   LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
@@ -40,6 +62,8 @@ struct FoldConstantOperands : RewritePattern {
         if (cast<ShapedType>(moved.getType()).getNumElements() >
             std::max(maxElements, weight.getType().getNumElements()))
           return rewriter.notifyMatchFailure(op, "result too large to fold");
+        if (!budget.take(cast<ShapedType>(moved.getType())))
+          return rewriter.notifyMatchFailure(op, "folding budget spent");
         rewriter.replaceOpWithNewOp<ConstantOp>(op, moved);
         eraseIfUnused(rewriter, weight, weight.getValue());
         return success();
@@ -52,6 +76,8 @@ struct FoldConstantOperands : RewritePattern {
           inputs.push_back(constant.getValue());
       // Dense splats have no bytes: the general evaluation below folds them.
       if (inputs.size() == concat->getNumOperands()) {
+        if (!budget.take(concat.getType()))
+          return rewriter.notifyMatchFailure(op, "folding budget spent");
         if (ElementsAttr joined = evaluateConcatBytes(concat, inputs)) {
           rewriter.replaceOpWithNewOp<ConstantOp>(op, joined);
           return success();
@@ -72,6 +98,8 @@ struct FoldConstantOperands : RewritePattern {
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     if (type.getNumElements() > std::max(maxElements, operandElements))
       return rewriter.notifyMatchFailure(op, "result too large to fold");
+    if (!budget.take(type))
+      return rewriter.notifyMatchFailure(op, "folding budget spent");
     DenseElementsAttr folded = evaluateConstantOp(op, operands);
     if (!folded)
       return failure();
@@ -80,6 +108,7 @@ struct FoldConstantOperands : RewritePattern {
   }
 
   int64_t maxElements;
+  FoldBudget &budget;
 };
 
 /// kiln.dequantize of constants (a QDQ model's weights) becomes the float
@@ -87,7 +116,8 @@ struct FoldConstantOperands : RewritePattern {
 /// so the product it feeds gets a constant weight: packed, and not
 /// dequantized again on every run.
 struct FoldDequantize : OpRewritePattern<DequantizeOp> {
-  using OpRewritePattern::OpRewritePattern;
+  FoldDequantize(MLIRContext *ctx, FoldBudget &budget)
+      : OpRewritePattern(ctx), budget(budget) {}
 
   LogicalResult matchAndRewrite(DequantizeOp op,
                                 PatternRewriter &rewriter) const override {
@@ -105,6 +135,8 @@ struct FoldDequantize : OpRewritePattern<DequantizeOp> {
     if (!values || !zeros || !scales)
       return failure();
     RankedTensorType type = op.getType();
+    if (!budget.take(type))
+      return rewriter.notifyMatchFailure(op, "folding budget spent");
     // Flat element i = (outer, index along the axis, inner) reads parameter
     // `index` (per axis), or (outer, index / blockSize, inner) (blocked).
     int64_t inner = 1, size = 1, blockSize = op.getBlockSize().value_or(0);
@@ -136,6 +168,8 @@ struct FoldDequantize : OpRewritePattern<DequantizeOp> {
     eraseIfUnused(rewriter, input, input.getValue());
     return success();
   }
+
+  FoldBudget &budget;
 };
 
 struct FoldConstantsPass
@@ -143,9 +177,16 @@ struct FoldConstantsPass
   using FoldConstantsPassBase::FoldConstantsPassBase;
 
   void runOnOperation() override {
+    // Four times the constants the pass starts from leaves room to
+    // dequantize int8 weights to float, with max-created-bytes beyond.
+    int64_t startBytes = 0;
+    getOperation()->walk([&](ConstantOp constant) {
+      startBytes += getByteSize(constant.getType());
+    });
+    FoldBudget budget{maxCreatedBytes + 4 * startBytes};
     RewritePatternSet patterns(&getContext());
-    patterns.add<FoldConstantOperands>(&getContext(), maxElements);
-    patterns.add<FoldDequantize>(&getContext());
+    patterns.add<FoldConstantOperands>(&getContext(), maxElements, budget);
+    patterns.add<FoldDequantize>(&getContext(), budget);
     // Only this pass's size policy decides: the op folders' own (smaller)
     // limit would fold past a lower max-elements.
     GreedyRewriteConfig config;

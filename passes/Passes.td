@@ -11,8 +11,11 @@ def FoldConstantsPass : Pass<"kiln-fold-constants"> {
     `evaluateConstantOp` knows (arithmetic, comparisons, select, casts and
     the data-movement ops) by the constant it computes. Exported graphs are full of these: `Gemm` with `transB`
     on a weight, `alpha`/`beta` scaling of a constant bias, shape
-    arithmetic. Results larger than `max-elements` are left to run time, so
-    a tiny model can't make the compiler allocate without bound.
+    arithmetic. Results larger than `max-elements` are left to run time, and
+    so is everything once the pass has created `max-created-bytes` (plus
+    four times the constants it started from) in all: constants live as
+    long as the context, and a tiny model can't make the compiler allocate
+    without bound.
 
     ```mlir
     %w = kiln.constant dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
@@ -24,7 +27,12 @@ def FoldConstantsPass : Pass<"kiln-fold-constants"> {
   let options = [
     Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
            "Largest constant (in elements) the pass creates beyond the size "
-           "of the operands it folds">
+           "of the operands it folds">,
+    Option<"maxCreatedBytes", "max-created-bytes", "int64_t",
+           "int64_t(1) << 30",
+           "Bytes of constants the pass may create in all beyond four times "
+           "the bytes of the constants it starts from; past them, ops are "
+           "left to run time">
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -35,7 +35,7 @@ extern "C" {
 
 /* The version of this API; kiln_compiler_api_version() returns the
  * library's. */
-#define KILN_COMPILER_API_VERSION 4
+#define KILN_COMPILER_API_VERSION 5
 
 typedef enum kiln_compile_status {
   KILN_COMPILE_OK = 0,
@@ -153,6 +153,14 @@ kiln_compiler_options_set_input_shape(kiln_compiler_options *options,
 kiln_compile_status
 kiln_compiler_options_set_max_tensor_bytes(kiln_compiler_options *options,
                                            uint64_t bytes);
+/* The most nodes a model may have, its subgraphs' included (default
+ * 1000000), and how deep its subgraphs may nest (default 32, at most 256);
+ * a model past either fails to compile before libonnx or the importer
+ * reads it. A max_nodes of 0 or a max_depth past 256 is an invalid argument
+ * (API version 5). */
+kiln_compile_status
+kiln_compiler_options_set_graph_limits(kiln_compiler_options *options,
+                                       uint64_t max_nodes, uint32_t max_depth);
 /* Where diagnostics go; a NULL callback restores printing to stderr. */
 void kiln_compiler_options_set_diagnostic_callback(
     kiln_compiler_options *options, kiln_diagnostic_callback callback,

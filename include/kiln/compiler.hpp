@@ -176,6 +176,10 @@ struct DimRange {
 };
 
 /// How the model's inputs are shaped, where the file leaves it open.
+/// The largest ImportOptions::maxGraphDepth: protobuf parses a model
+/// nested this deep, and the checks after it recurse with bounded stack.
+constexpr unsigned kMaxGraphDepthLimit = 256;
+
 struct ImportOptions {
   /// Fixes every dimension of an input (by name).
   std::map<std::string, std::vector<int64_t>> inputShapes;
@@ -187,6 +191,17 @@ struct ImportOptions {
   /// initializers, external data, every result): a model past it is
   /// refused before anything is allocated for it.
   uint64_t maxTensorBytes = uint64_t(4) << 30;
+  /// The most nodes a model may have, its subgraphs' included.
+  uint64_t maxGraphNodes = 1000000;
+  /// How deep subgraphs (If branches, Loop and Scan bodies) may nest: 0
+  /// allows none, 1 the bodies of the main graph's nodes. At most
+  /// kMaxGraphDepthLimit.
+  unsigned maxGraphDepth = 32;
+  /// Runs libonnx's checker and shape inference in a child process, so
+  /// that a model that crashes them costs only their results, not the
+  /// compiler (or the program that embeds it). Off, they run in this
+  /// process: a fuzzer sees their crashes.
+  bool onnxLibraryInChildProcess = true;
 };
 
 struct CompileOptions {

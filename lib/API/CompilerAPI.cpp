@@ -2,6 +2,7 @@
 #include "kiln/compiler.hpp"
 
 #include "kiln/Config.h"
+#include "lib/Codegen/OutputFile.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/FileSystem.h"
@@ -165,7 +166,7 @@ kiln::compileOnnxBytes(StringRef model, StringRef name,
           llvm::sys::fs::createTemporaryFile("kiln-artifact", "so", path))
     return llvm::createStringError(
         "cannot create a temporary file for the artifact: " + ec.message());
-  llvm::FileRemover remover(path);
+  TemporaryFileRemover remover(path);
   CompileOptions libraryOptions = options;
   libraryOptions.emit = EmitKind::Library;
   libraryOptions.outputPath = path.str().str();

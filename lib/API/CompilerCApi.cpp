@@ -183,6 +183,16 @@ kiln_compiler_options_set_max_tensor_bytes(kiln_compiler_options *options,
   return KILN_COMPILE_OK;
 }
 
+kiln_compile_status
+kiln_compiler_options_set_graph_limits(kiln_compiler_options *options,
+                                       uint64_t maxNodes, uint32_t maxDepth) {
+  if (!options || maxNodes == 0 || maxDepth > kiln::kMaxGraphDepthLimit)
+    return KILN_COMPILE_INVALID_ARGUMENT;
+  options->importOptions.maxGraphNodes = maxNodes;
+  options->importOptions.maxGraphDepth = maxDepth;
+  return KILN_COMPILE_OK;
+}
+
 void kiln_compiler_options_set_diagnostic_callback(
     kiln_compiler_options *options, kiln_diagnostic_callback callback,
     void *userData) {

@@ -6,6 +6,7 @@
 #include "kiln/runtime.h"
 #include "lib/Codegen/ArtifactRunner.h"
 #include "lib/Codegen/Calibration.h"
+#include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/SearchCandidate.h"
 #include "passes/ResidualStream.h"
 #include "passes/SampleCache.h"
@@ -159,7 +160,7 @@ FailureOr<CacheChoice> kiln::chooseSampleCache(ModuleOp module,
           llvm::sys::fs::createTemporaryFile("kiln-cache-search", "so", path))
     return emitError(loc) << "cache search: cannot create a temporary file: "
                           << ec.message();
-  llvm::FileRemover remover(path);
+  TemporaryFileRemover remover(path);
   std::vector<std::vector<float>> reference;
   auto measure = [&](int64_t interval, int64_t first, int64_t forecast,
                      double threshold) -> FailureOr<Measured> {

@@ -7,6 +7,7 @@
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "dialects/Kiln/IR/Weights.h"
 #include "lib/Codegen/ArtifactRunner.h"
+#include "lib/Codegen/OutputFile.h"
 #include "passes/Passes.h"
 #include "passes/QuantizableProducts.h"
 
@@ -298,7 +299,7 @@ LogicalResult kiln::calibrateProducts(ModuleOp module,
           "kiln-calibration", "so", path))
     return emitError(loc) << "calibration: cannot create a temporary file: "
                           << ec.message();
-  llvm::FileRemover remover(path);
+  TemporaryFileRemover remover(path);
   CompileOptions floatOptions = options;
   floatOptions.emit = EmitKind::Library;
   floatOptions.outputPath = path.str().str();

@@ -4,6 +4,7 @@
 #include "kiln/runtime.h"
 #include "lib/Codegen/ArtifactRunner.h"
 #include "lib/Codegen/LayerSkipSearch.h"
+#include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/SearchCandidate.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -152,7 +153,7 @@ FailureOr<DraftChoice> kiln::chooseDraft(ModuleOp module,
           llvm::sys::fs::createTemporaryFile("kiln-draft-search", "so", path))
     return emitError(loc) << kSearch << ": cannot create a temporary file: "
                           << ec.message();
-  llvm::FileRemover remover(path);
+  TemporaryFileRemover remover(path);
 
   // Blocks in order of what skipping each alone costs in perplexity.
   llvm::json::Array perplexities;

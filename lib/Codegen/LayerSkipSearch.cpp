@@ -5,6 +5,7 @@
 #include "kiln/runtime.h"
 #include "lib/Codegen/ArtifactRunner.h"
 #include "lib/Codegen/Calibration.h"
+#include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/SearchCandidate.h"
 #include "lib/TensorFile/TensorFile.h"
 #include "passes/Passes.h"
@@ -126,7 +127,7 @@ kiln::chooseSkippedLayers(ModuleOp module, const CompileOptions &options) {
     return emitError(loc) << "layer-skip search: cannot create a temporary "
                              "file: "
                           << ec.message();
-  llvm::FileRemover remover(path);
+  TemporaryFileRemover remover(path);
   llvm::json::Array tried;
   auto measure = [&](const std::vector<int64_t> &skipped) -> FailureOr<double> {
     CompileOptions trial = candidateOptions(options, path);

@@ -61,3 +61,11 @@ LogicalResult OutputFile::commit(Location loc) {
   return success();
 }
 
+TemporaryFileRemover::TemporaryFileRemover(StringRef path) : path(path.str()) {
+  llvm::sys::RemoveFileOnSignal(path);
+}
+
+TemporaryFileRemover::~TemporaryFileRemover() {
+  llvm::sys::fs::remove(path);
+  llvm::sys::DontRemoveFileOnSignal(path);
+}

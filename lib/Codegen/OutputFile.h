@@ -40,6 +40,20 @@ private:
   bool closed = false;
 };
 
+/// Removes the file at `path` when it goes out of scope, or from LLVM's
+/// signal handlers if the process is stopped first (Ctrl-C, a time limit),
+/// so that no temporary file outlives a compile.
+class TemporaryFileRemover {
+public:
+  explicit TemporaryFileRemover(llvm::StringRef path);
+  TemporaryFileRemover(const TemporaryFileRemover &) = delete;
+  TemporaryFileRemover &operator=(const TemporaryFileRemover &) = delete;
+  ~TemporaryFileRemover();
+
+private:
+  std::string path;
+};
+
 } // namespace kiln
 
 #endif // KILN_LIB_CODEGEN_OUTPUTFILE_H

@@ -5,6 +5,7 @@
 #include "kiln/runtime.h"
 #include "lib/Codegen/ArtifactRunner.h"
 #include "lib/Codegen/Calibration.h"
+#include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/SearchCandidate.h"
 #include "lib/TensorFile/TensorFile.h"
 
@@ -282,7 +283,7 @@ kiln::chooseTokenReduction(ModuleOp module, const CompileOptions &options) {
             "kiln-token-reduction-search", "so", *path))
       return emitError(loc)
              << kSearch << ": cannot create a temporary file: " << ec.message();
-  llvm::FileRemover unreducedRemover(unreducedPath),
+  TemporaryFileRemover unreducedRemover(unreducedPath),
       candidateRemover(candidatePath);
   auto open = [&](const TokenReduction &reduction,
                   StringRef path) -> FailureOr<ArtifactRunner> {

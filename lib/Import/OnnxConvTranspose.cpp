@@ -131,7 +131,11 @@ LogicalResult kiln::importConvTranspose(NodeImporter &node) {
   RankedTensorType inputType = node.getOperandType(0);
   RankedTensorType filterType = node.getOperandType(1);
   int64_t spatial = inputType.getRank() - 2;
-  if ((spatial != 1 && spatial != 2) || filterType.getRank() != spatial + 2)
+  if (filterType.getRank() != inputType.getRank())
+    return node.emitError() << "the weights have rank " << filterType.getRank()
+                            << " and the input rank " << inputType.getRank()
+                            << "; they must be equal";
+  if (spatial != 1 && spatial != 2)
     return node.emitError() << "only 1-D and 2-D transposed convolutions are "
                                "supported; the input has rank "
                             << inputType.getRank();

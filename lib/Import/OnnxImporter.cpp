@@ -11,6 +11,8 @@
 #include "dialects/Kiln/IR/Weights.h"
 #include "lib/Import/ExternalData.h"
 #include "lib/Import/GraphImporter.h"
+#include "lib/Import/ModelChecks.h"
+#include "lib/Import/OnnxLibraryCheck.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,8 +23,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 
-#include <onnx/checker.h>
-#include <onnx/shape_inference/implementation.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <onnx/defs/schema.h>
 
 using namespace mlir;
 using namespace kiln;
@@ -184,13 +187,6 @@ LogicalResult checkInputSize(StringRef name, RankedTensorType type,
   return emitError(loc) << "graph input '" << name << "' of type " << type
                         << " takes more than the " << maxBytes
                         << " bytes a tensor may take (--max-tensor-size)";
-}
-
-Location getNodeLoc(const onnx::NodeProto &node, int index, MLIRContext *ctx) {
-  std::string name = node.name();
-  if (name.empty())
-    name = node.op_type() + "#" + std::to_string(index);
-  return NameLoc::get(StringAttr::get(ctx, name));
 }
 
 /// Attributes naming, per dimension of `shape`, its named dimension (""
@@ -499,100 +495,19 @@ LogicalResult checkOpsets(const onnx::ModelProto &model, Location fileLoc) {
   return success();
 }
 
-/// The most dimensions a tensor may have: the runtime's limit
-/// (KILN_MAX_RANK), so no axis of a model Kiln can run lies beyond it.
-constexpr int64_t kMaxRank = 64;
-
-/// An error at the node if an ONNX op's stride, dilation or kernel size is
-/// not positive, or an axis lies beyond any tensor's rank. They are checked
-/// before libonnx's shape inference, which divides by them and indexes
-/// dimensions with them in this process (a zero stride is a SIGFPE, a
-/// LayerNormalization axis of 2^62 a SIGSEGV).
-LogicalResult checkAttributeRanges(const onnx::GraphProto &graph,
-                                   Location fileLoc) {
-  MLIRContext *ctx = fileLoc.getContext();
-  for (auto [index, node] : llvm::enumerate(graph.node())) {
-    bool onnxOp = node.domain().empty() || node.domain() == "ai.onnx";
-    for (const onnx::AttributeProto &attr : node.attribute()) {
-      if (attr.has_g() && failed(checkAttributeRanges(attr.g(), fileLoc)))
-        return failure();
-      for (const onnx::GraphProto &subgraph : attr.graphs())
-        if (failed(checkAttributeRanges(subgraph, fileLoc)))
-          return failure();
-      if (!onnxOp)
-        continue;
-      if (llvm::is_contained({"strides", "dilations", "kernel_shape"},
-                             attr.name()))
-        for (int64_t value : attr.ints())
-          if (value <= 0)
-            return emitError(getNodeLoc(node, index, ctx))
-                   << node.op_type() << ": attribute '" << attr.name()
-                   << "' holds " << value << "; it must be positive";
-      if (attr.name() != "axis" && attr.name() != "axes")
-        continue;
-      SmallVector<int64_t> axes(attr.ints().begin(), attr.ints().end());
-      if (attr.has_i())
-        axes.push_back(attr.i());
-      for (int64_t axis : axes)
-        if (axis < -kMaxRank || axis >= kMaxRank)
-          return emitError(getNodeLoc(node, index, ctx))
-                 << node.op_type() << ": attribute '" << attr.name()
-                 << "' holds " << axis << ", beyond the " << kMaxRank
-                 << " dimensions a tensor may have";
-    }
-  }
-  return success();
-}
-
-/// An error at the node if a ConvTranspose's weights and input, where the
-/// graph declares both, differ in rank: libonnx 1.12's shape inference
-/// reads the weights' dimensions by the input's rank unchecked (SIGSEGV).
-LogicalResult checkConvTransposeRanks(const onnx::GraphProto &graph,
-                                      Location fileLoc) {
-  llvm::StringMap<int> ranks;
-  for (const onnx::ValueInfoProto &input : graph.input())
-    if (input.type().tensor_type().has_shape())
-      ranks[input.name()] = input.type().tensor_type().shape().dim_size();
-  for (const onnx::TensorProto &initializer : graph.initializer())
-    ranks[initializer.name()] = initializer.dims_size();
-  MLIRContext *ctx = fileLoc.getContext();
-  for (auto [index, node] : llvm::enumerate(graph.node())) {
-    if (node.op_type() != "ConvTranspose" || node.input_size() < 2 ||
-        !(node.domain().empty() || node.domain() == "ai.onnx"))
-      continue;
-    auto input = ranks.find(node.input(0)), weights = ranks.find(node.input(1));
-    if (input != ranks.end() && weights != ranks.end() &&
-        input->second != weights->second)
-      return emitError(getNodeLoc(node, index, ctx))
-             << "ConvTranspose: the weights have rank " << weights->second
-             << " and the input rank " << input->second
-             << "; they must be equal";
-  }
-  return success();
-}
-
-/// Runs the ONNX library's checker and shape inference on `model`.
-LogicalResult checkAndInferShapes(onnx::ModelProto &model, Location fileLoc) {
-  try {
-    onnx::checker::check_model(model);
-    if (hasFaultyShapeInference(model.graph()))
-      return success();
-    // Type checking stays off: exporters wrote models (an int64 Constant at
-    // opset 6, say) that other runtimes accept, and Kiln's own verifier
-    // checks every type it computes with.
-    onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/0,
-                                        /*enable_data_propagation=*/false};
-    onnx::shape_inference::InferShapes(
-        model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (const std::exception &e) {
-    std::string message = e.what();
-    // The checker's messages end with a redundant "==> Context: ..." block.
-    if (size_t context = message.find("\n\n==> Context");
-        context != std::string::npos)
-      message.resize(context);
-    return emitError(fileLoc) << "the ONNX checker rejected the model: "
-                              << message;
-  }
+/// Runs the ONNX library's checker and shape inference on `model`. Where
+/// libonnx crashes on the model, its results are simply missing: Kiln's
+/// importer checks every node it reads and infers its own types and shapes,
+/// as it does for models newer than libonnx.
+LogicalResult checkAndInferShapes(onnx::ModelProto &model,
+                                  const ImportOptions &options,
+                                  Location fileLoc) {
+  OnnxLibraryCheck check =
+      runOnnxLibraryCheck(model, !hasFaultyShapeInference(model.graph()),
+                          options.onnxLibraryInChildProcess);
+  if (check.outcome == OnnxLibraryCheck::Outcome::Rejected)
+    return emitError(fileLoc)
+           << "the ONNX checker rejected the model: " << check.message;
   return success();
 }
 
@@ -605,7 +520,9 @@ OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model,
     emitError(fileLoc) << "not a valid ONNX model: it has no graph";
     return nullptr;
   }
-  if (failed(checkOpsets(model, fileLoc)) ||
+  if (failed(checkGraphLimits(model.graph(), options.maxGraphNodes,
+                              options.maxGraphDepth, fileLoc)) ||
+      failed(checkOpsets(model, fileLoc)) ||
       failed(loadAllExternalData(model, externalDataDir, options.maxTensorBytes,
                                  fileLoc)) ||
       failed(applyInputShapes(model, options, fileLoc)))
@@ -617,7 +534,7 @@ OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model,
   if (failed(checkAttributeRanges(model.graph(), fileLoc)) ||
       failed(checkConvTransposeRanks(model.graph(), fileLoc)) ||
       (isKnownToOnnxLibrary(model) &&
-       failed(checkAndInferShapes(model, fileLoc))))
+       failed(checkAndInferShapes(model, options, fileLoc))))
     return nullptr;
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
@@ -632,6 +549,19 @@ OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model,
 void loadImportDialects(MLIRContext &context) {
   context.loadDialect<KilnDialect, func::FuncDialect, arith::ArithDialect,
                       tensor::TensorDialect>();
+}
+
+/// Protobuf's default limit of 100 nested messages stops a model at about
+/// 32 levels of subgraphs (a graph, node and attribute a level) with a
+/// "corrupt" error; this one parses kMaxGraphDepthLimit levels, so that
+/// --max-graph-depth decides, with an error that says so.
+constexpr int kParseRecursionLimit = 3 * kMaxGraphDepthLimit + 64;
+
+bool parseModel(google::protobuf::io::ZeroCopyInputStream &stream,
+                onnx::ModelProto &model) {
+  google::protobuf::io::CodedInputStream coded(&stream);
+  coded.SetRecursionLimit(kParseRecursionLimit);
+  return model.ParseFromCodedStream(&coded) && coded.ConsumedEntireMessage();
 }
 
 const char *const kCorruptModel =
@@ -670,7 +600,8 @@ OwningOpRef<ModuleOp> kiln::importOnnxFile(StringRef path,
     return nullptr;
   }
   onnx::ModelProto model;
-  bool parsed = model.ParseFromFileDescriptor(fd);
+  google::protobuf::io::FileInputStream stream(fd);
+  bool parsed = parseModel(stream, model);
   llvm::sys::Process::SafelyCloseFileDescriptor(fd);
   if (!parsed) {
     emitError(fileLoc) << kCorruptModel;
@@ -696,7 +627,9 @@ OwningOpRef<ModuleOp> kiln::importOnnxBytes(StringRef bytes, StringRef name,
     return nullptr;
   }
   onnx::ModelProto model;
-  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  google::protobuf::io::ArrayInputStream stream(bytes.data(),
+                                                static_cast<int>(bytes.size()));
+  if (!parseModel(stream, model)) {
     emitError(fileLoc) << kCorruptModel;
     return nullptr;
   }

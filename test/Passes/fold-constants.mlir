@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -kiln-fold-constants -split-input-file | FileCheck %s
 // RUN: kiln-opt %s -kiln-fold-constants=max-elements=3 -split-input-file | FileCheck %s --check-prefix=CAPPED
+// RUN: kiln-opt %s -kiln-fold-constants=max-created-bytes=0 -split-input-file | FileCheck %s --check-prefix=BUDGET
 
 // Gemm's transB on a weight: the transpose happens at compile time.
 // CHECK-LABEL: func.func @transpose_weight
@@ -182,3 +183,26 @@ func.func @concat_resources() -> (tensor<2x2xf32>, tensor<1x4xf32>) {
     }
   }
 #-}
+
+// -----
+
+// A weight of 16 bytes leaves a budget of four times that: four folded
+// sums of 16 bytes, then the fifth is left to run time.
+// CHECK-LABEL: func.func @folding_budget
+// CHECK: %[[S:.*]] = kiln.constant dense<[6.000000e+00, 1.200000e+01, 1.800000e+01, 2.400000e+01]>
+// CHECK-NEXT: kiln.add %arg0, %[[S]]
+// BUDGET-LABEL: func.func @folding_budget
+// BUDGET-DAG: %[[W:.*]] = kiln.constant dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]>
+// BUDGET-DAG: %[[D:.*]] = kiln.constant dense<[5.000000e+00, 1.000000e+01, 1.500000e+01, 2.000000e+01]>
+// BUDGET: %[[E:.*]] = kiln.add %[[D]], %[[W]]
+// BUDGET: kiln.add %arg0, %[[E]]
+func.func @folding_budget(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %w = kiln.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %a = kiln.add %w, %w : tensor<4xf32>, tensor<4xf32>
+  %b = kiln.add %a, %w : tensor<4xf32>, tensor<4xf32>
+  %c = kiln.add %b, %w : tensor<4xf32>, tensor<4xf32>
+  %d = kiln.add %c, %w : tensor<4xf32>, tensor<4xf32>
+  %e = kiln.add %d, %w : tensor<4xf32>, tensor<4xf32>
+  %y = kiln.add %x, %e : tensor<4xf32>, tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -41,6 +41,9 @@ namespace {
 kiln::ImportOptions importOptions() {
   kiln::ImportOptions options;
   options.maxTensorBytes = uint64_t(64) << 20;
+  // In this process, so that a crash in libonnx is a finding: each one
+  // gets a check of Kiln's, with an error that names the node.
+  options.onnxLibraryInChildProcess = false;
   return options;
 }
 

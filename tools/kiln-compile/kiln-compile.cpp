@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "kiln/compiler.hpp"
 
+#include "CompileDeadline.h"
+
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -67,6 +69,21 @@ llvm::cl::opt<std::string> maxTensorSize(
                    "larger than this: bytes, or with a K, M or G suffix "
                    "(powers of 1024; default 4G)"),
     llvm::cl::value_desc("bytes"), llvm::cl::init("4G"));
+llvm::cl::opt<uint64_t> maxGraphNodes(
+    "max-graph-nodes",
+    llvm::cl::desc("Refuse a model with more nodes than this, its subgraphs' "
+                   "included (default 1000000)"),
+    llvm::cl::value_desc("count"), llvm::cl::init(1000000));
+llvm::cl::opt<unsigned> maxGraphDepth(
+    "max-graph-depth",
+    llvm::cl::desc("Refuse a model whose subgraphs (If, Loop, Scan bodies) "
+                   "nest deeper than this (default 32, at most 256)"),
+    llvm::cl::value_desc("levels"), llvm::cl::init(32));
+llvm::cl::opt<unsigned> maxCompileSeconds(
+    "max-compile-seconds",
+    llvm::cl::desc("Stop with an error, leaving no output, if the compile "
+                   "takes longer than this (default 0: no limit)"),
+    llvm::cl::value_desc("seconds"), llvm::cl::init(0));
 llvm::cl::opt<kiln::Quantization> quantization(
     "quantize", llvm::cl::desc("Quantize the model's float products"),
     llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
@@ -334,7 +351,7 @@ void hideOtherOptions() {
   // clang-format off
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "max-tensor-size",
-      "quantize",
+      "max-graph-nodes", "max-graph-depth", "max-compile-seconds", "quantize",
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "merge-tokens", "merge-schedule",
@@ -402,6 +419,11 @@ std::string parseShapeOptions(kiln::ImportOptions &options) {
            "or G), got '" +
            maxTensorSize + "'";
   options.maxTensorBytes = bytes << shift;
+  if (maxGraphDepth > kiln::kMaxGraphDepthLimit)
+    return "--max-graph-depth takes at most " +
+           std::to_string(kiln::kMaxGraphDepthLimit) + " levels";
+  options.maxGraphNodes = maxGraphNodes;
+  options.maxGraphDepth = maxGraphDepth;
   return "";
 }
 
@@ -555,6 +577,12 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  kiln::CompileDeadline deadline(
+      maxCompileSeconds,
+      llvm::formatv("kiln-compile: error: {0}: the compile took longer than "
+                    "the {1} s --max-compile-seconds allows",
+                    inputPath, maxCompileSeconds.getValue())
+          .str());
   DialectRegistry registry;
   kiln::registerCompilerDialects(registry);
   MLIRContext context(registry);

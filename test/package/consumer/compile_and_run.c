@@ -80,6 +80,23 @@ static int compile_and_run(const char *model_path, const char *input_path,
   CHECK(capped == NULL && capped_size == 0 && seen.errors >= 1 &&
         strstr(seen.first_error, "--max-tensor-size"));
   printf("capped at 16 bytes: %s\n", seen.first_error);
+
+  /* With tensors back to any size, a limit of one node fails (the bundled
+   * model has more), naming the limit. */
+  CHECK(kiln_compiler_options_set_max_tensor_bytes(options, UINT64_MAX) ==
+        KILN_COMPILE_OK);
+  CHECK(kiln_compiler_options_set_graph_limits(options, 0, 1) ==
+        KILN_COMPILE_INVALID_ARGUMENT);
+  CHECK(kiln_compiler_options_set_graph_limits(options, 1, 257) ==
+        KILN_COMPILE_INVALID_ARGUMENT);
+  CHECK(kiln_compiler_options_set_graph_limits(options, 1, 0) ==
+        KILN_COMPILE_OK);
+  seen.errors = 0;
+  CHECK(kiln_compile_buffer(model, model_size, "model.onnx", NULL, options,
+                            &capped, &capped_size) == KILN_COMPILE_FAILED);
+  CHECK(capped == NULL && capped_size == 0 && seen.errors >= 1 &&
+        strstr(seen.first_error, "--max-graph-nodes"));
+  printf("capped at 1 node: %s\n", seen.first_error);
   free(model);
   kiln_compiler_options_destroy(options);
 
