@@ -15,6 +15,12 @@ Each size is compiled --repeat times (-O2, one process each) and the
 median wall time reported, with the growth exponent between consecutive
 sizes (log(time ratio) / log(size ratio): 1 is linear, 2 quadratic). A
 compile past --timeout seconds is reported as such and ends its series.
+
+Then the compile's peak memory (resident set) on the benchmark models
+that are there (--memory-model NAME=PATH, repeatable; by default the ones
+the other benchmarks and the tests write under build/), against the
+budget of four times the model's bytes (the .onnx file and its external
+data) plus 1 GiB.
 Writes docs/benchmarks-compile-scaling.md.
 """
 import argparse
@@ -79,6 +85,45 @@ def write(folder, kind, n):
     return path
 
 
+# The models whose compile memory is measured, where they are after the
+# other benchmarks and the tests have run (paths under the build folder).
+MEMORY_MODELS = {
+    "MiniLM (trained)": "bench/minilm-real/model.onnx",
+    "ViT-S/16": "bench/vit/model.onnx",
+    "GPT-2 (test decoder)": "test/models/gpt2/model.onnx",
+    "DiT-S/2": "bench/denoisers/dit/model.onnx",
+    "UNet": "bench/denoisers/unet/model.onnx",
+}
+
+
+def model_bytes(path):
+    """The .onnx file and every external data file it names."""
+    total = os.path.getsize(path)
+    model = onnx.load(path, load_external_data=False)
+    folder = os.path.dirname(path)
+    locations = set()
+    for tensor in model.graph.initializer:
+        for entry in tensor.external_data:
+            if entry.key == "location":
+                locations.add(entry.value)
+    return total + sum(os.path.getsize(os.path.join(folder, location))
+                       for location in locations)
+
+
+def peak_memory(bin_dir, model, output):
+    """(seconds, peak resident bytes) of one kiln-compile -O2."""
+    started = time.perf_counter()
+    process = subprocess.Popen([os.path.join(bin_dir, "kiln-compile"), model,
+                                "-o", output], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"kiln-compile {model}: "
+                           f"{process.stderr.read().decode()}")
+    return time.perf_counter() - started, usage.ru_maxrss * 1024
+
+
 def time_compile(bin_dir, model, repeat, timeout):
     times = []
     for _ in range(repeat):
@@ -100,6 +145,12 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=120)
+    parser.add_argument("--memory-model", action="append", default=[],
+                        metavar="NAME=PATH",
+                        help="a model whose compile memory to measure "
+                        "(default: the benchmark models found under "
+                        "--build-dir)")
+    parser.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     parser.add_argument("--out", default=os.path.join(
         ROOT, "docs", "benchmarks-compile-scaling.md"))
     args = parser.parse_args()
@@ -123,6 +174,22 @@ def main():
             print(f"{kind} {n}: {seconds:.2f} s {growth}", flush=True)
             rows.append(f"| {kind} | {n} | {seconds:.2f} | {growth} |")
             previous = (n, seconds)
+    memory_models = dict(m.split("=", 1) for m in args.memory_model) or {
+        name: os.path.join(args.build_dir, path)
+        for name, path in MEMORY_MODELS.items()
+        if os.path.exists(os.path.join(args.build_dir, path))}
+    memory_rows = []
+    for name, path in memory_models.items():
+        size = model_bytes(path)
+        seconds, peak = peak_memory(args.bin_dir, path,
+                                    os.path.join(folder, "memory.so"))
+        budget = 4 * size + (1 << 30)
+        print(f"{name}: {size / 2**20:.0f} MiB, peak {peak / 2**20:.0f} MiB "
+              f"({peak / budget:.2f} of the budget), {seconds:.1f} s",
+              flush=True)
+        memory_rows.append(
+            f"| {name} | {size / 2**20:.0f} | {peak / 2**20:.0f} | "
+            f"{budget / 2**20:.0f} | {peak / budget:.2f} | {seconds:.1f} |")
     lines = [
         "# Compile time against graph size",
         "",
@@ -135,7 +202,16 @@ def main():
         "",
         "| graph | n | seconds | growth |",
         "|---|---|---|---|",
-        *rows, ""]
+        *rows, "",
+        "## Compile memory",
+        "",
+        "Peak resident set of one kiln-compile -O2 of each benchmark model, "
+        "against the budget of 4x the model's bytes (file and external "
+        "data) + 1 GiB.",
+        "",
+        "| model | MiB | peak MiB | budget MiB | of budget | seconds |",
+        "|---|---|---|---|---|---|",
+        *memory_rows, ""]
     with open(args.out, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {args.out}")

@@ -3,8 +3,8 @@
 #
 #   scripts/fuzz.sh BUILD_DIR TARGET SECONDS [libFuzzer flags...]
 #
-# TARGET is fuzz-descriptor or fuzz-tensor-file (every build) or
-# fuzz-import or fuzz-import-model (a KILN_SANITIZE build, e.g.
+# TARGET is fuzz-descriptor, fuzz-tensor-file or fuzz-external-data (every
+# build), or fuzz-import or fuzz-import-model (a KILN_SANITIZE build, e.g.
 # `cmake --preset sanitize`). The corpus grows in BUILD_DIR/fuzz/corpus/
 # TARGET, seeded from libonnx-testdata's models and tensors; inputs that
 # crash, leak or time out land in BUILD_DIR/fuzz/findings/TARGET (copy each

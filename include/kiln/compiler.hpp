@@ -216,6 +216,11 @@ struct CompileOptions {
   /// "host" is the machine compiling, with the features it has.
   std::string targetCpu = "host";
   OptLevel optLevel = OptLevel::O2;
+  /// Instruments the generated code with AddressSanitizer, which then
+  /// reports its kernels' out-of-bounds and use-after-free accesses. Such an
+  /// artifact loads only into a process that has ASan's runtime (one built
+  /// with -fsanitize=address, as Kiln's sanitizer build is).
+  bool sanitizeAddress = false;
   /// Quantization of the model's float products, at every level: it
   /// changes what the model computes (-O0 runs it on plain loops).
   Quantization quantization = Quantization::None;

@@ -24,6 +24,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Threading.h"
+#include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
 
 #include <future>
 
@@ -33,7 +34,7 @@ using namespace kiln;
 namespace {
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
-                    OptLevel level) {
+                    OptLevel level, bool sanitizeAddress) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -44,6 +45,19 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
   builder.registerFunctionAnalyses(fam);
   builder.registerLoopAnalyses(lam);
   builder.crossRegisterProxies(lam, fam, cgam, mam);
+  if (sanitizeAddress) {
+    // Where clang puts it: after the optimizations, which then neither
+    // remove the checks nor miss what they would have simplified.
+    for (llvm::Function &function : module)
+      if (!function.isDeclaration())
+        function.addFnAttr(llvm::Attribute::SanitizeAddress);
+    builder.registerOptimizerLastEPCallback([](llvm::ModulePassManager &passes,
+                                               llvm::OptimizationLevel,
+                                               llvm::ThinOrFullLTOPhase) {
+      passes.addPass(
+          llvm::AddressSanitizerPass(llvm::AddressSanitizerOptions()));
+    });
+  }
   // LLVM's O3 multiplied machine-code time by 15 on the bundled example and
   // ran its untiled loops slower, so Kiln's -O0..-O2 use LLVM's O2 and only
   // -O3 asks for more.
@@ -142,22 +156,17 @@ private:
   std::future<llvm::Error> pending;
 };
 
-/// Links `objectPaths` into the shared library `outputPath` with lld.
+/// Links `objectPaths` into the shared library `outputPath` with lld. An
+/// artifact instrumented with AddressSanitizer leaves its runtime's symbols
+/// to the process that loads it.
 LogicalResult linkSharedLibrary(ArrayRef<StringRef> objectPaths,
                                 StringRef outputPath, StringRef soname,
-                                Location loc) {
-  SmallVector<StringRef> args = {KILN_LLD_PATH,
-                                 "-shared",
-                                 "--no-undefined",
-                                 "-z",
-                                 "now",
-                                 "-z",
-                                 "relro",
-                                 "--hash-style=gnu",
-                                 "-soname",
-                                 soname,
-                                 "-o",
-                                 outputPath};
+                                bool sanitizeAddress, Location loc) {
+  SmallVector<StringRef> args = {
+      KILN_LLD_PATH,      "-shared", "-z",   "now", "-z",      "relro",
+      "--hash-style=gnu", "-soname", soname, "-o",  outputPath};
+  if (!sanitizeAddress)
+    args.push_back("--no-undefined");
   llvm::append_range(args, objectPaths);
   args.append({KILN_LIBM_PATH, KILN_LIBC_PATH});
   std::string error;
@@ -223,7 +232,8 @@ LogicalResult CpuBackend::emit(ModuleOp module, const CompileOptions &options,
   translation.stop();
   {
     TimingScope optimization = timing.nest("Optimize LLVM IR");
-    optimizeModule(*llvmModule, **machine, options.optLevel);
+    optimizeModule(*llvmModule, **machine, options.optLevel,
+                   options.sanitizeAddress);
   }
 
   if (options.emit == EmitKind::Llvm) {
@@ -279,7 +289,8 @@ LogicalResult CpuBackend::emit(ModuleOp module, const CompileOptions &options,
   std::string soname = options.libraryName.empty()
                            ? llvm::sys::path::filename(options.outputPath).str()
                            : options.libraryName;
-  return linkSharedLibrary(objects, output.path(), soname, loc);
+  return linkSharedLibrary(objects, output.path(), soname,
+                           options.sanitizeAddress, loc);
 }
 
 } // namespace

@@ -291,6 +291,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   module = nullptr;
   kiln::CompileOptions options;
   options.optLevel = kiln::OptLevel::O1;
+#if __has_feature(address_sanitizer)
+  // This process has ASan's runtime: the kernels it runs are checked too.
+  options.sanitizeAddress = true;
+#endif
   llvm::Expected<std::vector<char>> artifact =
       kiln::compileOnnxBytes(bytes, "fuzz.onnx", "", importOptions(), options);
   if (!artifact) {

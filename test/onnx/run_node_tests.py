@@ -18,6 +18,7 @@ import concurrent.futures
 import json
 import os
 import pathlib
+import resource
 import subprocess
 import sys
 import tempfile
@@ -360,7 +361,16 @@ def main():
                         help="compile every model with its inputs' "
                         "dimensions dynamic (see make_dims_dynamic); "
                         "results are listed as FOLDER-dynamic")
+    parser.add_argument("--memory-cap-mb", type=int, default=4096,
+                        help="the address space each compile and run may "
+                        "take, the hostile-model suite's cap (0: none, as "
+                        "AddressSanitizer reserves terabytes)")
     args = parser.parse_args()
+    # Set on this process, whose tools inherit it: no test model needs
+    # more, and one that took more would be a blow-up to find.
+    if args.memory_cap_mb:
+        cap = args.memory_cap_mb << 20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     global BIN_DIR, DYNAMIC
     BIN_DIR = args.bin_dir
     DYNAMIC = args.dynamic

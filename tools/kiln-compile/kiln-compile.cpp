@@ -84,6 +84,17 @@ llvm::cl::opt<unsigned> maxCompileSeconds(
     llvm::cl::desc("Stop with an error, leaving no output, if the compile "
                    "takes longer than this (default 0: no limit)"),
     llvm::cl::value_desc("seconds"), llvm::cl::init(0));
+// A sanitizer build's kiln-compile instruments what it generates by default,
+// so that its tests check the generated code too.
+#ifndef KILN_TOOLS_SANITIZE_ADDRESS
+#define KILN_TOOLS_SANITIZE_ADDRESS 0
+#endif
+llvm::cl::opt<bool> sanitizeAddress(
+    "sanitize-address",
+    llvm::cl::desc("Instrument the generated code with AddressSanitizer; "
+                   "the artifact then loads only into a process built with "
+                   "-fsanitize=address"),
+    llvm::cl::init(KILN_TOOLS_SANITIZE_ADDRESS));
 llvm::cl::opt<kiln::Quantization> quantization(
     "quantize", llvm::cl::desc("Quantize the model's float products"),
     llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
@@ -351,7 +362,8 @@ void hideOtherOptions() {
   // clang-format off
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "max-tensor-size",
-      "max-graph-nodes", "max-graph-depth", "max-compile-seconds", "quantize",
+      "max-graph-nodes", "max-graph-depth", "max-compile-seconds",
+      "sanitize-address", "quantize",
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "merge-tokens", "merge-schedule",
@@ -620,6 +632,7 @@ int main(int argc, char **argv) {
   options.outputPath = outputPath.empty() ? defaultOutputPath() : outputPath;
   options.targetCpu = targetCpu;
   options.optLevel = optLevel;
+  options.sanitizeAddress = sanitizeAddress;
   options.quantization = quantization;
   options.quantizationReportPath = quantizeReport;
   options.calibrationDir = calibration;
