@@ -44,6 +44,19 @@ namespace kiln {
 /// every optimized build can be checked against it.
 enum class OptLevel { O0, O1, O2, O3 };
 
+/// A sanitizer to instrument the generated code with. An instrumented
+/// artifact leaves the sanitizer runtime's symbols to the process that
+/// loads it, so it loads only into one built with the same -fsanitize=.
+enum class Sanitizer {
+  None,
+  /// AddressSanitizer: the kernels' out-of-bounds and use-after-free
+  /// accesses.
+  Address,
+  /// ThreadSanitizer: data races between the threads a parallel loop runs
+  /// on, and with the runtime's own.
+  Thread,
+};
+
 /// How a decoder's KV cache (CompileOptions::maxContext) stores its keys
 /// and values.
 enum class KvCacheType {
@@ -216,11 +229,8 @@ struct CompileOptions {
   /// "host" is the machine compiling, with the features it has.
   std::string targetCpu = "host";
   OptLevel optLevel = OptLevel::O2;
-  /// Instruments the generated code with AddressSanitizer, which then
-  /// reports its kernels' out-of-bounds and use-after-free accesses. Such an
-  /// artifact loads only into a process that has ASan's runtime (one built
-  /// with -fsanitize=address, as Kiln's sanitizer build is).
-  bool sanitizeAddress = false;
+  /// The sanitizer the generated code is instrumented with.
+  Sanitizer sanitizer = Sanitizer::None;
   /// Quantization of the model's float products, at every level: it
   /// changes what the model computes (-O0 runs it on plain loops).
   Quantization quantization = Quantization::None;

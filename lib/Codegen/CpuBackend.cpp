@@ -25,6 +25,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
+#include "llvm/Transforms/Instrumentation/ThreadSanitizer.h"
 
 #include <future>
 
@@ -34,7 +35,7 @@ using namespace kiln;
 namespace {
 
 void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
-                    OptLevel level, bool sanitizeAddress) {
+                    OptLevel level, Sanitizer sanitizer) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -45,18 +46,27 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
   builder.registerFunctionAnalyses(fam);
   builder.registerLoopAnalyses(lam);
   builder.crossRegisterProxies(lam, fam, cgam, mam);
-  if (sanitizeAddress) {
-    // Where clang puts it: after the optimizations, which then neither
+  if (sanitizer != Sanitizer::None) {
+    // Where clang puts them: after the optimizations, which then neither
     // remove the checks nor miss what they would have simplified.
+    llvm::Attribute::AttrKind attribute = sanitizer == Sanitizer::Address
+                                              ? llvm::Attribute::SanitizeAddress
+                                              : llvm::Attribute::SanitizeThread;
     for (llvm::Function &function : module)
       if (!function.isDeclaration())
-        function.addFnAttr(llvm::Attribute::SanitizeAddress);
-    builder.registerOptimizerLastEPCallback([](llvm::ModulePassManager &passes,
-                                               llvm::OptimizationLevel,
-                                               llvm::ThinOrFullLTOPhase) {
-      passes.addPass(
-          llvm::AddressSanitizerPass(llvm::AddressSanitizerOptions()));
-    });
+        function.addFnAttr(attribute);
+    builder.registerOptimizerLastEPCallback(
+        [sanitizer](llvm::ModulePassManager &passes, llvm::OptimizationLevel,
+                    llvm::ThinOrFullLTOPhase) {
+          if (sanitizer == Sanitizer::Address) {
+            passes.addPass(
+                llvm::AddressSanitizerPass(llvm::AddressSanitizerOptions()));
+            return;
+          }
+          passes.addPass(llvm::ModuleThreadSanitizerPass());
+          passes.addPass(llvm::createModuleToFunctionPassAdaptor(
+              llvm::ThreadSanitizerPass()));
+        });
   }
   // LLVM's O3 multiplied machine-code time by 15 on the bundled example and
   // ran its untiled loops slower, so Kiln's -O0..-O2 use LLVM's O2 and only
@@ -157,15 +167,15 @@ private:
 };
 
 /// Links `objectPaths` into the shared library `outputPath` with lld. An
-/// artifact instrumented with AddressSanitizer leaves its runtime's symbols
-/// to the process that loads it.
+/// artifact instrumented with a sanitizer leaves its runtime's symbols to
+/// the process that loads it.
 LogicalResult linkSharedLibrary(ArrayRef<StringRef> objectPaths,
                                 StringRef outputPath, StringRef soname,
-                                bool sanitizeAddress, Location loc) {
+                                Sanitizer sanitizer, Location loc) {
   SmallVector<StringRef> args = {
       KILN_LLD_PATH,      "-shared", "-z",   "now", "-z",      "relro",
       "--hash-style=gnu", "-soname", soname, "-o",  outputPath};
-  if (!sanitizeAddress)
+  if (sanitizer == Sanitizer::None)
     args.push_back("--no-undefined");
   llvm::append_range(args, objectPaths);
   args.append({KILN_LIBM_PATH, KILN_LIBC_PATH});
@@ -232,8 +242,7 @@ LogicalResult CpuBackend::emit(ModuleOp module, const CompileOptions &options,
   translation.stop();
   {
     TimingScope optimization = timing.nest("Optimize LLVM IR");
-    optimizeModule(*llvmModule, **machine, options.optLevel,
-                   options.sanitizeAddress);
+    optimizeModule(*llvmModule, **machine, options.optLevel, options.sanitizer);
   }
 
   if (options.emit == EmitKind::Llvm) {
@@ -289,8 +298,8 @@ LogicalResult CpuBackend::emit(ModuleOp module, const CompileOptions &options,
   std::string soname = options.libraryName.empty()
                            ? llvm::sys::path::filename(options.outputPath).str()
                            : options.libraryName;
-  return linkSharedLibrary(objects, output.path(), soname,
-                           options.sanitizeAddress, loc);
+  return linkSharedLibrary(objects, output.path(), soname, options.sanitizer,
+                           loc);
 }
 
 } // namespace

@@ -178,6 +178,10 @@ std::string kiln::loadExternalData(onnx::TensorProto &tensor,
              entry.value() + "'";
     }
   }
+  // The system would open the path up to the first NUL: another file than
+  // the one the model names (found by fuzz-external-data).
+  if (location.find('\0') != std::string::npos)
+    return "external data location '" + location + "' holds a NUL byte";
   uint64_t needed = 0;
   std::string error = getNeededBytes(tensor, maxBytes, needed);
   if (!error.empty())

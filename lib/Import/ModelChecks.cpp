@@ -64,11 +64,12 @@ LogicalResult kiln::checkAttributeRanges(const onnx::GraphProto &graph,
   return success();
 }
 
-/// An error at the node if a ConvTranspose's weights and input, where the
+/// An error at the node if a convolution's weights and input, where the
 /// graph declares both, differ in rank: libonnx 1.12's shape inference
-/// reads the weights' dimensions by the input's rank unchecked (SIGSEGV).
-LogicalResult kiln::checkConvTransposeRanks(const onnx::GraphProto &graph,
-                                            Location fileLoc) {
+/// reads the weights' dimensions by the input's rank unchecked (SIGSEGV;
+/// fuzz-import found it for ConvTranspose, then for ConvInteger).
+LogicalResult kiln::checkConvWeightRanks(const onnx::GraphProto &graph,
+                                         Location fileLoc) {
   llvm::StringMap<int> ranks;
   for (const onnx::ValueInfoProto &input : graph.input())
     if (input.type().tensor_type().has_shape())
@@ -76,15 +77,24 @@ LogicalResult kiln::checkConvTransposeRanks(const onnx::GraphProto &graph,
   for (const onnx::TensorProto &initializer : graph.initializer())
     ranks[initializer.name()] = initializer.dims_size();
   MLIRContext *ctx = fileLoc.getContext();
+  // The weights' operand of each convolution whose shape inference is
+  // libonnx's convPoolShapeInference.
+  const llvm::StringMap<int> weightsOperand = {{"Conv", 1},
+                                               {"ConvInteger", 1},
+                                               {"ConvTranspose", 1},
+                                               {"QLinearConv", 3}};
   for (auto [index, node] : llvm::enumerate(graph.node())) {
-    if (node.op_type() != "ConvTranspose" || node.input_size() < 2 ||
+    auto operand = weightsOperand.find(node.op_type());
+    if (operand == weightsOperand.end() ||
+        node.input_size() <= operand->second ||
         !(node.domain().empty() || node.domain() == "ai.onnx"))
       continue;
-    auto input = ranks.find(node.input(0)), weights = ranks.find(node.input(1));
+    auto input = ranks.find(node.input(0));
+    auto weights = ranks.find(node.input(operand->second));
     if (input != ranks.end() && weights != ranks.end() &&
         input->second != weights->second)
       return emitError(getNodeLoc(node, index, ctx))
-             << "ConvTranspose: the weights have rank " << weights->second
+             << node.op_type() << ": the weights have rank " << weights->second
              << " and the input rank " << input->second
              << "; they must be equal";
   }

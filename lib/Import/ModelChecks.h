@@ -33,10 +33,11 @@ llvm::LogicalResult checkGraphLimits(const onnx::GraphProto &graph,
 llvm::LogicalResult checkAttributeRanges(const onnx::GraphProto &graph,
                                          mlir::Location fileLoc);
 
-/// An error at the node if a ConvTranspose's weights and input, where the
-/// graph declares both, differ in rank.
-llvm::LogicalResult checkConvTransposeRanks(const onnx::GraphProto &graph,
-                                            mlir::Location fileLoc);
+/// An error at the node if a convolution's (Conv, ConvInteger,
+/// ConvTranspose, QLinearConv) weights and input, where the graph declares
+/// both, differ in rank.
+llvm::LogicalResult checkConvWeightRanks(const onnx::GraphProto &graph,
+                                         mlir::Location fileLoc);
 
 } // namespace kiln
 

@@ -532,7 +532,7 @@ OwningOpRef<ModuleOp> importModel(onnx::ModelProto &model,
   // inference: Kiln's importer checks every node it reads and infers its
   // own types and shapes.
   if (failed(checkAttributeRanges(model.graph(), fileLoc)) ||
-      failed(checkConvTransposeRanks(model.graph(), fileLoc)) ||
+      failed(checkConvWeightRanks(model.graph(), fileLoc)) ||
       (isKnownToOnnxLibrary(model) &&
        failed(checkAndInferShapes(model, options, fileLoc))))
     return nullptr;

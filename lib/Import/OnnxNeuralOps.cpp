@@ -192,7 +192,11 @@ FailureOr<Value> kiln::createConvolution(NodeImporter &node, Value input,
   auto inputType = cast<RankedTensorType>(input.getType());
   auto filterType = cast<RankedTensorType>(filter.getType());
   int64_t spatial = inputType.getRank() - 2;
-  if (spatial < 1 || spatial > 3 || filterType.getRank() != spatial + 2)
+  if (filterType.getRank() != inputType.getRank())
+    return node.emitError() << "the weights have rank " << filterType.getRank()
+                            << " and the input rank " << inputType.getRank()
+                            << "; they must be equal";
+  if (spatial < 1 || spatial > 3)
     return node.emitError() << "only 1-D, 2-D and 3-D convolutions are "
                                "supported; the input has rank "
                             << inputType.getRank();

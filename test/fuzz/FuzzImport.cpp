@@ -293,7 +293,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   options.optLevel = kiln::OptLevel::O1;
 #if __has_feature(address_sanitizer)
   // This process has ASan's runtime: the kernels it runs are checked too.
-  options.sanitizeAddress = true;
+  options.sanitizer = kiln::Sanitizer::Address;
 #endif
   llvm::Expected<std::vector<char>> artifact =
       kiln::compileOnnxBytes(bytes, "fuzz.onnx", "", importOptions(), options);

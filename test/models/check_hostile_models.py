@@ -91,6 +91,17 @@ def conv_transpose_weights_rank():
                  [result("y", 3)])
 
 
+def conv_integer_weights_rank():
+    # Found by fuzz-import (a mutated ConvInteger node test): the same read
+    # in libonnx's shape inference, shared by all convolutions.
+    return model([helper.make_node("ConvInteger", ["x", "w"], ["y"],
+                                   name="conv")],
+                 [vinfo("x", [1, 1, 3], TensorProto.UINT8),
+                  vinfo("w", [1, 1, 2, 2], TensorProto.UINT8)],
+                 [helper.make_tensor_value_info("y", TensorProto.INT32,
+                                                ["a", "b", "c"])], opset=10)
+
+
 def conv_kernel_larger_than_input():
     w = numpy_helper.from_array(np.ones([1, 1, 9, 9], np.float32), "w")
     return model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
@@ -320,6 +331,19 @@ def fifo_external_data(folder):
     return save(made, folder)
 
 
+def external_data_nul(folder):
+    # The system would open "weights.bin", not the file the model names.
+    w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[4])
+    w.data_location = TensorProto.EXTERNAL
+    entry = w.external_data.add()
+    entry.key, entry.value = "location", "weights.bin\0.other"
+    with open(os.path.join(folder, "weights.bin"), "wb") as f:
+        f.write(bytes(16))
+    made = model([helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+                 [vinfo("x", [4])], [vinfo("y", [4])], [w], check=False)
+    return save(made, folder)
+
+
 def sparse_external_data(folder):
     # A sparse 8 GiB file the tensor takes with no length: 2^31 floats.
     w = TensorProto(name="w", data_type=TensorProto.FLOAT, dims=[2**31])
@@ -362,6 +386,9 @@ CASES = {
                                     r"node 'deconv': ConvTranspose: the "
                                     r"weights have rank 2 and the input "
                                     r"rank 3"),
+    "conv-integer-weights-rank": (saved(conv_integer_weights_rank),
+                                  r"node 'conv': ConvInteger: the weights "
+                                  r"have rank 4 and the input rank 3"),
     "conv-kernel-larger-than-input": (saved(conv_kernel_larger_than_input),
                                       r"node 'conv': .*filter is larger"),
     "layernorm-huge-axis": (saved(layernorm_huge_axis),
@@ -420,6 +447,8 @@ CASES = {
     "fifo-model": (fifo_model, r"model.onnx: .*not a regular file"),
     "fifo-external-data": (fifo_external_data,
                            r"weights.bin.*not a regular file"),
+    "external-data-nul": (external_data_nul,
+                          r"weights.bin\\x00.other' holds a NUL byte"),
     "sparse-external-data": (sparse_external_data,
                              r"initializer 'w': its shape needs more than "
                              r"the 4294967296 bytes"),

@@ -84,17 +84,22 @@ llvm::cl::opt<unsigned> maxCompileSeconds(
     llvm::cl::desc("Stop with an error, leaving no output, if the compile "
                    "takes longer than this (default 0: no limit)"),
     llvm::cl::value_desc("seconds"), llvm::cl::init(0));
-// A sanitizer build's kiln-compile instruments what it generates by default,
-// so that its tests check the generated code too.
+// A sanitizer build's kiln-compile instruments what it generates with ASan
+// by default, so that its tests check the generated code too.
 #ifndef KILN_TOOLS_SANITIZE_ADDRESS
 #define KILN_TOOLS_SANITIZE_ADDRESS 0
 #endif
-llvm::cl::opt<bool> sanitizeAddress(
-    "sanitize-address",
-    llvm::cl::desc("Instrument the generated code with AddressSanitizer; "
-                   "the artifact then loads only into a process built with "
-                   "-fsanitize=address"),
-    llvm::cl::init(KILN_TOOLS_SANITIZE_ADDRESS));
+llvm::cl::opt<kiln::Sanitizer> sanitizer(
+    "sanitize",
+    llvm::cl::desc("Instrument the generated code with a sanitizer; the "
+                   "artifact then loads only into a process built with the "
+                   "same -fsanitize="),
+    llvm::cl::values(
+        clEnumValN(kiln::Sanitizer::None, "none", "no instrumentation"),
+        clEnumValN(kiln::Sanitizer::Address, "address", "AddressSanitizer"),
+        clEnumValN(kiln::Sanitizer::Thread, "thread", "ThreadSanitizer")),
+    llvm::cl::init(KILN_TOOLS_SANITIZE_ADDRESS ? kiln::Sanitizer::Address
+                                               : kiln::Sanitizer::None));
 llvm::cl::opt<kiln::Quantization> quantization(
     "quantize", llvm::cl::desc("Quantize the model's float products"),
     llvm::cl::values(clEnumValN(kiln::Quantization::Int8Dynamic, "int8-dynamic",
@@ -363,7 +368,7 @@ void hideOtherOptions() {
   static const char *const shown[] = {
       "o", "emit", "O0", "O1", "O2", "O3", "shape", "dim", "max-tensor-size",
       "max-graph-nodes", "max-graph-depth", "max-compile-seconds",
-      "sanitize-address", "quantize",
+      "sanitize", "quantize",
       "quantize-report", "calibration", "quality-budget",
       "max-context", "kv-cache", "skip-layers", "choose-skip-layers",
       "skip-layers-report", "merge-tokens", "merge-schedule",
@@ -632,7 +637,7 @@ int main(int argc, char **argv) {
   options.outputPath = outputPath.empty() ? defaultOutputPath() : outputPath;
   options.targetCpu = targetCpu;
   options.optLevel = optLevel;
-  options.sanitizeAddress = sanitizeAddress;
+  options.sanitizer = sanitizer;
   options.quantization = quantization;
   options.quantizationReportPath = quantizeReport;
   options.calibrationDir = calibration;
