@@ -110,18 +110,30 @@ def model_bytes(path):
                        for location in locations)
 
 
+# Runs a command and prints its peak resident set (getrusage's maxrss, in
+# KiB) from a fresh interpreter: a forked child starts from its parent's
+# high-water mark and keeps it across exec, so measured from this process
+# (which has loaded the models) the figure would be this process's.
+MAXRSS_HELPER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(usage.ru_maxrss)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def peak_memory(bin_dir, model, output):
     """(seconds, peak resident bytes) of one kiln-compile -O2."""
     started = time.perf_counter()
-    process = subprocess.Popen([os.path.join(bin_dir, "kiln-compile"), model,
-                                "-o", output], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"kiln-compile {model}: "
-                           f"{process.stderr.read().decode()}")
-    return time.perf_counter() - started, usage.ru_maxrss * 1024
+    run = subprocess.run([sys.executable, "-c", MAXRSS_HELPER,
+                          os.path.join(bin_dir, "kiln-compile"), model, "-o",
+                          output], capture_output=True, text=True)
+    if run.returncode != 0:
+        raise RuntimeError(f"kiln-compile {model}: {run.stderr}")
+    return time.perf_counter() - started, int(run.stdout.split()[-1]) * 1024
 
 
 def time_compile(bin_dir, model, repeat, timeout):

@@ -99,7 +99,11 @@ LogicalResult importVariadic(NodeImporter &node) {
     FailureOr<Value> next = node.getOperand(i);
     if (failed(next) || failed(requireSameElementType(node, *result, *next)))
       return failure();
+    // A step that failed (inputs that don't broadcast) has no value to
+    // check the next input against (found by fuzz-import).
     result = f.apply<OpTy>(result, next);
+    if (failed(result))
+      return failure();
   }
   if (mean && node.operands.size() > 1)
     result = f.apply<DivOp>(result, f.constant(node.operands.size()));

@@ -254,6 +254,15 @@ def conv_transpose_computed_weights():
                  [vinfo("x", [1, 1, 3])], [result("y", 3)], [w])
 
 
+def mean_shapes_do_not_broadcast():
+    # Found by fuzz-import: after the first pair failed to broadcast, the
+    # importer read the missing sum (a stack-use-after-return).
+    return model([helper.make_node("Mean", ["a", "b", "c"], ["y"],
+                                   name="mean")],
+                 [vinfo("a", [35]), vinfo("b", [3]), vinfo("c", [3])],
+                 [result("y", 1)], opset=13)
+
+
 def undefined_name():
     return model([helper.make_node("Add", ["x", "nowhere"], ["y"],
                                    name="add")],
@@ -430,6 +439,9 @@ CASES = {
         saved(conv_transpose_computed_weights),
         r"node 'deconv': ConvTranspose: the weights have rank 2 and the "
         r"input rank 3"),
+    "mean-shapes-do-not-broadcast": (saved(mean_shapes_do_not_broadcast),
+                                     r"node 'mean': operand shapes .* are not "
+                                     r"broadcast-compatible"),
     "undefined-name": (saved(undefined_name), r"'nowhere'"),
     "unknown-domain": (saved(unknown_domain),
                        r"node 'steal': unsupported .*com.example.evil"),
