@@ -26,8 +26,9 @@ constexpr int64_t kMaxRank = 64;
 /// An error at the node if an ONNX op's stride, dilation or kernel size is
 /// not positive, or an axis lies beyond any tensor's rank. They are checked
 /// before libonnx's shape inference, which divides by them and indexes
-/// dimensions with them in this process (a zero stride is a SIGFPE, a
-/// LayerNormalization axis of 2^62 a SIGSEGV).
+/// dimensions with them unchecked (a zero stride is a SIGFPE, a
+/// LayerNormalization axis of 2^62 a SIGSEGV): in its child process that
+/// would only cost its results, but this error names the node.
 LogicalResult kiln::checkAttributeRanges(const onnx::GraphProto &graph,
                                          Location fileLoc) {
   MLIRContext *ctx = fileLoc.getContext();
