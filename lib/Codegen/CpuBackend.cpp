@@ -24,6 +24,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/Threading.h"
+#include "llvm/Transforms/IPO/AlwaysInliner.h"
 #include "llvm/Transforms/Instrumentation/AddressSanitizer.h"
 #include "llvm/Transforms/Instrumentation/ThreadSanitizer.h"
 
@@ -46,6 +47,12 @@ void optimizeModule(llvm::Module &module, llvm::TargetMachine &machine,
   builder.registerFunctionAnalyses(fam);
   builder.registerLoopAnalyses(lam);
   builder.crossRegisterProxies(lam, fam, cgam, mam);
+  // Entries go into their wrappers (kiln-export-entries marks them) before
+  // the interprocedural passes see a call with every input's descriptor.
+  builder.registerPipelineStartEPCallback([](llvm::ModulePassManager &passes,
+                                             llvm::OptimizationLevel) {
+    passes.addPass(llvm::AlwaysInlinerPass(/*InsertLifetimeIntrinsics=*/false));
+  });
   if (sanitizer != Sanitizer::None) {
     // Where clang puts them: after the optimizations, which then neither
     // remove the checks nor miss what they would have simplified.

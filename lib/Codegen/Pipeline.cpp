@@ -143,6 +143,7 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
     pm.addPass(createOutlineParallelLoopsPass());
     pm.addPass(createApproximateMathPass());
   }
+  pm.addPass(createSplitLargeFunctionsPass());
   if (externalWeights)
     pm.addPass(createExternalizeWeightsPass());
   pm.addPass(createExportEntriesPass({cpuFeatures.str()}));

@@ -436,7 +436,10 @@ def ExportEntriesPass : Pass<"kiln-export-entries", "mlir::ModuleOp"> {
     scratch and state sizes) as constant globals and the one exported
     function, `kiln_artifact_v3`, returning it. Struct layouts come from
     the header's own field offsets (AbiLayout.h). The entry functions
-    become private.
+    become private and `alwaysinline` (through `passthrough`): code
+    generation inlines them into their wrappers before LLVM's
+    interprocedural passes, some of which take time quadratic in a call's
+    arguments.
 
     ```mlir
     func.func @main(%x: memref<4xf32> {kiln.name = "x"},
@@ -645,6 +648,56 @@ def VectorizeGenericsPass : Pass<"kiln-vectorize-generics"> {
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::tensor::TensorDialect", "mlir::arith::ArithDialect",
                            "mlir::affine::AffineDialect"];
+}
+
+def SplitLargeFunctionsPass
+    : Pass<"kiln-split-large-functions", "mlir::ModuleOp"> {
+  let summary = "Split large entry functions into parts LLVM compiles in linear time";
+  let description = [{
+    Parts of LLVM's middle end and its instruction schedulers take time
+    quadratic in the size of a function or of a basic block, and an entry
+    function grows with the graph: a Concat of 2000 inputs is one function
+    with a small loop per input. This pass cuts every entry point (a public
+    function with a body) holding more than `max-ops` operations into
+    consecutive runs of at most `max-ops` and moves each run into a private
+    function, marked `noinline` (through `passthrough`), called where the
+    run was. Code generation then spends time bounded by `max-ops` on each
+    part, and compiles parts on several threads. Kernels (the bodies of
+    outlined parallel loops) are left alone: their size is their tiles',
+    whatever the graph.
+
+    Values a run uses from before it are passed in, except those defined
+    without side effects and without regions (constants, views), which are
+    recomputed inside; values it defines for later operations are returned.
+    A `memref.alloca` stays where it is, between runs: its buffer belongs
+    to the frame of the function it was allocated in. An operation larger
+    than `max-ops` by itself (a loop over the whole graph) has its regions
+    split instead.
+
+    ```mlir
+    func.func @main(%x0: memref<1x8xf32>, ..., %y: memref<2000x8xf32>) {
+      scf.parallel ... { copy %x0 into row 0 of %y }
+      ...
+      scf.parallel ... { copy %x1999 into row 1999 of %y }
+      return
+    }
+    // becomes
+    func.func @main(%x0: memref<1x8xf32>, ..., %y: memref<2000x8xf32>) {
+      call @main_part(%x0, ..., %y) : (...) -> ()
+      ...
+      call @main_part_15(..., %x1999, %y) : (...) -> ()
+      return
+    }
+    func.func private @main_part(...) attributes {passthrough = ["noinline"]}
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", "512",
+           "Operations, nested ones included, an entry may hold before it "
+           "is split, and that each part holds at most (unless one "
+           "operation is larger and has no region to split)">,
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect"];
 }
 
 #endif // KILN_CONVERSION_PASSES

@@ -18,8 +18,9 @@ func.func private @helper(%a: memref<4xf32>) {
   return
 }
 
-// The entry becomes private, its attributes gone.
-// CHECK: func.func private @main(%{{.*}}: !llvm.ptr, %{{.*}}: memref<256xi8>, %{{.*}}: memref<2x3xf32>, %{{.*}}: memref<i32>, %{{.*}}: memref<2x3xf32>, %{{.*}}: memref<i64>) {
+// The entry becomes private and always inlined (into its wrapper), its
+// attributes gone.
+// CHECK: func.func private @main(%{{.*}}: !llvm.ptr, %{{.*}}: memref<256xi8>, %{{.*}}: memref<2x3xf32>, %{{.*}}: memref<i32>, %{{.*}}: memref<2x3xf32>, %{{.*}}: memref<i64>) attributes {passthrough = ["alwaysinline"]} {
 // CHECK-NOT: kiln.errors
 
 // The wrapper reads kiln_abi_call's fields by index: inputs (4), outputs
