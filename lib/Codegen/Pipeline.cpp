@@ -102,12 +102,14 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
     pm.addPass(createVectorizeGenericsPass(generics));
   }
 
+  pm.addPass(createSplitForBufferizationPass());
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createInlineBufferizationPartsPass());
   pm.addPass(createBindDimensionsPass());
   pm.addPass(createPromoteLoopBuffersPass());
   pm.addPass(createAllocateResultBuffersPass());

@@ -650,6 +650,93 @@ def VectorizeGenericsPass : Pass<"kiln-vectorize-generics"> {
                            "mlir::affine::AffineDialect"];
 }
 
+def SplitForBufferizationPass
+    : Pass<"kiln-split-for-bufferization", "mlir::ModuleOp"> {
+  let summary = "Split entries whose tensors have very many aliases before bufferization";
+  let description = [{
+    One-shot bufferization decides whether each tensor operand can be
+    written in place by visiting every use of every value that may share
+    its buffer, so a tensor with thousands of views (a Split into 2000
+    outputs, 2000 Slices of one input) takes time quadratic in their
+    number. This pass measures, in every entry point, the largest set of
+    tensors that would share a buffer if every operation bufferized in
+    place (by the ops' BufferizableOpInterface). When it holds more than
+    `max-aliases` values, the entry is cut into runs of at most `max-ops`
+    operations, each moved into a private function called in its place: a
+    function's arguments begin sets of their own, so each set is bounded by
+    the part's size. The parts are marked `kiln.bufferization_part`; once
+    bufferized, `kiln-inline-bufferization-parts` puts them back in place.
+
+    Constants, empty tensors and scalar computations are recomputed in each
+    part that uses them; statically shaped tensors cross between parts (a
+    run that would need a dynamically shaped one stays in the entry). An
+    operation larger than `max-ops` is a part of its own: regions are never
+    cut.
+    Entries with small alias sets, all of the benchmark models among them,
+    are left whole: a tensor a part returns is a buffer of its own, so a
+    view crossing between parts is copied.
+
+    ```mlir
+    func.func @main(%x: tensor<2000xf32>) -> (tensor<1xf32>, ...) {
+      %y0 = tensor.extract_slice %x[0] [1] [1] : tensor<2000xf32> to tensor<1xf32>
+      ...
+      %y1999 = tensor.extract_slice %x[1999] [1] [1] : tensor<2000xf32> to tensor<1xf32>
+      return %y0, ..., %y1999 : tensor<1xf32>, ...
+    }
+    // becomes
+    func.func @main(%x: tensor<2000xf32>) -> (tensor<1xf32>, ...) {
+      %p0:256 = call @main_part(%x) : (tensor<2000xf32>) -> (tensor<1xf32>, ...)
+      ...
+      return %p0#0, ... : tensor<1xf32>, ...
+    }
+    func.func private @main_part(%x: tensor<2000xf32>) -> (tensor<1xf32>, ...)
+        attributes {kiln.bufferization_part}
+    ```
+  }];
+  let options = [
+    Option<"maxAliases", "max-aliases", "int64_t", "512",
+           "Values one buffer may be shared by before the entry is split">,
+    Option<"maxOps", "max-ops", "int64_t", "256",
+           "Operations, nested ones included, each part holds at most "
+           "(unless one operation is larger)">,
+  ];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
+def InlineBufferizationPartsPass
+    : Pass<"kiln-inline-bufferization-parts", "mlir::ModuleOp"> {
+  let summary = "Put the parts cut for bufferization back into their callers";
+  let description = [{
+    Inlines every function marked `kiln.bufferization_part` (the parts
+    `kiln-split-for-bufferization` cut out of an entry) at its one call and
+    erases it, once bufferization is done. The rest of the pipeline then
+    sees the entry whole, as it would have without the split; only the
+    copies bufferization made at the parts' boundaries remain.
+
+    ```mlir
+    func.func @main(%x: memref<2000xf32>) -> (memref<1xf32>, ...) {
+      %p:256 = call @main_part(%x) : (memref<2000xf32>) -> (memref<1xf32>, ...)
+      ...
+    }
+    func.func private @main_part(%x: memref<2000xf32>) -> (memref<1xf32>, ...)
+        attributes {kiln.bufferization_part} {
+      %view = memref.subview %x[0] [1] [1] : ...
+      %copy = memref.alloc() : memref<1xf32>
+      memref.copy %view, %copy : ...
+      ...
+      return %copy, ... : memref<1xf32>, ...
+    }
+    // becomes
+    func.func @main(%x: memref<2000xf32>) -> (memref<1xf32>, ...) {
+      %view = memref.subview %x[0] [1] [1] : ...
+      %copy = memref.alloc() : memref<1xf32>
+      memref.copy %view, %copy : ...
+      ...
+    }
+    ```
+  }];
+}
+
 def SplitLargeFunctionsPass
     : Pass<"kiln-split-large-functions", "mlir::ModuleOp"> {
   let summary = "Split large entry functions into parts LLVM compiles in linear time";
