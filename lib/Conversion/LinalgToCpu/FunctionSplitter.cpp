@@ -26,7 +26,8 @@ public:
       : func(func), symbols(symbols), policy(policy), maxOps(maxOps) {}
 
   /// Cuts `block`'s operations into runs of at most maxOps and outlines
-  /// each; an operation larger than that has its regions split instead.
+  /// each; an operation larger than that has its regions split instead
+  /// where the policy allows it.
   void splitBlock(Block &block) {
     SmallVector<Operation *> run;
     int64_t runOps = 0;
