@@ -3,15 +3,17 @@
  * Twelve independent chains of fused multiply-adds on one vector register
  * each (16 floats with AVX-512, 8 elsewhere: twelve 16-float chains need 24
  * AVX2 registers of its 16 and spilled, measuring half the peak), long
- * enough to hide the FMA latency. Prints the best of several trials in GFLOP/s (load from
- * other processes only ever lowers a trial): the ceiling no fp32 matmul
- * kernel on this core can pass.
+ * enough to hide the FMA latency. Prints the best of several trials in GFLOP/s
+ *(load from other processes only ever lowers a trial): the ceiling no fp32
+ *matmul kernel on this core can pass.
  *
  *   cc -O2 -march=native -ffp-contract=fast -mprefer-vector-width=512 \
  *       bench/fma_peak.c -o fma_peak
  *
  * (Without the last flag, -march=native on an Intel server core splits the
- * 16-float chains into 256-bit halves and measures half its peak.)
+ * 16-float chains into 256-bit halves and measures half its peak.
+ * bench/machine_peaks.py builds it so and refuses its number unless the
+ * disassembly holds multiply-adds on the CPU's widest registers.)
  *===----------------------------------------------------------------------===*/
 #include <stdio.h>
 #include <stdlib.h>

@@ -59,7 +59,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "models"))
 from kiln_runtime import (GenerateStats, Runtime, Session,  # noqa: E402
                           generate)
 from run_benchmarks import cpu_model, measure_fma_peak  # noqa: E402
-from run_quantized import stream_bandwidth  # noqa: E402
+from machine_peaks import stream_bandwidth  # noqa: E402
 
 
 def run(cmd):

@@ -55,6 +55,7 @@ from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from machine_peaks import stream_bandwidth  # noqa: E402
 from run_benchmarks import (ORT_WORKER, cpu_model,  # noqa: E402
                             load_tensor, measure_fma_peak, time_process)
 
@@ -97,17 +98,6 @@ def cosines(embeddings, reference):
     b = reference / np.linalg.norm(reference, axis=1, keepdims=True)
     values = (a * b).sum(axis=1)
     return float(values.mean()), float(values.min())
-
-
-def stream_bandwidth(threads):
-    """GB/s of a streaming read on `threads` threads (bench/stream_read.c)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        binary = os.path.join(tmp, "stream_read")
-        subprocess.run(["clang-22", "-O2", "-march=native", "-pthread",
-                        os.path.join(HERE, "stream_read.c"), "-o", binary],
-                       check=True)
-        out, _, _ = time_process([binary, str(threads)])
-    return float(out.strip())
 
 
 def weight_elements(model_path):

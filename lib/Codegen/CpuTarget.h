@@ -13,8 +13,11 @@
 namespace kiln {
 
 /// The target for LLVM CPU `cpu` on the compiling machine's triple; "host"
-/// is the compiling machine itself, with the features it really has. An
-/// unknown CPU name is an error naming it.
+/// is the compiling machine itself, with the features and cache sizes it
+/// really has. The target carries the CPU model its kernels are sized for:
+/// Kiln's table entry for the chip (a generic one for a chip not in it),
+/// with the host's own cache sizes for "host". An unknown CPU name is an
+/// error naming it.
 mlir::FailureOr<TargetAttr> resolveCpuTarget(mlir::MLIRContext *context,
                                              llvm::StringRef cpu,
                                              mlir::Location loc);
@@ -25,7 +28,9 @@ createTargetMachine(TargetAttr target, mlir::Location loc);
 
 /// The block sizes of the CPU lowering for one target: what decides how
 /// weights are laid out and loops tiled. Each is the option of the pass
-/// named beside it.
+/// named beside it. They follow from the target's vector width and register
+/// count (its features) and its `#kiln.cpu_model` (FMA units and latency,
+/// cache sizes), by the rules getCpuLayout states.
 struct CpuLayout {
   /// Widest vector register, in bits.
   int64_t vectorBits;

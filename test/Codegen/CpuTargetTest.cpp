@@ -1,8 +1,9 @@
 //===- CpuTargetTest.cpp - CPU targets and their block sizes --------------===//
 //
 // Which block sizes a named CPU gets follows from the features LLVM knows
-// for it: AVX-512 parts get the 32-register blocks, AVX2 parts blocks that
-// fit 16 registers, baseline x86-64 the 128-bit ones.
+// for it (AVX-512 parts get the 32-register blocks, AVX2 parts blocks that
+// fit 16 registers, baseline x86-64 the 128-bit ones) and from the CPU model
+// the target carries: FMA units and cache sizes.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Codegen/CpuTarget.h"
@@ -54,12 +55,55 @@ TEST_F(CpuTargetTest, RegisterBlocksFitTheRegisterFile) {
 }
 
 TEST_F(CpuTargetTest, BlocksNestInEachOther) {
-  for (llvm::StringRef cpu : {"znver4", "znver3", "x86-64"}) {
+  for (llvm::StringRef cpu :
+       {"znver4", "znver3", "x86-64", "sapphirerapids", "host"}) {
     CpuLayout layout = layoutFor(cpu);
     EXPECT_EQ(layout.threadCols % layout.registerCols, 0) << cpu.str();
     EXPECT_EQ(layout.threadRows % layout.registerRows, 0) << cpu.str();
     EXPECT_EQ(layout.registerCols * 32 % layout.vectorBits, 0) << cpu.str();
   }
+}
+TEST_F(CpuTargetTest, TwoFullWidthFmaUnitsGetWiderTiles) {
+  // Two 512-bit FMA units (Intel's server cores): 6 rows of 4 vectors.
+  CpuLayout intel = layoutFor("sapphirerapids");
+  EXPECT_EQ(intel.registerRows, 6);
+  EXPECT_EQ(intel.registerCols, 64);
+  // Zen 4 runs 512-bit FMAs in two halves: one a cycle, 8 rows of 2.
+  CpuLayout zen4 = layoutFor("znver4");
+  EXPECT_EQ(zen4.registerRows, 8);
+  EXPECT_EQ(zen4.registerCols, 32);
+  CpuLayout zen3 = layoutFor("znver3");
+  EXPECT_EQ(zen3.registerRows, 6);
+  EXPECT_EQ(zen3.registerCols, 16);
+}
+
+TEST_F(CpuTargetTest, CacheBlocksFollowTheCacheSizes) {
+  mlir::FailureOr<TargetAttr> zen4 =
+      resolveCpuTarget(&context, "znver4", mlir::UnknownLoc::get(&context));
+  ASSERT_TRUE(mlir::succeeded(zen4));
+  ASSERT_TRUE(zen4->getCpuModel());
+  EXPECT_EQ(zen4->getCpuModel().getL2(), 1024 * 1024);
+  // A quarter of Zen 4's 1 MiB L2 holds 2048 rows of a 32-float panel.
+  EXPECT_EQ(getCpuLayout(*zen4).cacheDepth, 2048);
+  // The same chip with a quarter of the L2 and 8 KiB of L1.
+  auto smaller = CpuModelAttr::get(&context, 1, 4, 8 * 1024, 256 * 1024, 0);
+  auto target = TargetAttr::get(&context, TargetKind::Cpu, zen4->getTriple(),
+                                zen4->getChip(), zen4->getFeatures(), smaller);
+  CpuLayout layout = getCpuLayout(target);
+  EXPECT_EQ(layout.cacheDepth, 512);
+  // 16 query rows of scores in half of L1.
+  EXPECT_EQ(layout.attentionKeyColumns, 64);
+}
+
+TEST_F(CpuTargetTest, HostTargetCarriesItsCaches) {
+  mlir::FailureOr<TargetAttr> host =
+      resolveCpuTarget(&context, "host", mlir::UnknownLoc::get(&context));
+  ASSERT_TRUE(mlir::succeeded(host));
+  CpuModelAttr model = host->getCpuModel();
+  ASSERT_TRUE(model);
+  EXPECT_GE(model.getFmaUnits(), 1);
+  EXPECT_GT(model.getL1(), 0);
+  EXPECT_GE(model.getL2(), model.getL1());
 }
 #endif
 

@@ -387,6 +387,12 @@ func.func @bad_dim() attributes {kiln.dims = [#kiln.dim<"seq", 5, 2>]} {
 
 // -----
 
+// expected-error @+2 {{a CPU model needs at least one FMA unit and a latency of at least one cycle}}
+// expected-error @+1 {{failed to parse Kiln_TargetAttr parameter 'cpu_model'}}
+func.func private @no_fma_units() attributes {kiln.target = #kiln.target<cpu, "x86_64-pc-linux-gnu", "znver4" sized for <fma_units = 0, fma_latency = 4, l1 = 32768, l2 = 1048576, l3 = 0>>}
+
+// -----
+
 func.func @quantize_axis_without_per_axis_scale(%x: tensor<2x3xf32>, %s: tensor<f32>, %zp: tensor<i8>) {
   // expected-error @+1 {{has an axis but a per-tensor (0-D) scale}}
   %0 = kiln.quantize %x, %s, %zp axis = 1 : tensor<2x3xf32>, tensor<f32>, tensor<i8> -> tensor<2x3xi8>

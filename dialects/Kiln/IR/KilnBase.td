@@ -149,25 +149,66 @@ def Kiln_TargetKind : I32EnumAttr<"TargetKind", "kind of machine", [
   let genSpecializedAttr = 0;
 }
 
+def Kiln_CpuModelAttr : Kiln_Attr<"CpuModel", "cpu_model"> {
+  let summary = "what a CPU's kernels are sized by: FMA units and caches";
+  let description = [{
+    The facts about a CPU that the CPU lowering derives its block sizes from
+    (register tiles, cache blocks, attention blocks), beside the vector
+    width and register count its features give: how many full-width vector
+    multiply-adds a core starts per cycle and how many cycles one takes,
+    the data cache sizes one core has to itself (L1, L2), and the last-level
+    cache its cores share. Read from the compiling machine for
+    `--target-cpu=host`, from Kiln's table of known chips otherwise.
+
+    ```mlir
+    #kiln.cpu_model<fma_units = 2, fma_latency = 4, l1 = 49152, l2 = 2097152, l3 = 110100480>
+    ```
+  }];
+  let parameters = (ins "int64_t":$fma_units, "int64_t":$fma_latency,
+                        "int64_t":$l1, "int64_t":$l2, "int64_t":$l3);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Kiln_TargetAttr : Kiln_Attr<"Target", "target"> {
   let summary = "the machine a module is compiled for";
   let description = [{
     What the compiler generates code for: the kind of machine, its LLVM
     target triple, the chip (an LLVM CPU name such as `znver4`, or a CUDA
-    architecture such as `sm_90`), and how its features differ from that
-    chip's defaults, as LLVM spells them (a virtual machine may hide some). The compiler sets it on the module as `kiln.target` before
-    any target-specific pass; those passes size their blocks from it, and
-    the backend generates code for exactly this chip and these features.
+    architecture such as `sm_90`), how its features differ from that chip's
+    defaults, as LLVM spells them (a virtual machine may hide some), and for
+    a CPU, the model its kernels are sized for (`#kiln.cpu_model`). The
+    compiler sets it on the module as `kiln.target` before any
+    target-specific pass; those passes size their blocks from it, and the
+    backend generates code for exactly this chip and these features.
 
     ```mlir
     module attributes {kiln.target = #kiln.target<cpu, "x86_64-pc-linux-gnu", "znver4", "-avx512f,-avx512vl">} { ... }
+    module attributes {kiln.target = #kiln.target<cpu, "x86_64-pc-linux-gnu", "sapphirerapids" sized for <fma_units = 2, fma_latency = 4, l1 = 49152, l2 = 2097152, l3 = 110100480>>} { ... }
     ```
+
+    A CPU target without a model is sized for its chip's entry in Kiln's
+    table (or a generic one when the chip is not in it).
   }];
   let parameters = (ins EnumParameter<Kiln_TargetKind>:$kind,
                         StringRefParameter<"LLVM target triple">:$triple,
                         StringRefParameter<"CPU name or GPU architecture">:$chip,
-                        StringRefParameter<"LLVM features changed from the chip's", "\"\"">:$features);
-  let assemblyFormat = "`<` $kind `,` $triple `,` $chip (`,` $features^)? `>`";
+                        StringRefParameter<"LLVM features changed from the chip's", "\"\"">:$features,
+                        OptionalParameter<"CpuModelAttr",
+                          "what a CPU's kernels are sized for">:$cpu_model);
+  let builders = [
+    AttrBuilder<(ins "TargetKind":$kind, "::llvm::StringRef":$triple,
+                     "::llvm::StringRef":$chip,
+                     CArg<"::llvm::StringRef", "\"\"">:$features,
+                     CArg<"CpuModelAttr", "{}">:$cpu_model), [{
+      return $_get($_ctxt, kind, triple, chip, features, cpu_model);
+    }]>
+  ];
+  let skipDefaultBuilders = 1;
+  let assemblyFormat = [{
+    `<` $kind `,` $triple `,` $chip (`,` $features^)?
+    (`sized` `for` $cpu_model^)? `>`
+  }];
 }
 
 #endif // KILN_DIALECT_KILN_BASE

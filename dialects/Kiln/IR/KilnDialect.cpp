@@ -49,6 +49,18 @@ LogicalResult DimAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult CpuModelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t fmaUnits, int64_t fmaLatency,
+                                   int64_t l1, int64_t l2, int64_t l3) {
+  if (fmaUnits < 1 || fmaLatency < 1)
+    return emitError() << "a CPU model needs at least one FMA unit and a "
+                          "latency of at least one cycle";
+  if (l1 < 1 || l2 < 1 || l3 < 0)
+    return emitError() << "a CPU model needs positive L1 and L2 sizes and "
+                          "an L3 size of at least 0";
+  return success();
+}
+
 TargetAttr kiln::getTarget(Operation *op) {
   auto module = dyn_cast<ModuleOp>(op);
   if (!module)
