@@ -47,6 +47,41 @@ def widest_fma_register():
     return None
 
 
+def host_chip():
+    """LLVM's name for this CPU (znver3, emeraldrapids, ...), as clang's
+    -march=native picks it, or "unknown"."""
+    compiler = find_c_compiler()
+    if compiler is None:
+        return "unknown"
+    probe = subprocess.run([compiler, "-march=native", "-###", "-x", "c",
+                            "-c", "/dev/null"], capture_output=True, text=True)
+    match = re.search(r'"-target-cpu" "([^"]+)"', probe.stderr)
+    return match.group(1) if match else "unknown"
+
+
+def update_machine_section(path, title, kind, body):
+    """Writes `body` as the section for machine kind `kind` ("## " heading)
+    of the document at `path`, keeping the sections of other kinds, so a
+    result on one kind never replaces the reference for another."""
+    sections = {}
+    order = []
+    if os.path.exists(path):
+        with open(path) as f:
+            text = f.read()
+        for part in re.split(r"^## ", text, flags=re.M)[1:]:
+            heading, _, rest = part.partition("\n")
+            sections[heading.strip()] = rest.strip("\n")
+            order.append(heading.strip())
+    if kind not in sections:
+        order.append(kind)
+    sections[kind] = body.strip("\n")
+    with open(path, "w") as f:
+        f.write(f"# {title}\n\nOne section per machine kind met; each "
+                "section's figures come from one run on that kind.\n")
+        for heading in order:
+            f.write(f"\n## {heading}\n\n{sections[heading]}\n")
+
+
 def find_c_compiler():
     for name in ("clang-22", "clang", "cc"):
         if subprocess.run(["sh", "-c", f"command -v {name}"],

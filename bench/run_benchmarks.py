@@ -33,7 +33,8 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-from machine_peaks import checked_floor, measure_fma_peak  # noqa: F401
+from machine_peaks import (checked_floor, host_chip,  # noqa: F401
+                           measure_fma_peak, update_machine_section)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -302,8 +303,6 @@ def main():
     cpu = cpu_model()
     depth = f", {args.layers} layers" if args.layers else ""
     lines = [
-        "# Benchmarks: Kiln vs ONNX Runtime",
-        "",
         f"Measured by `bench/run_benchmarks.py` on {cpu}, {os.cpu_count()} "
         f"cores, {platform.system()}; ONNX Runtime {ort.__version__} with "
         f"graph optimization level ALL. Every runtime at 1 and at 2 "
@@ -337,8 +336,8 @@ def main():
                 f"{kiln_ms / ort_ms:.2f}x | {iree_cells[threads - 1]} | "
                 f"{floor} | {kiln_mib:.0f} | {ort_mib:.0f} | "
                 f"{compile_s:.1f} | {compile_mib:.0f} | {rel_err:.1e} |")
-    with open(args.output, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    update_machine_section(args.output, "Benchmarks: Kiln vs ONNX Runtime",
+                           f"{cpu} ({host_chip()})", "\n".join(lines))
     print(f"wrote {args.output}")
 
 

@@ -20,7 +20,8 @@ for that cache.
 
 The shapes are those of the benchmark models' products (MiniLM and GPT-2 at
 128 tokens, ViT at 197, DiT-S/2 at 2 x 256, decode steps) and square sizes
-256-2048. It writes docs/benchmarks-gemm.md.
+256-2048. It writes this machine kind's section of docs/benchmarks-gemm.md,
+keeping the other kinds' sections.
 """
 import argparse
 import json
@@ -37,8 +38,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from machine_peaks import (build, checked_floor,  # noqa: E402
-                           measure_fma_peak, stream_bandwidth)
+from machine_peaks import (build, checked_floor, host_chip,  # noqa: E402
+                           measure_fma_peak, stream_bandwidth,
+                           update_machine_section)
 from run_benchmarks import (ORT_WORKER, cpu_model, load_tensor,  # noqa: E402
                             time_process)
 
@@ -189,8 +191,6 @@ def main():
     names = ["Kiln", "ONNX Runtime"] + (["oneDNN"] if onednn else [])
     keys = ["kiln", "ort"] + (["onednn"] if onednn else [])
     lines = [
-        "# Benchmark: fp32 matrix products",
-        "",
         f"Measured by `bench/run_gemm.py` on {cpu_model()}, {os.cpu_count()} "
         f"cores, {platform.system()}; ONNX Runtime {ort.__version__}"
         + (", oneDNN (Debian's libdnnl, dnnl_sgemm)" if onednn else "")
@@ -220,8 +220,8 @@ def main():
             lines.append(
                 f"| {label} | {m}x{k}x{n} | {threads} | " + " | ".join(parts)
                 + f" | {times['kiln'] / times['ort']:.2f}x | {error:.1e} |")
-    with open(args.output, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    update_machine_section(args.output, "Benchmark: fp32 matrix products",
+                           f"{cpu_model()} ({host_chip()})", "\n".join(lines))
     print(f"wrote {args.output}")
 
 

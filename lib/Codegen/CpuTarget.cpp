@@ -237,20 +237,16 @@ CpuLayout kiln::getCpuLayout(TargetAttr target) {
                         false);
   int64_t lanes = vectorBits / 32;
 
-  // Register tile: rows by `columnVectors` vectors of accumulators, beside
-  // one row of the weight panel and a broadcast element of the input. Each
-  // step of the reduction loads rows + columnVectors values for rows *
-  // columnVectors FMAs. A core with two full-width FMA units and 32
-  // registers takes 6 x 4 vectors (2.4 FMAs a load, where 8 x 2 gives
-  // 1.6): on an Emerald Rapids Xeon, one thread, 6 x 64 floats ran a
-  // 197 x 3072 by 3072 x 768 product at 143 GFLOP/s against 128 for 8 x 32,
-  // 1024^3 at 152 against 144, and the transformer shapes of 128-512 rows
-  // at 0-3% better. Elsewhere 2 vectors, as many rows as the registers hold
-  // up to 8 (tuned on Zen 4 and Ice Lake: 8 x 32; on Zen 3 with 16
-  // registers 5 and 6 rows of 16 tie, 4 x 16 is 8% slower, and 8 x 16 or
-  // 3 x 32 spill), and never fewer accumulators than the FMAs in flight.
-  int64_t columnVectors =
-      registers >= 32 && model.getFmaUnits() >= 2 && vectorBits >= 512 ? 4 : 2;
+  // Register tile: rows by 2 vectors of accumulators, beside one row of
+  // the weight panel and a broadcast element of the input: as many rows as
+  // the registers hold, up to 8 (tuned on Zen 4 and Ice Lake: 8 x 32; on
+  // Zen 3 with 16 registers 5 and 6 rows of 16 tie, 4 x 16 is 8% slower,
+  // and 8 x 16 or 3 x 32 spill), and never fewer accumulators than the FMAs
+  // in flight. (On an Emerald Rapids Xeon, 6 rows by 4 vectors ran deep
+  // products faster, 197 x 3072 by 3072 x 768 at 143 GFLOP/s against 128
+  // on one thread, but the same panel width made convolutions' code 5x
+  // slower to compile; it waits for a schedule of their own.)
+  constexpr int64_t columnVectors = 2;
   int64_t registerRows =
       std::min<int64_t>(8, (registers - columnVectors - 1) / columnVectors);
   int64_t inFlight = model.getFmaUnits() * model.getFmaLatency();

@@ -63,18 +63,24 @@ TEST_F(CpuTargetTest, BlocksNestInEachOther) {
     EXPECT_EQ(layout.registerCols * 32 % layout.vectorBits, 0) << cpu.str();
   }
 }
-TEST_F(CpuTargetTest, TwoFullWidthFmaUnitsGetWiderTiles) {
-  // Two 512-bit FMA units (Intel's server cores): 6 rows of 4 vectors.
-  CpuLayout intel = layoutFor("sapphirerapids");
-  EXPECT_EQ(intel.registerRows, 6);
-  EXPECT_EQ(intel.registerCols, 64);
-  // Zen 4 runs 512-bit FMAs in two halves: one a cycle, 8 rows of 2.
+TEST_F(CpuTargetTest, RegisterTilesKeepTheFmasBusy) {
+  // 8 rows of 2 vectors with 32 registers, 6 with 16.
   CpuLayout zen4 = layoutFor("znver4");
   EXPECT_EQ(zen4.registerRows, 8);
   EXPECT_EQ(zen4.registerCols, 32);
   CpuLayout zen3 = layoutFor("znver3");
   EXPECT_EQ(zen3.registerRows, 6);
   EXPECT_EQ(zen3.registerCols, 16);
+  // Never fewer accumulators than FMA units times latency: a core with
+  // four units of latency 5 needs 20 in flight, 10 rows of 2 vectors.
+  mlir::FailureOr<TargetAttr> target =
+      resolveCpuTarget(&context, "znver4", mlir::UnknownLoc::get(&context));
+  ASSERT_TRUE(mlir::succeeded(target));
+  auto deep = CpuModelAttr::get(&context, 4, 5, 32 * 1024, 1024 * 1024, 0);
+  CpuLayout layout = getCpuLayout(
+      TargetAttr::get(&context, TargetKind::Cpu, target->getTriple(),
+                      target->getChip(), target->getFeatures(), deep));
+  EXPECT_EQ(layout.registerRows, 10);
 }
 
 TEST_F(CpuTargetTest, CacheBlocksFollowTheCacheSizes) {

@@ -7,9 +7,9 @@ usage: check_few_pixel_conv.py KILN_BIN_DIR WORK_DIR
 Each case is a one-Conv ONNX model (seeded random weights and bias, outputs
 of order 1): a squeeze-excitation block's 1x1 map, a speech model's frames
 read through padding at stride 1 and 2, a batch of two 2x2 maps from a
-dilated 3x3 filter with asymmetric padding, and a 7x7 map (49 pixels, more
-than half a register panel: 16 columns wide with AVX2, 32 or 64 with
-AVX-512) that must stay a direct convolution. The IR
+dilated 3x3 filter with asymmetric padding, and a 5x5 map (25 pixels, more
+than half a register panel: 16 columns wide with AVX2, 32 with AVX-512)
+that must stay a direct convolution. The IR
 after kiln-few-pixel-convolutions must hold the patches' kiln.gather (or
 not), and the output must match PyTorch's conv2d to an absolute tolerance
 of 1e-5.
@@ -28,7 +28,7 @@ CASES = {
     "frames": (1, 129, 128, 1, 4, (1, 3), 1, 1, [0, 1, 0, 1], True),
     "frames-stride2": (1, 128, 64, 1, 4, (1, 3), 2, 1, [0, 1, 0, 1], True),
     "batch-dilated": (2, 12, 20, 3, 3, (3, 3), 1, 2, [2, 1, 1, 2], True),
-    "many-pixels": (1, 16, 24, 7, 7, (3, 3), 1, 1, [1, 1, 1, 1], False),
+    "many-pixels": (1, 16, 24, 5, 5, (3, 3), 1, 1, [1, 1, 1, 1], False),
 }
 
 
