@@ -396,8 +396,8 @@ def WinogradConvolutionsPass : Pass<"kiln-winograd-convolutions"> {
   }];
   let options = [
     Option<"panelWidth", "panel-width", "int64_t", "32",
-           "Tiles per column panel: the matmul kernel's register block "
-           "width">,
+           "Tiles per column panel: the register block width of the "
+           "products over a convolution's patches">,
     Option<"minChannels", "min-channels", "int64_t", "16",
            "Fewest input and output channels worth 16 matrix products">,
   ];

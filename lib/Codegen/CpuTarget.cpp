@@ -239,20 +239,30 @@ CpuLayout kiln::getCpuLayout(TargetAttr target) {
 
   // Register tile: rows by 2 vectors of accumulators, beside one row of
   // the weight panel and a broadcast element of the input: as many rows as
-  // the registers hold, up to 8 (tuned on Zen 4 and Ice Lake: 8 x 32; on
-  // Zen 3 with 16 registers 5 and 6 rows of 16 tie, 4 x 16 is 8% slower,
-  // and 8 x 16 or 3 x 32 spill), and never fewer accumulators than the FMAs
-  // in flight. (On an Emerald Rapids Xeon, 6 rows by 4 vectors ran deep
-  // products faster, 197 x 3072 by 3072 x 768 at 143 GFLOP/s against 128
-  // on one thread, but the same panel width made convolutions' code 5x
-  // slower to compile; it waits for a schedule of their own.)
-  constexpr int64_t columnVectors = 2;
-  int64_t registerRows =
-      std::min<int64_t>(8, (registers - columnVectors - 1) / columnVectors);
+  // the registers hold, up to 8 (8 x 32 on Zen 4; on Zen 3 with 16
+  // registers 5 and 6 rows of 16 tie, 4 x 16 is 8% slower, and 8 x 16 or
+  // 3 x 32 spill), and never fewer accumulators than the FMAs in flight.
+  // A core that retires two FMAs a cycle from two loads a cycle gets 4
+  // vectors of columns where its 32 registers hold them: 6 x 64 does 2.4
+  // FMAs per loaded value against 8 x 32's 1.6 (on an Emerald Rapids Xeon,
+  // 197 x 3072 by 3072 x 768 at 143 GFLOP/s against 128, one thread).
   int64_t inFlight = model.getFmaUnits() * model.getFmaLatency();
-  registerRows =
-      std::max(registerRows, (inFlight + columnVectors - 1) / columnVectors);
+  auto tileRows = [&](int64_t columnVectors) {
+    int64_t rows =
+        std::min<int64_t>(8, (registers - columnVectors - 1) / columnVectors);
+    return std::max(rows, (inFlight + columnVectors - 1) / columnVectors);
+  };
+  constexpr int64_t narrowVectors = 2;
+  int64_t columnVectors =
+      model.getFmaUnits() >= 2 && registers >= 32 ? 4 : narrowVectors;
+  int64_t registerRows = tileRows(columnVectors);
   int64_t registerCols = columnVectors * lanes;
+  // Convolutions keep panels of 2 vectors whatever the tile of the other
+  // products: their patches are copied and their tiles unrolled per panel,
+  // and 4-vector panels made the UNet's code 5x slower to compile (16 s to
+  // 82 s, in one-shot bufferization).
+  int64_t patchColumns = narrowVectors * lanes;
+  bool narrowTile = registerCols > patchColumns;
 
   // Reduction block: a [depth, registerCols] block of the weight panel in a
   // quarter of L2, so it stays there while the rows of the input pass by.
@@ -276,6 +286,9 @@ CpuLayout kiln::getCpuLayout(TargetAttr target) {
       vectorBits,
       registerRows,
       registerCols,
+      /*narrowRows=*/narrowTile ? tileRows(narrowVectors) : 0,
+      /*narrowCols=*/narrowTile ? patchColumns : 0,
+      patchColumns,
       cacheDepth,
       /*threadRows=*/16 * registerRows,
       /*threadCols=*/std::max<int64_t>(64, registerCols),

@@ -39,6 +39,14 @@ struct CpuLayout {
   /// register-cols); the columns are also the width of the packed weight
   /// panels (kiln-pack-weights panel-width).
   int64_t registerRows, registerCols;
+  /// Register tile of products with at most `narrowCols` output columns
+  /// (kiln-tile-and-vectorize-contractions narrow-rows and narrow-cols),
+  /// where the tile above is wider; both 0 where it is not.
+  int64_t narrowRows, narrowCols;
+  /// Pixels per panel of a convolution's patches, the columns of its
+  /// products (convert-kiln-to-linalg patch-columns, kiln-winograd-convolutions
+  /// panel-width).
+  int64_t patchColumns;
   /// Reduction depth of a cache block (cache-depth).
   int64_t cacheDepth;
   /// Output block one thread computes at a time (thread-rows, thread-cols).

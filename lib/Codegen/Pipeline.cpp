@@ -73,10 +73,10 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   pm.addPass(createLowerSampleLoopsPass());
   if (optimize) {
     // Before packing: the transposed filters it makes are packed weights.
-    pm.addPass(createFewPixelConvolutionsPass({layout.registerCols / 2}));
+    pm.addPass(createFewPixelConvolutionsPass({layout.patchColumns / 2}));
     pm.addPass(createPackWeightsPass({layout.registerCols}));
     WinogradConvolutionsPassOptions winograd;
-    winograd.panelWidth = layout.registerCols;
+    winograd.panelWidth = layout.patchColumns;
     pm.addPass(createWinogradConvolutionsPass(winograd));
     pm.addPass(createFuseMatMulEpiloguePass());
   }
@@ -85,7 +85,7 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   toLinalg.attentionQueryRows = layout.attentionQueryRows;
   toLinalg.attentionKeyColumns = layout.attentionKeyColumns;
   toLinalg.attentionMaskedKeyColumns = layout.attentionMaskedKeyColumns;
-  toLinalg.patchColumns = optimize ? layout.registerCols : 0;
+  toLinalg.patchColumns = optimize ? layout.patchColumns : 0;
   pm.addPass(createConvertKilnToLinalgPass(toLinalg));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createBindDimensionsPass());
@@ -95,8 +95,9 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
         {layout.registerRows, layout.dynamicGenericRows}));
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createTileAndVectorizeContractionsPass(
-        {layout.registerRows, layout.registerCols, layout.cacheDepth,
-         layout.threadRows, layout.threadCols}));
+        {layout.registerRows, layout.registerCols, layout.narrowRows,
+         layout.narrowCols, layout.cacheDepth, layout.threadRows,
+         layout.threadCols}));
     VectorizeGenericsPassOptions generics;
     generics.vectorWidth = layout.genericVectorWidth;
     pm.addPass(createVectorizeGenericsPass(generics));

@@ -78,12 +78,23 @@ def TileAndVectorizeContractionsPass
     broadcast bias) has that op fused into its register loops: the
     accumulators start from its tile in registers, so the output is written
     once instead of initialized in memory, read back and written again.
+
+    With `narrow-cols` set, products whose output has at most that many
+    columns (the panels of a convolution's patches, narrow attention heads)
+    get a register tile of `narrow-rows` x `narrow-cols` instead, so that a
+    wide tile for the weight panels of other products does not leave most
+    of its accumulators empty on them.
   }];
   let options = [
     Option<"registerRows", "register-rows", "int64_t", "8",
            "Output rows of one register block">,
     Option<"registerCols", "register-cols", "int64_t", "32",
            "Output columns of one register block (a multiple of the SIMD width)">,
+    Option<"narrowRows", "narrow-rows", "int64_t", "0",
+           "Output rows of the register block of narrow products">,
+    Option<"narrowCols", "narrow-cols", "int64_t", "0",
+           "Products with at most this many output columns are narrow "
+           "(0: none; otherwise below register-cols)">,
     Option<"cacheDepth", "cache-depth", "int64_t", "512",
            "Reduction depth of a cache block (a block of B of this many rows "
            "and register-cols columns should fit in L1)">,

@@ -61,22 +61,42 @@ TEST_F(CpuTargetTest, BlocksNestInEachOther) {
     EXPECT_EQ(layout.threadCols % layout.registerCols, 0) << cpu.str();
     EXPECT_EQ(layout.threadRows % layout.registerRows, 0) << cpu.str();
     EXPECT_EQ(layout.registerCols * 32 % layout.vectorBits, 0) << cpu.str();
+    EXPECT_EQ(layout.patchColumns * 32 % layout.vectorBits, 0) << cpu.str();
+    if (layout.narrowCols) {
+      EXPECT_LT(layout.narrowCols, layout.registerCols) << cpu.str();
+      EXPECT_EQ(layout.registerCols % layout.narrowCols, 0) << cpu.str();
+    }
   }
 }
 TEST_F(CpuTargetTest, RegisterTilesKeepTheFmasBusy) {
-  // 8 rows of 2 vectors with 32 registers, 6 with 16.
+  // 8 rows of 2 vectors with 32 registers, 6 with 16; convolutions' patch
+  // panels are 2 vectors wide.
   CpuLayout zen4 = layoutFor("znver4");
   EXPECT_EQ(zen4.registerRows, 8);
   EXPECT_EQ(zen4.registerCols, 32);
+  EXPECT_EQ(zen4.narrowCols, 0);
+  EXPECT_EQ(zen4.patchColumns, 32);
   CpuLayout zen3 = layoutFor("znver3");
   EXPECT_EQ(zen3.registerRows, 6);
   EXPECT_EQ(zen3.registerCols, 16);
-  // Never fewer accumulators than FMA units times latency: a core with
-  // four units of latency 5 needs 20 in flight, 10 rows of 2 vectors.
+  EXPECT_EQ(zen3.narrowCols, 0);
+  EXPECT_EQ(zen3.patchColumns, 16);
+  // Two 512-bit FMA units: 6 rows of 4 vectors, with the 8 x 32 tile kept
+  // for products no wider than a patch panel.
+  CpuLayout xeon = layoutFor("sapphirerapids");
+  EXPECT_EQ(xeon.registerRows, 6);
+  EXPECT_EQ(xeon.registerCols, 64);
+  EXPECT_EQ(xeon.narrowRows, 8);
+  EXPECT_EQ(xeon.narrowCols, 32);
+  EXPECT_EQ(xeon.patchColumns, 32);
+  // Two AVX2 units keep 2 vectors: 4 would leave 2 rows in 16 registers.
+  EXPECT_EQ(layoutFor("haswell").registerCols, 16);
+  // Never fewer accumulators than FMA units times latency: a core with one
+  // unit of latency 20 needs 20 in flight, 10 rows of 2 vectors.
   mlir::FailureOr<TargetAttr> target =
       resolveCpuTarget(&context, "znver4", mlir::UnknownLoc::get(&context));
   ASSERT_TRUE(mlir::succeeded(target));
-  auto deep = CpuModelAttr::get(&context, 4, 5, 32 * 1024, 1024 * 1024, 0);
+  auto deep = CpuModelAttr::get(&context, 1, 20, 32 * 1024, 1024 * 1024, 0);
   CpuLayout layout = getCpuLayout(
       TargetAttr::get(&context, TargetKind::Cpu, target->getTriple(),
                       target->getChip(), target->getFeatures(), deep));

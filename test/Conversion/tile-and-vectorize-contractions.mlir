@@ -1,6 +1,8 @@
 // RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="thread-rows=16 thread-cols=64" | FileCheck %s
 // RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="thread-rows=8 thread-cols=32" | FileCheck %s --check-prefix=THREADS
 // RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="cache-depth=32" | FileCheck %s --check-prefix=DEEP
+// RUN: kiln-opt %s -kiln-tile-and-vectorize-contractions="register-rows=6 register-cols=64 narrow-rows=8 narrow-cols=32" | FileCheck %s --check-prefix=WIDE
+// RUN: not kiln-opt %s -kiln-tile-and-vectorize-contractions="register-cols=32 narrow-rows=8 narrow-cols=32" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // Threads share output blocks of thread-rows x thread-cols (one block here,
 // four with 8x32 blocks); inside one, columns in blocks of 32 outside rows in blocks of 8; the 8x32
@@ -114,3 +116,20 @@ func.func @one_row(%a: tensor<1x64xf32>, %b: tensor<2x64x256xf32>) -> tensor<2x1
   }
   return %0 : tensor<2x1x256xf32>
 }
+
+// With a wide tile and a narrow one, products of more columns than the
+// narrow tile take the wide one (6 rows of 64 here, the last 4 of the 16
+// rows peeled), and products no wider than it keep the narrow one (the
+// 32 columns of @zero_init) rather than half-filling 64-column tiles.
+// WIDE-LABEL: func.func @even
+// WIDE: scf.for %{{.*}} = %c0 to %c12 step %c6
+// WIDE: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<6x64xf32>)
+// WIDE-COUNT-6: vector.fma {{.*}} : vector<64xf32>
+// WIDE-NOT: vector<8x32xf32>
+// WIDE-LABEL: func.func @zero_init
+// WIDE: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
+// WIDE-COUNT-8: vector.fma {{.*}} : vector<32xf32>
+// WIDE-NOT: vector<6x64xf32>
+// WIDE-LABEL: func.func @bias_init
+
+// BAD: narrow-cols, if set, below register-cols

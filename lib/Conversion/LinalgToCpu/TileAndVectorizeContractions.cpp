@@ -20,20 +20,151 @@ using namespace mlir;
 
 namespace {
 
-/// {0}: the reduction depth of a cache block; {1}: the register tile sizes
-/// (M, N, K); {2}: the (M, N) sizes of the blocks threads share, for
-/// products not already in a parallel loop; {3}: the register tile sizes with
-/// no reduction tiling (M, N, 0); {4}: the (M, N) register tile of a product
-/// of one row. Inside a thread's block, loops run
-/// over reduction blocks, then column blocks, then row blocks, so a block of B
-/// stays in L1 while every row block of A passes by. The register loops over
-/// rows and columns are peeled where they don't divide evenly, so every
-/// register block but the last row and column of blocks has a static shape and
-/// vectorizes without masks. A product whose whole reduction is one cache
-/// block gets the op that initializes its output (a fill, a bias) fused into
-/// its register loops instead: its accumulators then start from that tile in
-/// registers, and the output is written once rather than initialized in
-/// memory, read back and written again.
+/// The sequences that tile one kind of product, their names ending in {0}:
+/// {1}: the reduction depth of a cache block; {2}: the register tile sizes
+/// (M, N, K); {3}: the (M, N) sizes of the blocks threads share, for products
+/// not already in a parallel loop; {4}: the register tile sizes with no
+/// reduction tiling (M, N, 0); {5}: the (M, N) register tile of a product of
+/// one row. Inside a thread's block, loops run over reduction blocks, then
+/// column blocks, then row blocks, so a block of B stays in L1 while every
+/// row block of A passes by. The register loops over rows and columns are
+/// peeled where they don't divide evenly, so every register block but the
+/// last row and column of blocks has a static shape and vectorizes without
+/// masks. A product whose whole reduction is one cache block gets the op that
+/// initializes its output (a fill, a bias) fused into its register loops
+/// instead: its accumulators then start from that tile in registers, and the
+/// output is written once rather than initialized in memory, read back and
+/// written again.
+constexpr const char *kTileSequencesTemplate = R"mlir(
+  transform.named_sequence @tile_registers{0}(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %block, %kl = transform.structured.tile_using_for %op tile_sizes [0, 0, {1}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %regs, %rl:3 = transform.structured.tile_using_for %block tile_sizes [{2}]
+        interchange = [1, 0, 2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
+    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @tile_row_registers{0}(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %regs, %rl:3 = transform.structured.tile_using_for %op tile_sizes [{5}, 1]
+        interchange = [1, 0, 2]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @tile_row_registers_from_init{0}(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %regs, %rl:2 = transform.structured.fuse %op tile_sizes [{5}, 0]
+        interchange [1, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    %steps, %kl = transform.structured.tile_using_for %regs
+        tile_sizes [0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @tile_registers_from_init{0}(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %regs, %rl:2 = transform.structured.fuse %op tile_sizes [{4}]
+        interchange [1, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
+                                  !transform.any_op)
+    %steps, %kl = transform.structured.tile_using_for %regs
+        tile_sizes [0, 0, 1]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
+    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
+    transform.yield
+  }
+  transform.named_sequence @tile_shared_matmul{0}(
+      %op: !transform.any_op {{transform.consumed}) {{
+    %chunk, %forall = transform.structured.tile_using_forall %op tile_sizes [{3}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.include @tile_registers{0} failures(propagate) (%chunk)
+        : (!transform.any_op) -> ()
+    transform.yield
+  }
+)mlir";
+
+/// The steps of @__transform_main that tile the products marked for one
+/// kind ({0}: the kind's sequence and marker suffix).
+constexpr const char *kTileKindTemplate = R"mlir(
+    %shared{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.thread_blocks{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    %nested{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.in_parallel_loop{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %shared{0} : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_shared_matmul{0} failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
+    transform.foreach %nested{0} : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_registers{0} failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
+    %rows{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.row_in_parallel_loop{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %rows{0} : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_row_registers{0} failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
+    %rows_from_init{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.row_init_in_registers{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %rows_from_init{0} : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_row_registers_from_init{0} failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
+    %from_init{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.init_in_registers{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %from_init{0} : !transform.any_op {{
+    ^bb0(%mm: !transform.any_op):
+      transform.include @tile_registers_from_init{0} failures(propagate) (%mm)
+          : (!transform.any_op) -> ()
+    }
+)mlir";
+
+/// The steps that vectorize the register blocks of one kind's products
+/// ({0}: the kind's marker suffix; {1}: its register tile sizes (M, N, K)).
+constexpr const char *kVectorizeKindTemplate = R"mlir(
+    %static_blocks{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.in_parallel_loop{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %static_blocks{0} : !transform.any_op
+    %row_blocks{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.row_in_parallel_loop{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %row_blocks{0} : !transform.any_op
+    %init_blocks{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.init_in_registers{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %init_blocks{0} : !transform.any_op
+    %row_init_blocks{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.row_init_in_registers{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %row_init_blocks{0} : !transform.any_op
+    %blocks{0} = transform.structured.match ops{{["linalg.matmul"]}
+        attributes {{kiln.thread_blocks{0}} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %blocks{0} vector_sizes [{1}] : !transform.any_op
+)mlir";
+
+/// The script around the kinds' sequences ({0}), tiling steps ({1}) and
+/// vectorizing steps ({2}). Canonicalization between the two folds the
+/// peeled blocks' sizes to constants, so they vectorize without masks.
 constexpr const char *kScheduleTemplate = R"mlir(
 module attributes {{transform.with_named_sequence} {
   transform.named_sequence @peel(%loop: !transform.any_op {{transform.readonly}) {{
@@ -42,128 +173,21 @@ module attributes {{transform.with_named_sequence} {
         : (!transform.op<"scf.for">) -> (!transform.any_op, !transform.any_op)
     transform.yield
   }
-  transform.named_sequence @tile_registers(
-      %op: !transform.any_op {{transform.consumed}) {{
-    %block, %kl = transform.structured.tile_using_for %op tile_sizes [0, 0, {0}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %regs, %rl:3 = transform.structured.tile_using_for %block tile_sizes [{1}]
-        interchange = [1, 0, 2]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
-                                  !transform.any_op, !transform.any_op)
-    transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
-    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
-    transform.yield
-  }
-  transform.named_sequence @tile_row_registers(
-      %op: !transform.any_op {{transform.consumed}) {{
-    %regs, %rl:3 = transform.structured.tile_using_for %op tile_sizes [{4}, 1]
-        interchange = [1, 0, 2]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
-                                  !transform.any_op, !transform.any_op)
-    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
-    transform.yield
-  }
-  transform.named_sequence @tile_row_registers_from_init(
-      %op: !transform.any_op {{transform.consumed}) {{
-    %regs, %rl:2 = transform.structured.fuse %op tile_sizes [{4}, 0]
-        interchange [1, 0]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
-                                  !transform.any_op)
-    %steps, %kl = transform.structured.tile_using_for %regs
-        tile_sizes [0, 0, 1]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
-    transform.yield
-  }
-  transform.named_sequence @tile_registers_from_init(
-      %op: !transform.any_op {{transform.consumed}) {{
-    %regs, %rl:2 = transform.structured.fuse %op tile_sizes [{3}]
-        interchange [1, 0]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op,
-                                  !transform.any_op)
-    %steps, %kl = transform.structured.tile_using_for %regs
-        tile_sizes [0, 0, 1]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    transform.include @peel failures(suppress) (%rl#1) : (!transform.any_op) -> ()
-    transform.include @peel failures(suppress) (%rl#0) : (!transform.any_op) -> ()
-    transform.yield
-  }
   transform.named_sequence @vectorize_init(
       %op: !transform.any_op {{transform.consumed}) {{
     transform.structured.vectorize %op : !transform.any_op
     transform.yield
   }
-  transform.named_sequence @tile_shared_matmul(
-      %op: !transform.any_op {{transform.consumed}) {{
-    %chunk, %forall = transform.structured.tile_using_forall %op tile_sizes [{2}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    transform.include @tile_registers failures(propagate) (%chunk)
-        : (!transform.any_op) -> ()
-    transform.yield
-  }
+{0}
   transform.named_sequence @__transform_main(
       %root: !transform.any_op {{transform.readonly}) {{
-    %shared = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.thread_blocks} in %root
-        : (!transform.any_op) -> !transform.any_op
-    %nested = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.in_parallel_loop} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.foreach %shared : !transform.any_op {{
-    ^bb0(%mm: !transform.any_op):
-      transform.include @tile_shared_matmul failures(propagate) (%mm)
-          : (!transform.any_op) -> ()
-    }
-    transform.foreach %nested : !transform.any_op {{
-    ^bb0(%mm: !transform.any_op):
-      transform.include @tile_registers failures(propagate) (%mm)
-          : (!transform.any_op) -> ()
-    }
-    %rows = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.row_in_parallel_loop} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.foreach %rows : !transform.any_op {{
-    ^bb0(%mm: !transform.any_op):
-      transform.include @tile_row_registers failures(propagate) (%mm)
-          : (!transform.any_op) -> ()
-    }
-    %rows_from_init = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.row_init_in_registers} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.foreach %rows_from_init : !transform.any_op {{
-    ^bb0(%mm: !transform.any_op):
-      transform.include @tile_row_registers_from_init failures(propagate) (%mm)
-          : (!transform.any_op) -> ()
-    }
-    %from_init = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.init_in_registers} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.foreach %from_init : !transform.any_op {{
-    ^bb0(%mm: !transform.any_op):
-      transform.include @tile_registers_from_init failures(propagate) (%mm)
-          : (!transform.any_op) -> ()
-    }
+{1}
     %funcs = transform.structured.match ops{{["func.func"]} in %root
         : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %funcs {{
       transform.apply_patterns.canonicalization
     } : !transform.any_op
-    %static_blocks = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.in_parallel_loop} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.structured.vectorize %static_blocks : !transform.any_op
-    %row_blocks = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.row_in_parallel_loop} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.structured.vectorize %row_blocks : !transform.any_op
-    %init_blocks = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.init_in_registers} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.structured.vectorize %init_blocks : !transform.any_op
-    %row_init_blocks = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.row_init_in_registers} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.structured.vectorize %row_init_blocks : !transform.any_op
+{2}
     %init_tiles = transform.structured.match
         ops{{["linalg.fill", "linalg.generic"]}
         attributes {{kiln.register_init} in %root
@@ -173,10 +197,6 @@ module attributes {{transform.with_named_sequence} {
       transform.include @vectorize_init failures(suppress) (%init)
           : (!transform.any_op) -> ()
     }
-    %blocks = transform.structured.match ops{{["linalg.matmul"]}
-        attributes {{kiln.thread_blocks} in %root
-        : (!transform.any_op) -> !transform.any_op
-    transform.structured.vectorize %blocks vector_sizes [{1}] : !transform.any_op
     transform.apply_patterns to %funcs {{
       transform.apply_patterns.vector.lower_masked_transfers
       transform.apply_patterns.vector.transfer_permutation_patterns
@@ -204,20 +224,28 @@ module attributes {{transform.with_named_sequence} {
 )mlir";
 
 /// Markers the schedule matches, so each product is tiled once, by the
-/// sequence it was marked for.
+/// sequence it was marked for; a kind's markers end in its suffix.
 constexpr StringLiteral kSharedMarker = "kiln.thread_blocks";
 constexpr StringLiteral kNestedMarker = "kiln.in_parallel_loop";
 constexpr StringLiteral kFromInitMarker = "kiln.init_in_registers";
-constexpr StringLiteral kInitMarker = "kiln.register_init";
 /// The same two for products of one row (a decoder step's attention).
 constexpr StringLiteral kRowNestedMarker = "kiln.row_in_parallel_loop";
 constexpr StringLiteral kRowFromInitMarker = "kiln.row_init_in_registers";
+/// An init fused into its product's register loops.
+constexpr StringLiteral kInitMarker = "kiln.register_init";
+
+/// Products are tiled by one of two register tiles: the wide one, and where
+/// the layout has it, a narrow one for products whose output has no more
+/// columns than it (convolution patches, narrow attention heads), which the
+/// wide tile would leave partly empty.
+constexpr StringLiteral kWideSuffix = "";
+constexpr StringLiteral kNarrowSuffix = "_narrow";
 
 /// Whether `op` multiplies a single row: its register tile is then that row
-/// by `kRowTileRegisters` times as many columns as other products', so that
+/// by `kRowTileRegisters` times as many columns as its kind's tile, so that
 /// enough independent accumulators hide the FMA latency of the chain along
-/// the reduction (one row by `registerCols` columns is 2 AVX-512 registers,
-/// each waiting on its previous FMA).
+/// the reduction (one row of an 8 x 32 tile is 2 AVX-512 registers, each
+/// waiting on its previous FMA).
 bool isSingleRow(linalg::MatmulOp op) {
   return cast<ShapedType>(op.getInputs()[0].getType()).getDimSize(0) == 1;
 }
@@ -270,37 +298,64 @@ struct TileAndVectorizeContractionsPass
       TileAndVectorizeContractionsPassBase;
 
   LogicalResult initialize(MLIRContext *context) override {
-    std::string registers =
-        llvm::formatv("{0}, {1}, 1", registerRows, registerCols).str();
-    std::string threadBlocks =
-        llvm::formatv("{0}, {1}", threadRows, threadCols).str();
-    std::string registersOnly =
-        llvm::formatv("{0}, {1}, 0", registerRows, registerCols).str();
-    std::string row =
-        llvm::formatv("1, {0}", kRowTileRegisters * registerCols).str();
-    std::string source = llvm::formatv(kScheduleTemplate, cacheDepth, registers,
-                                       threadBlocks, registersOnly, row);
+    if (registerRows <= 0 || registerCols <= 0 || narrowRows < 0 ||
+        narrowCols < 0 || (narrowCols > 0) != (narrowRows > 0) ||
+        narrowCols >= registerCols)
+      return emitError(UnknownLoc::get(context))
+             << getArgument()
+             << ": register tiles must be positive and narrow-cols, if set, "
+                "below register-cols";
+    std::string sequences, tiling, vectorizing;
+    auto addKind = [&](StringRef suffix, int64_t rows, int64_t cols) {
+      std::string registers = llvm::formatv("{0}, {1}", rows, cols).str();
+      sequences += llvm::formatv(
+          kTileSequencesTemplate, suffix, cacheDepth, registers + ", 1",
+          llvm::formatv("{0}, {1}", threadRows,
+                        std::max<int64_t>(threadCols, cols))
+              .str(),
+          registers + ", 0",
+          llvm::formatv("1, {0}", kRowTileRegisters * cols).str());
+      tiling += llvm::formatv(kTileKindTemplate, suffix);
+      vectorizing +=
+          llvm::formatv(kVectorizeKindTemplate, suffix, registers + ", 1");
+    };
+    addKind(kWideSuffix, registerRows, registerCols);
+    if (narrowCols > 0)
+      addKind(kNarrowSuffix, narrowRows, narrowCols);
+    std::string source =
+        llvm::formatv(kScheduleTemplate, sequences, tiling, vectorizing);
     schedule = std::make_shared<OwningOpRef<ModuleOp>>(
         parseSourceString<ModuleOp>(source, context));
     return success(static_cast<bool>(*schedule));
   }
 
+  /// The kind whose tile `op` is tiled by.
+  StringRef kindOf(linalg::MatmulOp op) const {
+    auto outputType = cast<ShapedType>(op.getOutputs()[0].getType());
+    bool narrow = narrowCols > 0 && !outputType.isDynamicDim(1) &&
+                  outputType.getDimSize(1) <= narrowCols;
+    return narrow ? kNarrowSuffix : kWideSuffix;
+  }
+
   void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    auto mark = [&](Operation *op, StringRef marker, StringRef suffix) {
+      op->setAttr((marker + suffix).str(), UnitAttr::get(ctx));
+    };
     // A product inside a parallel loop (one of a batch) already has threads
     // enough; blocks for threads inside it would only leave ragged edges.
     getOperation()->walk([&](linalg::MatmulOp op) {
-      MLIRContext *ctx = op.getContext();
+      StringRef suffix = kindOf(op);
       bool nested = op->getParentOfType<scf::ForallOp>() != nullptr;
       bool row = nested && isSingleRow(op);
       if (Operation *init = registerInit(op, cacheDepth)) {
-        op->setAttr(row ? kRowFromInitMarker : kFromInitMarker,
-                    UnitAttr::get(ctx));
+        mark(op, row ? kRowFromInitMarker : kFromInitMarker, suffix);
         init->setAttr(kInitMarker, UnitAttr::get(ctx));
         return;
       }
-      op->setAttr(row ? kRowNestedMarker
-                      : (nested ? kNestedMarker : kSharedMarker),
-                  UnitAttr::get(ctx));
+      mark(op,
+           row ? kRowNestedMarker : (nested ? kNestedMarker : kSharedMarker),
+           suffix);
     });
     ModuleOp script = schedule->get();
     Operation *entry = transform::detail::findTransformEntryPoint(
@@ -310,12 +365,11 @@ struct TileAndVectorizeContractionsPass
             getOperation(), entry, script, transform::TransformOptions())))
       signalPassFailure();
     getOperation()->walk([](Operation *op) {
-      op->removeAttr(kNestedMarker);
-      op->removeAttr(kSharedMarker);
-      op->removeAttr(kFromInitMarker);
+      for (StringRef suffix : {kWideSuffix, kNarrowSuffix})
+        for (StringRef marker : {kNestedMarker, kSharedMarker, kFromInitMarker,
+                                 kRowNestedMarker, kRowFromInitMarker})
+          op->removeAttr((marker + suffix).str());
       op->removeAttr(kInitMarker);
-      op->removeAttr(kRowNestedMarker);
-      op->removeAttr(kRowFromInitMarker);
     });
   }
 
