@@ -122,6 +122,8 @@ void addKilnLowering(OpPassManager &pm, kiln::OptLevel level,
   pm.addPass(createPlanMemoryPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createMemRefCopyToLinalgPass());
+  if (optimize)
+    pm.addNestedPass<func::FuncOp>(createPrefetchNextPanelPass());
   SmallVector<StringRef> features;
   cpuFeatures.split(features, ',');
   if (optimize && llvm::is_contained(features, "avx2")) {

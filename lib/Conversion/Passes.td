@@ -798,4 +798,40 @@ def SplitLargeFunctionsPass
   let dependentDialects = ["mlir::func::FuncDialect"];
 }
 
+def PrefetchNextPanelPass
+    : Pass<"kiln-prefetch-next-panel", "mlir::func::FuncOp"> {
+  let summary = "Fetch the next weight panel into L2 while one is multiplied";
+  let description = [{
+    A product with packed weights multiplies one `[K, W]` panel of a
+    constant `[P, K, W]` weight (`memref.get_global`) by every register
+    tile of rows in turn: the first tile finds the panel in memory, the
+    others in L2. Where the weights do not stay in the caches between calls
+    (GPT-2's 154 MB vocabulary projection), that first pass waits on memory
+    once per panel. This pass makes the first tiles of rows fetch the next
+    panel meanwhile: in the reduction loop of row tile `t`, for `t` below
+    the cache lines a panel row spans, one `memref.prefetch` (into L2) of
+    line `t` of the same row of panel `p + 1`, so that those tiles together
+    fetch all of it and the others add no work.
+
+    ```mlir
+    %panel = memref.subview %w[%p, 0, 0] [1, 768, 64] [1, 1, 1]
+    scf.for %r = %c0 to %c126 step %c6 {
+      scf.for %k = %c0 to %c768 step %c1 iter_args(...) {
+        %row = memref.subview %panel[%k, 0] [1, 64] [1, 1]
+        ...
+    // gains, in each reduction step of the first 4 row tiles
+        scf.if %first {
+          memref.prefetch %w[%next, %k, %line], read, locality<2>, data
+        }
+    ```
+  }];
+  let options = [
+    Option<"lineBytes", "line-bytes", "int64_t", "64",
+           "Bytes of a cache line">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect"];
+}
+
 #endif // KILN_CONVERSION_PASSES
