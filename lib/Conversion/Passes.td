@@ -79,11 +79,12 @@ def TileAndVectorizeContractionsPass
     accumulators start from its tile in registers, so the output is written
     once instead of initialized in memory, read back and written again.
 
-    With `narrow-cols` set, products whose output has at most that many
-    columns (the panels of a convolution's patches, narrow attention heads)
-    get a register tile of `narrow-rows` x `narrow-cols` instead, so that a
-    wide tile for the weight panels of other products does not leave most
-    of its accumulators empty on them.
+    With `narrow-cols` set, products whose output columns are not a
+    multiple of `register-cols` (the panels of a convolution's patches,
+    narrow attention heads, ragged attention blocks) get a register tile of
+    `narrow-rows` x `narrow-cols` instead, so that a wide tile for the weight
+    panels of other products does not leave most of its accumulators empty
+    on them.
   }];
   let options = [
     Option<"registerRows", "register-rows", "int64_t", "8",
@@ -93,8 +94,9 @@ def TileAndVectorizeContractionsPass
     Option<"narrowRows", "narrow-rows", "int64_t", "0",
            "Output rows of the register block of narrow products">,
     Option<"narrowCols", "narrow-cols", "int64_t", "0",
-           "Products with at most this many output columns are narrow "
-           "(0: none; otherwise below register-cols)">,
+           "Columns of the register block of products whose columns are not "
+           "a multiple of register-cols (0: no such block; otherwise below "
+           "register-cols)">,
     Option<"cacheDepth", "cache-depth", "int64_t", "512",
            "Reduction depth of a cache block (a block of B of this many rows "
            "and register-cols columns should fit in L1)">,

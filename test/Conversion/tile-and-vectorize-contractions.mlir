@@ -117,15 +117,18 @@ func.func @one_row(%a: tensor<1x64xf32>, %b: tensor<2x64x256xf32>) -> tensor<2x1
   return %0 : tensor<2x1x256xf32>
 }
 
-// With a wide tile and a narrow one, products of more columns than the
-// narrow tile take the wide one (6 rows of 64 here, the last 4 of the 16
-// rows peeled), and products no wider than it keep the narrow one (the
-// 32 columns of @zero_init) rather than half-filling 64-column tiles.
+// With a wide tile and a narrow one, products whose columns are a multiple
+// of the wide tile's take it (6 rows of 64 here, the last 4 of the 16 rows
+// peeled); the others keep the narrow one rather than half-filling 64-column
+// tiles or masking them: the 40 columns of @ragged, the 32 of @zero_init.
 // WIDE-LABEL: func.func @even
 // WIDE: scf.for %{{.*}} = %c0 to %c12 step %c6
 // WIDE: scf.for %{{.*}} iter_args(%{{.*}} = %{{.*}}) -> (vector<6x64xf32>)
 // WIDE-COUNT-6: vector.fma {{.*}} : vector<64xf32>
 // WIDE-NOT: vector<8x32xf32>
+// WIDE-LABEL: func.func @ragged
+// WIDE: vector<8x32xf32>
+// WIDE-NOT: vector<6x64xf32>
 // WIDE-LABEL: func.func @zero_init
 // WIDE: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
 // WIDE-COUNT-8: vector.fma {{.*}} : vector<32xf32>
