@@ -39,9 +39,9 @@ struct CpuLayout {
   /// register-cols); the columns are also the width of the packed weight
   /// panels (kiln-pack-weights panel-width).
   int64_t registerRows, registerCols;
-  /// Register tile of products with at most `narrowCols` output columns
-  /// (kiln-tile-and-vectorize-contractions narrow-rows and narrow-cols),
-  /// where the tile above is wider; both 0 where it is not.
+  /// Register tile of products whose output columns are not a multiple of
+  /// `registerCols` (kiln-tile-and-vectorize-contractions narrow-rows and
+  /// narrow-cols), where the tile above is wider; both 0 where it is not.
   int64_t narrowRows, narrowCols;
   /// Pixels per panel of a convolution's patches, the columns of its
   /// products (convert-kiln-to-linalg patch-columns, kiln-winograd-convolutions

@@ -82,7 +82,7 @@ TEST_F(CpuTargetTest, RegisterTilesKeepTheFmasBusy) {
   EXPECT_EQ(zen3.narrowCols, 0);
   EXPECT_EQ(zen3.patchColumns, 16);
   // Two 512-bit FMA units: 6 rows of 4 vectors, with the 8 x 32 tile kept
-  // for products no wider than a patch panel.
+  // for products whose columns do not fill whole 64-column tiles.
   CpuLayout xeon = layoutFor("sapphirerapids");
   EXPECT_EQ(xeon.registerRows, 6);
   EXPECT_EQ(xeon.registerCols, 64);
