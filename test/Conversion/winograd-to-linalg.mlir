@@ -23,30 +23,43 @@ func.func @panels_per_row(%x: tensor<1x1x4x128xf32>, %u: tensor<16x2x1xf32>) -> 
 // -----
 
 // 16x16 outputs are 8x8 tiles: a panel of 32 tiles holds 4 rows of tiles,
-// so the loop runs over 2 panels. Per channel and row of tiles the input
-// transform reads 4 padded rows twice (from the tiles' first column and
-// two further), 16 columns each, splits them into even and odd columns,
-// and writes the 16 elements of the 8 tiles' B^T d B; then 16 products of
-// the [3, 2] filter transforms with the [2, 32] input transforms; then per
-// filter and row of tiles two output rows, interleaves of the 8 tiles'
-// even and odd output columns.
+// so the loop runs over 2 panels. Per channel and row of tiles (a loop, not
+// unrolled) the input transform reads 4 padded rows twice (from the tiles'
+// first column and two further), 16 columns each, splits them into even
+// and odd columns, and writes the 16 elements of the 8 tiles' B^T d B at
+// the row's first tile; then a loop of the 16 products of the [3, 2]
+// filter transforms with the [2, 32] input transforms into one [16, 3, 32]
+// tensor; then per filter and row of tiles two output rows, interleaves of
+// the 8 tiles' even and odd output columns.
+// CHECK-DAG: #[[LANE:.*]] = affine_map<(d0) -> (d0 * 8)>
 // CHECK-LABEL: func.func @winograd
 // CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: scf.forall (%[[P:.*]]) in (2) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<1x3x16x16xf32>)
-// CHECK: %[[TRANSFORMS:.*]] = scf.for %[[C:.*]] = %{{.*}} iter_args(%{{.*}}) -> (tensor<16x2x32xf32>)
+// CHECK: %[[TRANSFORMS:.*]] = scf.for %[[C:.*]] = %{{.*}} to %c2{{.*}} iter_args(%{{.*}}) -> (tensor<16x2x32xf32>)
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c4{{.*}} iter_args(%[[ROWS_IN:.*]] = %{{.*}}) -> (tensor<16x2x32xf32>)
+// CHECK: %[[L:.*]] = affine.apply #[[LANE]](%[[R]])
 // CHECK-COUNT-8: vector.transfer_read %[[PAD]]{{.*}} : tensor<1x2x18x18xf32>, vector<16xf32>
 // CHECK: vector.deinterleave %{{.*}} : vector<16xf32> -> vector<8xf32>
-// CHECK: vector.transfer_write %{{.*}}[%c0{{.*}}, %[[C]], %c0{{.*}}] {in_bounds = [true]} : vector<8xf32>, tensor<16x2x32xf32>
-// CHECK: vector.transfer_write %{{.*}}[%c8{{.*}}, %[[C]], %c8{{.*}}] {in_bounds = [true]} : vector<8xf32>, tensor<16x2x32xf32>
+// CHECK: vector.transfer_write %{{.*}}, %[[ROWS_IN]][%c0{{.*}}, %[[C]], %[[L]]] {in_bounds = [true]} : vector<8xf32>, tensor<16x2x32xf32>
+// CHECK-COUNT-15: vector.transfer_write %{{.*}}[%c{{[0-9]+}}{{.*}}, %[[C]], %[[L]]] {in_bounds = [true]} : vector<8xf32>, tensor<16x2x32xf32>
+// CHECK-NOT: vector.transfer_write
 // CHECK: scf.yield
-// CHECK: %[[U15:.*]] = tensor.extract_slice %arg1[15, 0, 0] [1, 3, 2] [1, 1, 1] : tensor<16x3x2xf32> to tensor<3x2xf32>
-// CHECK: %[[V15:.*]] = tensor.extract_slice %[[TRANSFORMS]][15, 0, 0] [1, 2, 32] [1, 1, 1] : tensor<16x2x32xf32> to tensor<2x32xf32>
-// CHECK: linalg.matmul ins(%[[U15]], %[[V15]] : tensor<3x2xf32>, tensor<2x32xf32>)
+// CHECK: scf.yield
+// CHECK: %[[PRODUCTS:.*]] = scf.for %[[E:.*]] = %{{.*}} to %c16{{.*}} iter_args(%[[ACC:.*]] = %{{.*}}) -> (tensor<16x3x32xf32>)
+// CHECK: %[[INIT:.*]] = tensor.extract_slice %[[ACC]][%[[E]], 0, 0] [1, 3, 32] [1, 1, 1] : tensor<16x3x32xf32> to tensor<3x32xf32>
+// CHECK: %[[ZEROS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%[[INIT]] : tensor<3x32xf32>)
+// CHECK: %[[U:.*]] = tensor.extract_slice %arg1[%[[E]], 0, 0] [1, 3, 2] [1, 1, 1] : tensor<16x3x2xf32> to tensor<3x2xf32>
+// CHECK: %[[V:.*]] = tensor.extract_slice %[[TRANSFORMS]][%[[E]], 0, 0] [1, 2, 32] [1, 1, 1] : tensor<16x2x32xf32> to tensor<2x32xf32>
+// CHECK: %[[M:.*]] = linalg.matmul ins(%[[U]], %[[V]] : tensor<3x2xf32>, tensor<2x32xf32>) outs(%[[ZEROS]] : tensor<3x32xf32>)
+// CHECK: tensor.insert_slice %[[M]] into %[[ACC]][%[[E]], 0, 0] [1, 3, 32] [1, 1, 1] : tensor<3x32xf32> into tensor<16x3x32xf32>
+// CHECK-NOT: linalg.matmul
 // CHECK: %[[BLOCK:.*]] = tensor.extract_slice %[[OUT]][%{{.*}}, 0, %{{.*}}, %{{.*}}] [1, 3, 8, 16] [1, 1, 1, 1] : tensor<1x3x16x16xf32> to tensor<1x3x8x16xf32>
-// CHECK: scf.for %[[F:.*]] = %{{.*}} iter_args(%{{.*}} = %[[BLOCK]]) -> (tensor<1x3x8x16xf32>)
-// CHECK-COUNT-16: vector.transfer_read %{{.*}}[%[[F]], %c0{{.*}}], %{{.*}} : tensor<3x32xf32>, vector<8xf32>
+// CHECK: scf.for %[[F:.*]] = %{{.*}} to %c3{{.*}} iter_args(%{{.*}} = %[[BLOCK]]) -> (tensor<1x3x8x16xf32>)
+// CHECK: scf.for %[[OR:.*]] = %{{.*}} to %c4{{.*}} iter_args(%{{.*}}) -> (tensor<1x3x8x16xf32>)
+// CHECK: %[[OL:.*]] = affine.apply #[[LANE]](%[[OR]])
+// CHECK-COUNT-16: vector.transfer_read %[[PRODUCTS]][%c{{[0-9]+}}{{.*}}, %[[F]], %[[OL]]], %{{.*}} : tensor<16x3x32xf32>, vector<8xf32>
 // CHECK: vector.interleave %{{.*}}, %{{.*}} : vector<8xf32> -> vector<16xf32>
-// CHECK: vector.transfer_write %{{.*}}[%c0{{.*}}, %[[F]], %c7{{.*}}, %c0{{.*}}] {in_bounds = [true]} : vector<16xf32>, tensor<1x3x8x16xf32>
+// CHECK: vector.transfer_write %{{.*}}[%c0{{.*}}, %[[F]], %{{.*}}, %c0{{.*}}] {in_bounds = [true]} : vector<16xf32>, tensor<1x3x8x16xf32>
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%{{.*}}, 0, %{{.*}}, %{{.*}}] [1, 3, 8, 16] [1, 1, 1, 1]
 func.func @winograd(%x: tensor<1x2x16x16xf32>, %u: tensor<16x3x2xf32>) -> tensor<1x3x16x16xf32> {
   %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<1x2x16x16xf32>, tensor<16x3x2xf32> -> tensor<1x3x16x16xf32>
