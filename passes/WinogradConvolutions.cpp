@@ -74,7 +74,6 @@ struct ConvToWinograd : OpRewritePattern<Conv2DOp> {
     if (!filter)
       return rewriter.notifyMatchFailure(op, "not a static f32 convolution "
                                              "with a constant filter");
-    auto inputType = cast<RankedTensorType>(op.getInput().getType());
     auto resultType = cast<RankedTensorType>(op.getType());
     auto filterType = cast<RankedTensorType>(filter.getType());
     ArrayRef<int64_t> kernel = filterType.getShape().drop_front(2);
