@@ -175,3 +175,48 @@ func.func @shape_logic() -> (tensor<2xi1>, tensor<2xi64>, tensor<2xi64>, tensor<
   %urem = kiln.rem %a, %b {is_unsigned} : tensor<2xi64>, tensor<2xi64>
   return %pick, %rem, %max, %urem : tensor<2xi1>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>
 }
+
+// -----
+
+// Multiplying or dividing by a splat of ones and adding or subtracting a
+// splat of zeros pass the other operand through (a GroupNorm's export
+// multiplies by ones and adds zeros after its InstanceNormalization), on
+// either side of the commutative ops.
+// CHECK-LABEL: func.func @identity_operands
+// CHECK-SAME: (%[[X:.*]]: tensor<2x32x8xf32>, %[[N:.*]]: tensor<4xi64>)
+// CHECK-NEXT: return %[[X]], %[[X]], %[[X]], %[[X]], %[[X]], %[[N]], %[[N]] :
+func.func @identity_operands(%x: tensor<2x32x8xf32>, %n: tensor<4xi64>) -> (tensor<2x32x8xf32>, tensor<2x32x8xf32>, tensor<2x32x8xf32>, tensor<2x32x8xf32>, tensor<2x32x8xf32>, tensor<4xi64>, tensor<4xi64>) {
+  %ones = kiln.constant dense<1.0> : tensor<32x1xf32>
+  %zeros = kiln.constant dense<0.0> : tensor<32x1xf32>
+  %one = kiln.constant dense<1.0> : tensor<f32>
+  %int_one = kiln.constant dense<1> : tensor<4xi64>
+  %int_zero = kiln.constant dense<0> : tensor<i64>
+  %0 = kiln.mul %x, %ones : tensor<2x32x8xf32>, tensor<32x1xf32>
+  %1 = kiln.add %zeros, %x : tensor<32x1xf32>, tensor<2x32x8xf32>
+  %2 = kiln.sub %x, %zeros : tensor<2x32x8xf32>, tensor<32x1xf32>
+  %3 = kiln.div %x, %one : tensor<2x32x8xf32>, tensor<f32>
+  %4 = kiln.mul %one, %x : tensor<f32>, tensor<2x32x8xf32>
+  %5 = kiln.mul %n, %int_one : tensor<4xi64>, tensor<4xi64>
+  %6 = kiln.add %n, %int_zero : tensor<4xi64>, tensor<i64>
+  return %0, %1, %2, %3, %4, %5, %6 : tensor<2x32x8xf32>, tensor<2x32x8xf32>, tensor<2x32x8xf32>, tensor<2x32x8xf32>, tensor<2x32x8xf32>, tensor<4xi64>, tensor<4xi64>
+}
+
+// -----
+
+// Not where broadcasting widens the other operand, the splat is not the
+// identity (x * 0, 0 - x), or a constant is not a splat.
+// CHECK-LABEL: func.func @not_identity_operands
+// CHECK-COUNT-4: kiln.
+// CHECK-COUNT-4: kiln.{{mul|sub}}
+// CHECK: return
+func.func @not_identity_operands(%x: tensor<32x1xf32>, %y: tensor<2xf32>) -> (tensor<2x32x8xf32>, tensor<32x1xf32>, tensor<32x1xf32>, tensor<2xf32>) {
+  %ones = kiln.constant dense<1.0> : tensor<2x32x8xf32>
+  %zeros = kiln.constant dense<0.0> : tensor<32x1xf32>
+  %mixed = kiln.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %minus_zero = kiln.constant dense<-0.0> : tensor<32x1xf32>
+  %0 = kiln.mul %x, %ones : tensor<32x1xf32>, tensor<2x32x8xf32>
+  %1 = kiln.mul %x, %zeros : tensor<32x1xf32>, tensor<32x1xf32>
+  %2 = kiln.sub %minus_zero, %x : tensor<32x1xf32>, tensor<32x1xf32>
+  %3 = kiln.mul %y, %mixed : tensor<2xf32>, tensor<2xf32>
+  return %0, %1, %2, %3 : tensor<2x32x8xf32>, tensor<32x1xf32>, tensor<32x1xf32>, tensor<2xf32>
+}

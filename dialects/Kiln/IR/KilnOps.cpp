@@ -71,9 +71,6 @@ OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
   OpFoldResult Op::fold(FoldAdaptor adaptor) {                                 \
     return foldConstantOperands(*this, adaptor.getOperands());                 \
   }
-KILN_FOLD_CONSTANT_OPERANDS(AddOp)
-KILN_FOLD_CONSTANT_OPERANDS(SubOp)
-KILN_FOLD_CONSTANT_OPERANDS(MulOp)
 KILN_FOLD_CONSTANT_OPERANDS(NegOp)
 KILN_FOLD_CONSTANT_OPERANDS(MinOp)
 KILN_FOLD_CONSTANT_OPERANDS(MaxOp)
@@ -90,8 +87,55 @@ KILN_FOLD_CONSTANT_OPERANDS(SliceOp)
 KILN_FOLD_CONSTANT_OPERANDS(BroadcastOp)
 #undef KILN_FOLD_CONSTANT_OPERANDS
 
+/// Whether `attr` is a constant whose every element is `identity`.
+static bool isSplatOf(Attribute attr, int64_t identity) {
+  auto splat = dyn_cast_if_present<SplatElementsAttr>(attr);
+  if (!splat)
+    return false;
+  if (isa<FloatType>(splat.getElementType()))
+    return splat.getSplatValue<APFloat>().isExactlyValue(identity);
+  if (isa<IntegerType>(splat.getElementType()))
+    return splat.getSplatValue<APInt>().getSExtValue() == identity;
+  return false;
+}
+
+/// `kept`, where the other operand of a binary elementwise op is a constant
+/// splat of the op's identity (exported graphs are full of them: a
+/// GroupNorm's decomposition multiplies by ones and adds zeros after its
+/// InstanceNormalization) and broadcasting does not widen `kept`. x + 0
+/// returns x for x = -0, as ONNX Runtime's no-op elimination does.
+static Value foldIdentity(Operation *op, Value kept, Attribute other,
+                          int64_t identity) {
+  if (kept.getType() != op->getResult(0).getType() ||
+      !isSplatOf(other, identity))
+    return {};
+  return kept;
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  if (OpFoldResult folded = foldConstantOperands(*this, adaptor.getOperands()))
+    return folded;
+  if (Value kept = foldIdentity(*this, getLhs(), adaptor.getRhs(), 0))
+    return kept;
+  return foldIdentity(*this, getRhs(), adaptor.getLhs(), 0);
+}
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  if (OpFoldResult folded = foldConstantOperands(*this, adaptor.getOperands()))
+    return folded;
+  return foldIdentity(*this, getLhs(), adaptor.getRhs(), 0);
+}
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  if (OpFoldResult folded = foldConstantOperands(*this, adaptor.getOperands()))
+    return folded;
+  if (Value kept = foldIdentity(*this, getLhs(), adaptor.getRhs(), 1))
+    return kept;
+  return foldIdentity(*this, getRhs(), adaptor.getLhs(), 1);
+}
+
 // The evaluator divides integers as signed numbers.
 OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  if (Value kept = foldIdentity(*this, getLhs(), adaptor.getRhs(), 1))
+    return kept;
   if (getIsUnsigned())
     return {};
   return foldConstantOperands(*this, adaptor.getOperands());
