@@ -191,7 +191,7 @@ private:
       transforms = rowLoop.getRegionIterArgs()[0];
       Value lane = affine::AffineApplyOp::create(
           b, loc, AffineMap::get(1, 0, d0 * panel.lanes), r);
-      // d[i]: element (i, j) of the row's tiles. Tile t's columns are
+      // d[i][j]: element (i, j) of the row's tiles. Tile t's columns are
       // 2 t + j: the even and odd columns of the padded row from the
       // tiles' first column (j = 0, 1) and from two further (j = 2, 3).
       SmallVector<SmallVector<Value, 4>, 4> d(4);
