@@ -112,24 +112,27 @@ static Value foldIdentity(Operation *op, Value kept, Attribute other,
   return kept;
 }
 
-OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
-  if (OpFoldResult folded = foldConstantOperands(*this, adaptor.getOperands()))
+/// A binary op's constant result, or the operand that the other, a splat
+/// of `identity`, passes through (either one where `commutative`).
+static OpFoldResult foldBinary(Operation *op, ArrayRef<Attribute> constants,
+                               int64_t identity, bool commutative) {
+  if (OpFoldResult folded = foldConstantOperands(op, constants))
     return folded;
-  if (Value kept = foldIdentity(*this, getLhs(), adaptor.getRhs(), 0))
+  if (Value kept = foldIdentity(op, op->getOperand(0), constants[1], identity))
     return kept;
-  return foldIdentity(*this, getRhs(), adaptor.getLhs(), 0);
+  if (!commutative)
+    return {};
+  return foldIdentity(op, op->getOperand(1), constants[0], identity);
+}
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldBinary(*this, adaptor.getOperands(), 0, /*commutative=*/true);
 }
 OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
-  if (OpFoldResult folded = foldConstantOperands(*this, adaptor.getOperands()))
-    return folded;
-  return foldIdentity(*this, getLhs(), adaptor.getRhs(), 0);
+  return foldBinary(*this, adaptor.getOperands(), 0, /*commutative=*/false);
 }
 OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
-  if (OpFoldResult folded = foldConstantOperands(*this, adaptor.getOperands()))
-    return folded;
-  if (Value kept = foldIdentity(*this, getLhs(), adaptor.getRhs(), 1))
-    return kept;
-  return foldIdentity(*this, getRhs(), adaptor.getLhs(), 1);
+  return foldBinary(*this, adaptor.getOperands(), 1, /*commutative=*/true);
 }
 
 // The evaluator divides integers as signed numbers.

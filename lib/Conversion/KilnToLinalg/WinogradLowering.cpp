@@ -160,6 +160,23 @@ private:
     int64_t images, channels, filters, tileRows, tileColumns;
   };
 
+  /// A loop over the panel's rows of tiles carrying `init`; `lane` is, at
+  /// the start of its body, the row's first column in the panel.
+  static scf::ForOp createRowLoop(OpBuilder &b, Location loc,
+                                  const PanelTiles &panel, Value init,
+                                  Value &lane) {
+    auto loop =
+        scf::ForOp::create(b, loc, index(b, loc, 0), index(b, loc, panel.rows),
+                           index(b, loc, 1), ValueRange{init});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    AffineExpr row = getAffineDimExpr(0, b.getContext());
+    lane = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(1, 0, row * panel.lanes),
+        loop.getInductionVar());
+    return loop;
+  }
+
   /// B^T d B of the panel's tiles (image n, rows of tiles from ty, tiles
   /// from tx in each), [16, C, width]: per channel and row of tiles, the
   /// whole row in vectors.
@@ -181,16 +198,13 @@ private:
     AffineExpr d0, d1;
     bindDims(b.getContext(), d0, d1);
     Value column = affine::AffineApplyOp::create(b, loc, d0 * 2, tx);
-    auto rowLoop =
-        scf::ForOp::create(b, loc, index(b, loc, 0), index(b, loc, panel.rows),
-                           index(b, loc, 1), ValueRange{transforms});
+    Value lane;
+    scf::ForOp rowLoop = createRowLoop(b, loc, panel, transforms, lane);
     {
       OpBuilder::InsertionGuard rowGuard(b);
-      b.setInsertionPointToStart(rowLoop.getBody());
+      b.setInsertionPointAfterValue(lane);
       Value r = rowLoop.getInductionVar();
       transforms = rowLoop.getRegionIterArgs()[0];
-      Value lane = affine::AffineApplyOp::create(
-          b, loc, AffineMap::get(1, 0, d0 * panel.lanes), r);
       // d[i][j]: element (i, j) of the row's tiles. Tile t's columns are
       // 2 t + j: the even and odd columns of the padded row from the
       // tiles' first column (j = 0, 1) and from two further (j = 2, 3).
@@ -294,17 +308,14 @@ private:
     Value outputs = loop.getRegionIterArgs()[0];
     Value zero = createScalarConstant(b, loc, f32, 0);
     auto tilesType = VectorType::get({panel.lanes}, f32);
-    auto rowLoop =
-        scf::ForOp::create(b, loc, index(b, loc, 0), index(b, loc, panel.rows),
-                           index(b, loc, 1), ValueRange{outputs});
+    Value lane;
+    scf::ForOp rowLoop = createRowLoop(b, loc, panel, outputs, lane);
     {
       OpBuilder::InsertionGuard rowGuard(b);
-      b.setInsertionPointToStart(rowLoop.getBody());
+      b.setInsertionPointAfterValue(lane);
       Value r = rowLoop.getInductionVar();
       outputs = rowLoop.getRegionIterArgs()[0];
       AffineExpr d0 = getAffineDimExpr(0, b.getContext());
-      Value lane = affine::AffineApplyOp::create(
-          b, loc, AffineMap::get(1, 0, d0 * panel.lanes), r);
       SmallVector<Value> m;
       for (int64_t element = 0; element < 16; ++element)
         m.push_back(vector::TransferReadOp::create(
