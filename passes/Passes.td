@@ -693,6 +693,29 @@ def FoldAttentionTransposesPass : Pass<"kiln-fold-attention-transposes"> {
   let dependentDialects = ["::kiln::KilnDialect"];
 }
 
+def FuseGroupNormPass : Pass<"kiln-fuse-group-norm"> {
+  let summary = "Recognize PyTorch's exported GroupNorm as one kiln.group_norm";
+  let description = [{
+    PyTorch exports GroupNorm as Reshape to `[N, G, -1]`,
+    InstanceNormalization with unit scale and zero bias, Reshape back, then
+    Mul by the weight and Add of the bias per channel. This pass rewrites
+    the reshaped instance norm into a group norm of the feature maps
+    themselves, then absorbs a per-channel Mul and Add that follow a group
+    norm (their only use) into its scale and bias.
+
+    ```mlir
+    %g = kiln.reshape %x : tensor<2x64x32x32xf32> -> tensor<2x32x2048xf32>
+    %n = kiln.group_norm %g, %ones, %zeros groups = 32 epsilon = 9.99999974E-6 : tensor<2x32x2048xf32>, tensor<32xf32>, tensor<32xf32>
+    %b = kiln.reshape %n : tensor<2x32x2048xf32> -> tensor<2x64x32x32xf32>
+    %s = kiln.mul %b, %w : tensor<2x64x32x32xf32>, tensor<64x1x1xf32>
+    %y = kiln.add %s, %c : tensor<2x64x32x32xf32>, tensor<64x1x1xf32>
+    // becomes
+    %y = kiln.group_norm %x, %weight, %bias groups = 32 epsilon = 9.99999974E-6 : tensor<2x64x32x32xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let dependentDialects = ["::kiln::KilnDialect"];
+}
+
 def FuseLayerNormPass : Pass<"kiln-fuse-layer-norm"> {
   let summary = "Recognize decomposed layer norms as kiln.layer_norm";
   let description = [{

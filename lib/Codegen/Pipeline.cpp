@@ -37,6 +37,7 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
   if (level >= OptLevel::O2) {
     pm.addPass(createStripFloatQdqPass());
     pm.addPass(createFuseLayerNormPass());
+    pm.addPass(createFuseGroupNormPass());
     pm.addPass(createFuseAttentionPass());
     pm.addPass(createFoldAttentionTransposesPass());
     // A batch norm's scale, computed by kiln-fold-constants, into the

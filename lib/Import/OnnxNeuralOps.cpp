@@ -355,8 +355,7 @@ namespace {
 
 /// `input` [N, C, spatial...] normalized over each of `groups` groups of
 /// channels (with their spatial dims), then scaled and shifted per channel
-/// by `scale` and `bias` [C]: the groups become the rows of one
-/// kiln.layer_norm over [N * groups, C / groups * spatial].
+/// by `scale` and `bias` [C].
 FailureOr<Value> createGroupNorm(NodeImporter &node, Value input, Value scale,
                                  Value bias, int64_t groups, float epsilon) {
   auto type = cast<RankedTensorType>(input.getType());
@@ -366,35 +365,18 @@ FailureOr<Value> createGroupNorm(NodeImporter &node, Value input, Value scale,
                             << type;
   int64_t channels = type.getDimSize(1);
   if (groups <= 0 || channels % groups != 0)
-    return node.emitError() << channels << " channels do not split into "
-                            << groups << " groups";
-  int64_t rows = type.getDimSize(0) * groups;
-  int64_t width = type.getNumElements() / rows;
-  Value flat = createReshape(node, input, {rows, width});
-  Type elementType = type.getElementType();
-  auto rowType = RankedTensorType::get({width}, elementType);
-  Value ones = BroadcastOp::create(node.b, node.loc, rowType,
-                                   createScalar(node, elementType, 1));
-  Value zeros = BroadcastOp::create(node.b, node.loc, rowType,
-                                    createScalar(node, elementType, 0));
-  LayerNormOp normalized = LayerNormOp::create(
-      node.b, node.loc, flat.getType(), flat, ones, zeros,
-      node.b.getI64IntegerAttr(1), node.b.getF32FloatAttr(epsilon));
-  Value result = createReshape(node, normalized, type.getShape());
-  SmallVector<int64_t> perChannel(type.getRank() - 1, 1);
-  perChannel[0] = channels;
+    return node.emitError()
+           << channels << " channels do not split into " << groups << " groups";
   for (Value affine : {scale, bias}) {
     auto affineType = cast<RankedTensorType>(affine.getType());
     if (affineType.getRank() != 1 || affineType.getDimSize(0) != channels)
       return node.emitError() << "scale and bias must be [" << channels
                               << "]; one is " << affineType;
   }
-  FailureOr<Value> scaled = createInferred<MulOp>(
-      node, {result, createReshape(node, scale, perChannel)});
-  if (failed(scaled))
-    return failure();
-  return createInferred<AddOp>(node,
-                               {*scaled, createReshape(node, bias, perChannel)});
+  return GroupNormOp::create(node.b, node.loc, type, input, scale, bias,
+                             node.b.getI64IntegerAttr(groups),
+                             node.b.getF32FloatAttr(epsilon))
+      .getResult();
 }
 
 /// Whether the node has its input (float), scale and bias.

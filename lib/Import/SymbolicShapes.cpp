@@ -233,8 +233,8 @@ FailureOr<SymbolicInts> kiln::inferSymbolicShape(
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
             ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp,
             AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
-            SoftmaxOp, LayerNormOp, ScatterElementsOp, ScatterNDOp, QuantizeOp,
-            DequantizeOp>(
+            SoftmaxOp, LayerNormOp, GroupNormOp, ScatterElementsOp, ScatterNDOp,
+            QuantizeOp, DequantizeOp>(
           [&](auto) -> FailureOr<SymbolicInts> { return shape(0); })
       .Case<MatMulOp, MatMulIntegerOp>([&](auto) -> FailureOr<SymbolicInts> {
         SymbolicInts lhs = shape(0), rhs = shape(1);

@@ -412,15 +412,46 @@ func.func @broadcast_select(%a: tensor<1x2x3xf32>, %i: tensor<3xi64>) -> (tensor
 
 // -----
 
-// Two reductions over the normalized dimensions, then one elementwise pass.
+// Two reductions over the normalized dimensions (the sum, then the squared
+// deviations from the mean, recomputed from the input rather than stored),
+// then one elementwise pass.
 // CHECK-LABEL: func.func @layer_norm
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<2x8xf32>)
+// CHECK: %[[SQUARES:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%arg0, %[[SUM]] : tensor<2x8xf32>, tensor<2xf32>)
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%arg0, %[[SUM]], %[[SQUARES]], %arg1, %arg2 :
 // CHECK: math.rsqrt
+// CHECK-NOT: linalg.generic
 func.func @layer_norm(%x: tensor<2x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<2x8xf32> {
   %0 = kiln.layer_norm %x, %g, %b axis = 1 epsilon = 1.0e-05 : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>
   return %0 : tensor<2x8xf32>
+}
+
+// -----
+
+// The statistics over the groups as rows ([N * G, C / G * H * W]), the
+// mean and the inverse deviation times the scale per (item, channel), then
+// one elementwise pass over the feature maps' own shape.
+// CHECK-LABEL: func.func @group_norm
+// CHECK: %[[ROWS:.*]] = tensor.expand_shape %{{.*}} output_shape [4, 50] : tensor<200xf32> into tensor<4x50xf32>
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[ROWS]] : tensor<4x50xf32>)
+// CHECK: %[[SQUARES:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[ROWS]], %[[SUM]] : tensor<4x50xf32>, tensor<4xf32>)
+// CHECK: %[[SCALE:.*]] = tensor.expand_shape %arg1 {{\[\[}}0, 1]] output_shape [2, 2] : tensor<4xf32> into tensor<2x2xf32>
+// CHECK: %[[MEANS:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x2x2xf32>)
+// CHECK: arith.divf
+// CHECK: %[[MEAN_CHANNELS:.*]] = tensor.collapse_shape %[[MEANS]] {{\[\[}}0], [1, 2]] : tensor<2x2x2xf32> into tensor<2x4xf32>
+// CHECK: %[[FACTORS:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %[[SCALE]] : tensor<2x2xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<2x2x2xf32>)
+// CHECK: math.rsqrt
+// CHECK: %[[FACTOR_CHANNELS:.*]] = tensor.collapse_shape %[[FACTORS]]
+// CHECK: %[[Y:.*]] = linalg.generic {indexing_maps = [#[[ID:.*]], #[[NC:.*]], #[[NC]], #[[C:.*]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %[[MEAN_CHANNELS]], %[[FACTOR_CHANNELS]], %arg2 : tensor<2x4x5x5xf32>, tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>)
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK: return %[[Y]]
+func.func @group_norm(%x: tensor<2x4x5x5xf32>, %g: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<2x4x5x5xf32> {
+  %0 = kiln.group_norm %x, %g, %b groups = 2 epsilon = 1.0e-05 : tensor<2x4x5x5xf32>, tensor<4xf32>, tensor<4xf32>
+  return %0 : tensor<2x4x5x5xf32>
 }
 
 // -----

@@ -192,6 +192,30 @@ func.func @layer_norm_scale(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
 
 // -----
 
+func.func @group_norm_groups(%x: tensor<2x6x4x4xf32>, %g: tensor<6xf32>) {
+  // expected-error @+1 {{6 channels do not split into 4 groups}}
+  %0 = kiln.group_norm %x, %g, %g groups = 4 epsilon = 1.0e-05 : tensor<2x6x4x4xf32>, tensor<6xf32>, tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_scale(%x: tensor<2x6x4x4xf32>, %g: tensor<6x1x1xf32>) {
+  // expected-error @+1 {{scale and bias must hold one value per channel, [6]}}
+  %0 = kiln.group_norm %x, %g, %g groups = 3 epsilon = 1.0e-05 : tensor<2x6x4x4xf32>, tensor<6x1x1xf32>, tensor<6x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @group_norm_channels(%x: tensor<2x?x4xf32>, %g: tensor<6xf32>) {
+  // expected-error @+1 {{input must be [N, C, spatial...] with a static C}}
+  %0 = kiln.group_norm %x, %g, %g groups = 3 epsilon = 1.0e-05 : tensor<2x?x4xf32>, tensor<6xf32>, tensor<6xf32>
+  return
+}
+
+// -----
+
 func.func @conv_channels(%x: tensor<1x3x8x8xf32>, %w: tensor<4x2x3x3xf32>) {
   // expected-error @+2 {{input has 3 channels but the filter expects 2}}
   // expected-error @+1 {{failed to infer returned types}}

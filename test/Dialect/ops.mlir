@@ -140,9 +140,11 @@ func.func @dynamic_slice(%bias: tensor<1x1x16x16xf32>, %past: index, %seq: index
 }
 
 // CHECK-LABEL: func.func @composites
-func.func @composites(%x: tensor<1x16x64xf32>, %g: tensor<64xf32>, %img: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>) -> (tensor<1x16x64xf32>, tensor<1x6x4x4xf32>) {
+func.func @composites(%x: tensor<1x16x64xf32>, %g: tensor<64xf32>, %img: tensor<1x4x8x8xf32>, %w: tensor<6x2x3x3xf32>, %c: tensor<4xf32>) -> (tensor<1x16x64xf32>, tensor<1x6x4x4xf32>) {
   // CHECK: kiln.layer_norm %arg0, %arg1, %arg1 axis = 2 epsilon = 9.99999974E-6 : tensor<1x16x64xf32>, tensor<64xf32>, tensor<64xf32>
   %0 = kiln.layer_norm %x, %g, %g axis = 2 epsilon = 1.0e-05 : tensor<1x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+  // CHECK: kiln.group_norm %arg2, %arg4, %arg4 groups = 2 epsilon = 9.99999974E-6 : tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
+  %n = kiln.group_norm %img, %c, %c groups = 2 epsilon = 1.0e-05 : tensor<1x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>
   // CHECK: kiln.conv2d %arg2, %arg3 strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x4x4xf32>
   %1 = kiln.conv2d %img, %w strides = [2, 2] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 2 : tensor<1x4x8x8xf32>, tensor<6x2x3x3xf32> -> tensor<1x6x4x4xf32>
   return %0, %1 : tensor<1x16x64xf32>, tensor<1x6x4x4xf32>

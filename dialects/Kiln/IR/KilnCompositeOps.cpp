@@ -1,4 +1,4 @@
-//===- KilnCompositeOps.cpp - layer_norm and conv2d -----------------------===//
+//===- KilnCompositeOps.cpp - normalizations and conv2d -------------------===//
 #include "dialects/Kiln/IR/KilnOps.h"
 
 #include "mlir/Dialect/Traits.h"
@@ -23,6 +23,23 @@ LogicalResult LayerNormOp::verify() {
       return emitOpError("scale and bias must broadcast to the normalized "
                          "dimensions");
   }
+  return success();
+}
+
+LogicalResult GroupNormOp::verify() {
+  auto inputType = cast<RankedTensorType>(getInput().getType());
+  if (inputType.getRank() < 2 || inputType.isDynamicDim(1))
+    return emitOpError("input must be [N, C, spatial...] with a static C");
+  int64_t channels = inputType.getDimSize(1);
+  int64_t groups = static_cast<int64_t>(getGroups());
+  if (groups <= 0 || channels % groups != 0)
+    return emitOpError() << channels << " channels do not split into " << groups
+                         << " groups";
+  for (Value param : {getScale(), getBias()})
+    if (cast<RankedTensorType>(param.getType()).getShape() !=
+        ArrayRef<int64_t>{channels})
+      return emitOpError("scale and bias must hold one value per channel, [")
+             << channels << "]";
   return success();
 }
 

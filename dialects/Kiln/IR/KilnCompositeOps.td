@@ -31,6 +31,34 @@ def Kiln_LayerNormOp : Kiln_Op<"layer_norm",
   let hasVerifier = 1;
 }
 
+def Kiln_GroupNormOp : Kiln_Op<"group_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "group normalization of [N, C, spatial...] feature maps";
+  let description = [{
+    Splits the `C` channels into `groups` groups of consecutive channels and
+    normalizes each group of each item over its channels and spatial
+    dimensions, `(x - mean) / sqrt(var + epsilon)` with the biased
+    variance, then scales and shifts channel `c` by `scale[c]` and
+    `bias[c]`. ONNX GroupNormalization, InstanceNormalization (`groups` =
+    `C`) and PyTorch's export of GroupNorm (Reshape, InstanceNormalization,
+    Reshape, Mul, Add) become this op; its lowering reads the input twice
+    for the statistics and once for the normalized, scaled result.
+
+    ```mlir
+    %0 = kiln.group_norm %x, %gamma, %beta groups = 32 epsilon = 9.99999974E-6 : tensor<2x64x32x32xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$input, Kiln_FloatTensor:$scale,
+                       Kiln_FloatTensor:$bias, I64Attr:$groups,
+                       F32Attr:$epsilon);
+  let results = (outs Kiln_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `groups` `=` $groups `epsilon` `=` $epsilon
+    attr-dict `:` type($input) `,` type($scale) `,` type($bias)
+  }];
+  let hasVerifier = 1;
+}
+
 def Kiln_Conv2DOp : Kiln_Op<"conv2d",
     [Pure, InferTypeOpAdaptor, AllElementTypesMatch<["input", "filter"]>]> {
   let summary = "2-D convolution, NCHW input and FCHW filter";

@@ -111,8 +111,8 @@ FailureOr<Sizes> reifyKilnResult(Operation *op, OpBuilder &b) {
       .Case<NegOp, AbsOp, ReluOp, ExpOp, LogOp, SqrtOp, SigmoidOp, TanhOp,
             ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp, AtanOp, SinhOp, CoshOp,
             AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp, RoundOp, NotOp, CastOp,
-            SoftmaxOp, LayerNormOp, QuantizeOp, DequantizeOp, ScatterElementsOp,
-            ScatterNDOp>(
+            SoftmaxOp, LayerNormOp, GroupNormOp, QuantizeOp, DequantizeOp,
+            ScatterElementsOp, ScatterNDOp>(
           [&](auto) { return getSizes(b, loc, op->getOperand(0)); })
       .Case<MatMulOp, MatMulIntegerOp>([&](auto matmul) -> FailureOr<Sizes> {
         auto lhs = cast<RankedTensorType>(matmul.getLhs().getType());
@@ -304,10 +304,10 @@ void kiln::registerShapeReification(MLIRContext &context) {
       ScatterElementsOp, ScatterNDOp, NegOp, AbsOp, ReluOp, ExpOp, LogOp,
       SqrtOp, SigmoidOp, TanhOp, ErfOp, SinOp, CosOp, TanOp, AsinOp, AcosOp,
       AtanOp, SinhOp, CoshOp, AsinhOp, AcoshOp, AtanhOp, FloorOp, CeilOp,
-      RoundOp, NotOp, CastOp, SoftmaxOp, LayerNormOp, MatMulOp, PackedMatMulOp,
-      TransposeOp, ConcatOp, GatherOp, GatherElementsOp, ReduceSumOp,
-      ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp, SliceOp,
-      DynamicSliceOp, ReshapeOp, BroadcastOp, RangeOp, AttentionOp, Conv2DOp,
-      PoolOp, QuantizeOp, DequantizeOp, MatMulIntegerOp, QuantizedMatMulOp,
-      Int4MatMulOp>(context);
+      RoundOp, NotOp, CastOp, SoftmaxOp, LayerNormOp, GroupNormOp, MatMulOp,
+      PackedMatMulOp, TransposeOp, ConcatOp, GatherOp, GatherElementsOp,
+      ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp, ReduceProdOp,
+      SliceOp, DynamicSliceOp, ReshapeOp, BroadcastOp, RangeOp, AttentionOp,
+      Conv2DOp, PoolOp, QuantizeOp, DequantizeOp, MatMulIntegerOp,
+      QuantizedMatMulOp, Int4MatMulOp>(context);
 }

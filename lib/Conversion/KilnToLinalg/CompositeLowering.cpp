@@ -1,94 +1,15 @@
-//===- CompositeLowering.cpp - layer_norm and conv2d to linalg ------------===//
+//===- CompositeLowering.cpp - conv2d to linalg
+//----------------------------===//
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
 using namespace kiln;
 
 namespace {
-
-/// Two reductions (sum, then sum of squared deviations) and one elementwise
-/// pass that normalizes, scales and shifts.
-struct LayerNormLowering : OpConversionPattern<LayerNormOp> {
-  using OpConversionPattern::OpConversionPattern;
-
-  LogicalResult
-  matchAndRewrite(LayerNormOp op, OpAdaptor adaptor,
-                  ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    MLIRContext *ctx = op.getContext();
-    auto type = cast<RankedTensorType>(op.getType());
-    Type f32 = type.getElementType();
-    int64_t rank = type.getRank();
-    int64_t axis = static_cast<int64_t>(op.getAxis());
-    SmallVector<int64_t> axes;
-    int64_t count = 1;
-    for (int64_t d = axis; d < rank; ++d) {
-      if (type.isDynamicDim(d))
-        return rewriter.notifyMatchFailure(
-            op, "normalizing over a dynamic dimension");
-      axes.push_back(d);
-      count *= type.getDimSize(d);
-    }
-    auto add = [](OpBuilder &b, Location l, Value x, Value acc) -> Value {
-      return createSumStep(b, l, x, acc);
-    };
-    Value zero = createScalarConstant(rewriter, loc, f32, 0);
-    Value sum =
-        createReduction(rewriter, loc, adaptor.getInput(), axes, zero, add);
-    Value centered = createBroadcastCombine(
-        rewriter, loc, adaptor.getInput(), sum, axes,
-        [&](OpBuilder &b, Location l, Value x, Value s) -> Value {
-          Value n = createScalarConstant(b, l, f32, static_cast<double>(count));
-          return arith::SubFOp::create(b, l, x,
-                                       arith::DivFOp::create(b, l, s, n));
-        });
-    Value squares = createReduction(
-        rewriter, loc, centered, axes, zero,
-        [](OpBuilder &b, Location l, Value x, Value acc) -> Value {
-          return createSumStep(b, l, arith::MulFOp::create(b, l, x, x), acc);
-        });
-
-    SmallVector<AffineExpr> reducedExprs;
-    for (int64_t d = 0; d < axis; ++d)
-      reducedExprs.push_back(getAffineDimExpr(d, ctx));
-    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-    auto paramMap = [&](Value param) {
-      return getBroadcastMap(ctx,
-                             cast<RankedTensorType>(param.getType()).getShape(),
-                             type.getShape(), rank);
-    };
-    SmallVector<AffineMap> maps = {
-        identity, AffineMap::get(rank, 0, reducedExprs, ctx),
-        paramMap(adaptor.getScale()), paramMap(adaptor.getBias()), identity};
-    SmallVector<utils::IteratorType> iterators(rank,
-                                               utils::IteratorType::parallel);
-    float epsilon = op.getEpsilon().convertToFloat();
-    auto generic = linalg::GenericOp::create(
-        rewriter, loc, type,
-        ValueRange{centered, squares, adaptor.getScale(), adaptor.getBias()},
-        createEmptyTensor(rewriter, loc, type,
-                          getDynamicSizes(rewriter, loc, adaptor.getInput())),
-        maps, iterators,
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value n = createScalarConstant(b, l, f32, static_cast<double>(count));
-          Value eps = createScalarConstant(b, l, f32, epsilon);
-          Value variance = arith::DivFOp::create(b, l, args[1], n);
-          Value invStd = math::RsqrtOp::create(
-              b, l, arith::AddFOp::create(b, l, variance, eps));
-          Value normalized = arith::MulFOp::create(b, l, args[0], invStd);
-          Value scaled = arith::MulFOp::create(b, l, normalized, args[2]);
-          linalg::YieldOp::create(
-              b, l, arith::AddFOp::create(b, l, scaled, args[3]).getResult());
-        });
-    rewriter.replaceOp(op, generic.getResults());
-    return success();
-  }
-};
 
 /// How a copy writes [N, C, R, S] pixel maps into matmul column panels of
 /// `width` pixels as `split` lays them out: the source expanded by
@@ -535,6 +456,5 @@ private:
 
 void kiln::populateCompositeLoweringPatterns(RewritePatternSet &patterns,
                                              int64_t patchColumns) {
-  patterns.add<LayerNormLowering>(patterns.getContext());
   patterns.add<Conv2DLowering>(patterns.getContext(), patchColumns);
 }

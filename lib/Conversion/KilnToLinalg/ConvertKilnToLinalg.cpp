@@ -32,6 +32,7 @@ struct ConvertKilnToLinalgPass
     RewritePatternSet patterns(ctx);
     kiln::populateCompositeLoweringPatterns(patterns, patchColumns);
     kiln::populateDepthwiseConvLoweringPatterns(patterns);
+    kiln::populateNormalizationLoweringPatterns(patterns);
     kiln::populateElementwiseLoweringPatterns(patterns);
     kiln::populateStructuredLoweringPatterns(patterns);
     kiln::populatePackedMatMulLoweringPatterns(patterns);

@@ -114,6 +114,8 @@ void populateCompositeLoweringPatterns(mlir::RewritePatternSet &patterns,
 /// Depthwise f32 convolutions with static shapes, as one elementwise
 /// generic over the taps' shifted windows (before the general lowering).
 void populateDepthwiseConvLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// kiln.layer_norm and kiln.group_norm.
+void populateNormalizationLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateElementwiseLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populateStructuredLoweringPatterns(mlir::RewritePatternSet &patterns);
 void populatePackedMatMulLoweringPatterns(mlir::RewritePatternSet &patterns);
