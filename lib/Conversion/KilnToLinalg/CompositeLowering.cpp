@@ -1,5 +1,4 @@
-//===- CompositeLowering.cpp - conv2d to linalg
-//----------------------------===//
+//===- CompositeLowering.cpp - conv2d to linalg ---------------------------===//
 #include "dialects/Kiln/IR/KilnOps.h"
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
 
