@@ -376,22 +376,24 @@ def FewPixelConvolutionsPass : Pass<"kiln-few-pixel-convolutions"> {
 }
 
 def WinogradConvolutionsPass : Pass<"kiln-winograd-convolutions"> {
-  let summary = "Compute 3x3 stride-1 convolutions by Winograd's F(2x2, 3x3)";
+  let summary = "Compute 3x3 stride-1 convolutions by Winograd's F(4x4, 3x3) or F(2x2, 3x3)";
   let description = [{
     Rewrites each f32 `kiln.conv2d` with a constant 3x3 filter, stride and
-    dilation 1, one group, an even output height and width, and at least
-    `min-channels` input and output channels into a `kiln.winograd_conv2d`
-    on the filter's transform `G g G^T`, computed here at compile time.
-    The output's 2x2 tiles must fill the matmul kernel's column panels
-    (`panel-width` tiles) in whole tile rows or equal parts of one;
-    convolutions whose tiles don't stay direct.
+    dilation 1, one group, and at least `min-channels` input and output
+    channels into a `kiln.winograd_conv2d` on the filter's transform
+    `G g G^T`, computed here at compile time. The output's tiles must fill
+    the matmul kernel's column panels (`panel-width` tiles) in whole tile
+    rows or equal parts of one: 4x4 tiles (F(4x4, 3x3), 4x fewer
+    multiplications than the direct convolution) where they do and
+    `largest-tile` allows, else 2x2 tiles (F(2x2, 3x3), 2.25x fewer);
+    convolutions whose tiles fill no panels stay direct.
 
     ```mlir
     %w = kiln.constant dense<...> : tensor<128x64x3x3xf32>
     %y = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<2x64x32x32xf32>, tensor<128x64x3x3xf32> -> tensor<2x128x32x32xf32>
     // becomes
-    %u = kiln.constant dense<...> : tensor<16x128x64xf32>
-    %y = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<2x64x32x32xf32>, tensor<16x128x64xf32> -> tensor<2x128x32x32xf32>
+    %u = kiln.constant dense<...> : tensor<36x128x64xf32>
+    %y = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<2x64x32x32xf32>, tensor<36x128x64xf32> -> tensor<2x128x32x32xf32>
     ```
   }];
   let options = [
@@ -399,7 +401,10 @@ def WinogradConvolutionsPass : Pass<"kiln-winograd-convolutions"> {
            "Tiles per column panel: the register block width of the "
            "products over a convolution's patches">,
     Option<"minChannels", "min-channels", "int64_t", "16",
-           "Fewest input and output channels worth 16 matrix products">,
+           "Fewest input and output channels worth a matrix product per "
+           "transform element">,
+    Option<"largestTile", "largest-tile", "int64_t", "4",
+           "Largest output tile side, 2 or 4">,
   ];
   let dependentDialects = ["::kiln::KilnDialect"];
 }

@@ -66,3 +66,39 @@ func.func @winograd(%x: tensor<1x2x16x16xf32>, %u: tensor<16x3x2xf32>) -> tensor
   return %0 : tensor<1x3x16x16xf32>
 }
 
+
+// -----
+
+// F(4x4, 3x3) (a [36, F, C] filter transform): 32x32 outputs are 8x8
+// tiles of 4x4, four rows of tiles per panel of 32, so 2 panels. The input
+// is padded with two more zero columns on the right, since a row's last
+// tiles read their phases from 4 columns further on. Per channel and row
+// of tiles, 6 padded rows are read twice (from the tiles' first column and
+// 4 further), 32 columns each, and split into their 4 phases (column
+// modulo 4) by two levels of deinterleaves; B^T d B takes multiply-adds
+// for its coefficients 4, -5, -4 and +-2. 36 products; per filter and row
+// of tiles, 4 output rows, each the interleave of 4 phases.
+// CHECK-LABEL: func.func @large_tiles
+// CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 3]
+// CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}}) -> (tensor<1x3x32x32xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<36x2x32xf32>)
+// CHECK-COUNT-12: vector.transfer_read %[[PAD]]{{.*}} : tensor<1x2x34x36xf32>, vector<32xf32>
+// CHECK: vector.deinterleave %{{.*}} : vector<32xf32> -> vector<16xf32>
+// CHECK: vector.deinterleave %{{.*}} : vector<16xf32> -> vector<8xf32>
+// CHECK: math.fma
+// CHECK-COUNT-36: vector.transfer_write %{{.*}} : vector<8xf32>, tensor<36x2x32xf32>
+// CHECK-NOT: vector.transfer_write
+// CHECK: scf.for {{.*}} to %c36{{.*}} -> (tensor<36x3x32xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<3x2xf32>, tensor<2x32xf32>)
+// CHECK: tensor.extract_slice {{.*}} [1, 3, 16, 32] [1, 1, 1, 1] : tensor<1x3x32x32xf32> to tensor<1x3x16x32xf32>
+// CHECK-COUNT-36: vector.transfer_read {{.*}} : tensor<36x3x32xf32>, vector<8xf32>
+// CHECK: vector.interleave %{{.*}} : vector<8xf32> -> vector<16xf32>
+// CHECK: vector.interleave %{{.*}} : vector<8xf32> -> vector<16xf32>
+// CHECK: vector.interleave %{{.*}} : vector<16xf32> -> vector<32xf32>
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<32xf32>, tensor<1x3x16x32xf32>
+// CHECK-COUNT-3: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<32xf32>, tensor<1x3x16x32xf32>
+// CHECK-NOT: vector.transfer_write
+func.func @large_tiles(%x: tensor<1x2x32x32xf32>, %u: tensor<36x3x2xf32>) -> tensor<1x3x32x32xf32> {
+  %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<1x2x32x32xf32>, tensor<36x3x2xf32> -> tensor<1x3x32x32xf32>
+  return %0 : tensor<1x3x32x32xf32>
+}

@@ -1,5 +1,6 @@
 // RUN: kiln-opt %s -kiln-winograd-convolutions="panel-width=4 min-channels=1" -split-input-file | FileCheck %s
 // RUN: kiln-opt %s -kiln-winograd-convolutions="panel-width=4" -split-input-file | FileCheck %s --check-prefix=FEW
+// RUN: kiln-opt %s -kiln-winograd-convolutions="panel-width=4 min-channels=1 largest-tile=2" -split-input-file | FileCheck %s --check-prefix=SMALL
 
 // The filter's transform G g G^T, G = [[1, 0, 0], [1/2, 1/2, 1/2],
 // [1/2, -1/2, 1/2], [0, 0, 1]], as [16, F, C]. For g = [[1, 2, 3],
@@ -55,4 +56,22 @@ func.func @direct(%x: tensor<1x2x8x8xf32>, %f: tensor<2x2x3x3xf32>, %odd: tensor
   %5 = kiln.conv2d %odd, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x2x8x7xf32>, tensor<2x2x3x3xf32> -> tensor<1x2x8x7xf32>
   %6 = kiln.conv2d %six, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x2x8x6xf32>, tensor<2x2x3x3xf32> -> tensor<1x2x8x6xf32>
   return %0, %1, %2, %3, %4, %5, %6 : tensor<1x2x4x4xf32>, tensor<1x2x4x4xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>, tensor<1x2x8x7xf32>, tensor<1x2x8x6xf32>
+}
+
+// -----
+
+// 8x8 outputs are 2x2 tiles of 4x4, which fill panels of 4: F(4x4, 3x3),
+// with G from the points 0, 1, -1, 2, -2 and infinity. For g with a single
+// 1 at (2, 2), G g G^T is the outer product of G's last column,
+// [0, -1/6, -1/6, 1/6, 1/6, 1], with itself, as [36, F, C]. Limited to 2x2
+// tiles, the same convolution takes F(2x2, 3x3).
+// CHECK-LABEL: func.func @large_tiles
+// CHECK: %[[U:.*]] = kiln.constant dense<{{\[\[\[}}0.000000e+00]], {{\[\[}}0.000000e+00]], {{\[\[}}0.000000e+00]], {{\[\[}}0.000000e+00]], {{\[\[}}0.000000e+00]], {{\[\[}}0.000000e+00]], {{\[\[}}0.000000e+00]], {{\[\[}}0.027777778]], {{\[\[}}0.027777778]], {{\[\[}}-0.027777778]], {{\[\[}}-0.027777778]], {{\[\[}}-0.166666672]], {{\[\[}}0.000000e+00]], {{\[\[}}0.027777778]], {{\[\[}}0.027777778]], {{\[\[}}-0.027777778]], {{\[\[}}-0.027777778]], {{\[\[}}-0.166666672]], {{\[\[}}0.000000e+00]], {{\[\[}}-0.027777778]], {{\[\[}}-0.027777778]], {{\[\[}}0.027777778]], {{\[\[}}0.027777778]], {{\[\[}}0.166666672]], {{\[\[}}0.000000e+00]], {{\[\[}}-0.027777778]], {{\[\[}}-0.027777778]], {{\[\[}}0.027777778]], {{\[\[}}0.027777778]], {{\[\[}}0.166666672]], {{\[\[}}0.000000e+00]], {{\[\[}}-0.166666672]], {{\[\[}}-0.166666672]], {{\[\[}}0.166666672]], {{\[\[}}0.166666672]], {{\[\[}}1.000000e+00]]]> : tensor<36x1x1xf32>
+// CHECK: kiln.winograd_conv2d %arg0, %[[U]] pads = [1, 1, 1, 1] : tensor<1x1x8x8xf32>, tensor<36x1x1xf32> -> tensor<1x1x8x8xf32>
+// SMALL-LABEL: func.func @large_tiles
+// SMALL: kiln.winograd_conv2d %arg0, %{{.*}} pads = [1, 1, 1, 1] : tensor<1x1x8x8xf32>, tensor<16x1x1xf32> -> tensor<1x1x8x8xf32>
+func.func @large_tiles(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x8x8xf32> {
+  %w = kiln.constant dense<[[[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]]]> : tensor<1x1x3x3xf32>
+  %y = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x8x8xf32>
+  return %y : tensor<1x1x8x8xf32>
 }

@@ -286,9 +286,11 @@ LogicalResult WinogradConv2DOp::verify() {
   ArrayRef<int64_t> input = inputType.getShape(),
                     transform = transformType.getShape(),
                     result = resultType.getShape();
-  if (transform[0] != 16 || transform[2] != input[1])
+  int64_t tile = getOutputTile();
+  if (tile == 0 || transform[2] != input[1])
     return emitOpError("filter transform must be [16, F, ")
-           << input[1] << "], got " << transformType;
+           << input[1] << "] or [36, F, " << input[1] << "], got "
+           << transformType;
   int64_t height = input[2] + pads[0] + pads[2] - 2,
           width = input[3] + pads[1] + pads[3] - 2;
   if (result[0] != input[0] || result[1] != transform[1] ||
@@ -296,9 +298,21 @@ LogicalResult WinogradConv2DOp::verify() {
     return emitOpError("result must be ")
            << RankedTensorType::get({input[0], transform[1], height, width},
                                     inputType.getElementType());
-  if (height <= 0 || width <= 0 || height % 2 != 0 || width % 2 != 0)
-    return emitOpError("output height and width must be even and positive, "
-                       "got ")
-           << height << "x" << width;
+  if (height <= 0 || width <= 0 || height % tile != 0 || width % tile != 0)
+    return emitOpError("output height and width must be positive multiples "
+                       "of the tile side ")
+           << tile << ", got " << height << "x" << width;
   return success();
+}
+
+int64_t WinogradConv2DOp::getOutputTile() {
+  switch (
+      cast<RankedTensorType>(getFilterTransform().getType()).getDimSize(0)) {
+  case 16:
+    return 2;
+  case 36:
+    return 4;
+  default:
+    return 0;
+  }
 }

@@ -124,18 +124,22 @@ def Kiln_PoolOp : Kiln_Op<"pool", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Kiln_WinogradConv2DOp : Kiln_Op<"winograd_conv2d", [Pure]> {
-  let summary = "3x3 stride-1 convolution by Winograd's F(2x2, 3x3)";
+  let summary = "3x3 stride-1 convolution by Winograd's F(m x m, 3x3), m = 2 or 4";
   let description = [{
     The single-group convolution of an NCHW `input` with a 3x3 filter at
     stride and dilation 1, zero padding `pads` (`[top, left, bottom,
-    right]`), computed on 4x4 input tiles that each give a 2x2 output tile:
+    right]`), computed on t x t input tiles (t = m + 2, overlapping by two)
+    that each give an m x m output tile:
     `Y = A^T [(G g G^T) . (B^T d B)] A`. The filter comes transformed:
-    `filter_transform[4 * a + b, f, c]` is element `(a, b)` of `G g G^T`
-    for output channel `f` and input channel `c`, with
-    `G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]`. The
-    16 elementwise products become 16 matrix products over the channels,
-    each with 9/4 fewer multiplications per output than the direct
-    convolution's. The output's height and width are even.
+    `filter_transform[t * a + b, f, c]` is element `(a, b)` of `G g G^T`
+    for output channel `f` and input channel `c`; its t * t rows say m (16:
+    F(2x2, 3x3), with
+    `G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]]`; 36:
+    F(4x4, 3x3), G from the points 0, 1, -1, 2, -2 and infinity). The
+    t * t elementwise products become as many matrix products over the
+    channels, with 9/4 (m = 2) or 4 (m = 4) times fewer multiplications
+    per output than the direct convolution's. The output's height and
+    width are multiples of m.
 
     ```mlir
     %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<2x64x32x32xf32>, tensor<16x128x64xf32> -> tensor<2x128x32x32xf32>
@@ -148,6 +152,11 @@ def Kiln_WinogradConv2DOp : Kiln_Op<"winograd_conv2d", [Pure]> {
   let assemblyFormat = [{
     $input `,` $filter_transform `pads` `=` $pads attr-dict `:`
     type($input) `,` type($filter_transform) `->` type($result)
+  }];
+  let extraClassDeclaration = [{
+    /// The output tile side m the filter transform is for: 2 or 4 (0 for
+    /// neither, which the verifier rejects).
+    int64_t getOutputTile();
   }];
   let hasVerifier = 1;
 }

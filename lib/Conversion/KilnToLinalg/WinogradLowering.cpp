@@ -1,20 +1,17 @@
 //===- WinogradLowering.cpp - kiln.winograd_conv2d to loops and products --===//
 //
-// F(2x2, 3x3) on NCHW images: each 4x4 input tile d (tiles overlap by two
-// rows and columns) is transformed as B^T d B, the 16 elements of the
-// transforms become 16 matrix products with the filter's transforms over
-// the channels, and A^T m A turns each tile's 16 products into its 2x2
-// outputs, with
+// F(m x m, 3x3), m = 2 or 4, on NCHW images: each t x t input tile d
+// (t = m + 2; tiles overlap by two rows and columns) is transformed as
+// B^T d B, the t * t elements of the transforms become t * t matrix
+// products with the filter's transforms over the channels, and A^T p A
+// turns each tile's t * t products into its m x m outputs.
 //
-//   B^T = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]]
-//   A^T = [[1, 1, 1, 0], [0, 1, -1, -1]]
-//
-// Both transforms are a few additions per element on a whole row of tiles
-// at once, in vectors: a tile's columns are two apart, so rows of the input
-// are split into their even and odd columns (a deinterleave of the input
-// row) and rows of the output are the interleave of the tiles' even and odd
-// output columns. Generic ops would read or write those columns with a
-// stride of two, which stays scalar.
+// Both transforms are a few additions (and, for m = 4, multiply-adds) per
+// element on a whole row of tiles at once, in vectors: a tile's columns are
+// m apart, so rows of the input are split into their m phases (column
+// modulo m; deinterleaves of the input row) and rows of the output are the
+// interleave of the tiles' m output phases. Generic ops would read or
+// write those columns with a stride of m, which stays scalar.
 //
 //===----------------------------------------------------------------------===//
 #include "dialects/Kiln/IR/KilnOps.h"
@@ -22,6 +19,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -31,38 +29,85 @@ using namespace kiln;
 
 namespace {
 
-/// Row r of B^T: `first` minus, or plus, `second`.
-struct TwoTerms {
-  int first, second;
-  bool add;
-};
-constexpr TwoTerms kInputTransform[4] = {
-    {0, 2, false}, {1, 2, true}, {2, 1, false}, {1, 3, false}};
+/// B^T and A^T of F(2x2, 3x3) (interpolation points 0, 1, -1, infinity)
+/// and F(4x4, 3x3) (0, 1, -1, 2, -2, infinity), row-major.
+constexpr double kInputTransform2[] = {1, 0,  -1, 0, 0, 1, 1, 0,
+                                       0, -1, 1,  0, 0, 1, 0, -1};
+constexpr double kOutputTransform2[] = {1, 1, 1, 0, 0, 1, -1, -1};
+constexpr double kInputTransform4[] = {4, 0, -5, 0,  1, 0, 0, -4, -4, 1,  1, 0,
+                                       0, 4, -4, -1, 1, 0, 0, -2, -1, 2,  1, 0,
+                                       0, 2, -1, -2, 1, 0, 0, 4,  0,  -5, 0, 1};
+constexpr double kOutputTransform4[] = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0,
+                                        0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
 
-/// Row r of A^T: three terms from `first`, all added or the first minus
-/// the other two.
-struct ThreeTerms {
-  int first;
-  bool add;
-};
-constexpr ThreeTerms kOutputTransform[2] = {{0, true}, {1, false}};
+/// The transforms of F(m x m, 3x3) on t x t tiles.
+struct TileTransforms {
+  int64_t m, t;
+  ArrayRef<double> input;  // B^T, t x t
+  ArrayRef<double> output; // A^T, m x t
 
-Value addOrSubtract(OpBuilder &b, Location loc, Value x, Value y, bool add) {
-  return add ? arith::AddFOp::create(b, loc, x, y).getResult()
-             : arith::SubFOp::create(b, loc, x, y).getResult();
+  static TileTransforms get(int64_t m) {
+    if (m == 2)
+      return {2, 4, kInputTransform2, kOutputTransform2};
+    return {4, 6, kInputTransform4, kOutputTransform4};
+  }
+  ArrayRef<double> inputRow(int64_t row) const {
+    return input.slice(row * t, t);
+  }
+  ArrayRef<double> outputRow(int64_t row) const {
+    return output.slice(row * t, t);
+  }
+};
+
+/// sum_k coefficients[k] * values[k] for vectors: from a term with
+/// coefficient 1 where there is one, then additions and subtractions for
+/// the terms of +-1 and multiply-adds for the others.
+Value combine(OpBuilder &b, Location loc, ArrayRef<double> coefficients,
+              ArrayRef<Value> values) {
+  auto splat = [&](double c) -> Value {
+    auto type = cast<VectorType>(values.front().getType());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, static_cast<float>(c)));
+  };
+  const double *first = llvm::find(coefficients, 1.0);
+  Value sum;
+  if (first != coefficients.end())
+    sum = values[first - coefficients.begin()];
+  for (auto [k, c] : llvm::enumerate(coefficients)) {
+    if (c == 0 || (sum && &coefficients[k] == first))
+      continue;
+    Value v = values[k];
+    if (!sum)
+      sum = c == -1 ? arith::NegFOp::create(b, loc, v).getResult()
+                    : arith::MulFOp::create(b, loc, v, splat(c)).getResult();
+    else if (c == 1)
+      sum = arith::AddFOp::create(b, loc, sum, v);
+    else if (c == -1)
+      sum = arith::SubFOp::create(b, loc, sum, v);
+    else
+      sum = math::FmaOp::create(b, loc, v, splat(c), sum);
+  }
+  return sum;
 }
 
-Value applyTwoTerms(OpBuilder &b, Location loc, const TwoTerms &terms,
-                    ArrayRef<Value> values) {
-  return addOrSubtract(b, loc, values[terms.first], values[terms.second],
-                       terms.add);
+/// `row`'s m phases: elements m * i + phase for phase < m (m = 2 or 4).
+SmallVector<Value> splitPhases(OpBuilder &b, Location loc, Value row,
+                               int64_t m) {
+  auto halves = vector::DeinterleaveOp::create(b, loc, row);
+  if (m == 2)
+    return {halves.getRes1(), halves.getRes2()};
+  auto even = vector::DeinterleaveOp::create(b, loc, halves.getRes1());
+  auto odd = vector::DeinterleaveOp::create(b, loc, halves.getRes2());
+  return {even.getRes1(), odd.getRes1(), even.getRes2(), odd.getRes2()};
 }
 
-Value applyThreeTerms(OpBuilder &b, Location loc, const ThreeTerms &terms,
-                      ArrayRef<Value> values) {
-  Value partial = addOrSubtract(b, loc, values[terms.first],
-                                values[terms.first + 1], terms.add);
-  return addOrSubtract(b, loc, partial, values[terms.first + 2], terms.add);
+/// The row whose element m * i + phase is `phases[phase][i]`.
+Value mergePhases(OpBuilder &b, Location loc, ArrayRef<Value> phases) {
+  if (phases.size() == 2)
+    return vector::InterleaveOp::create(b, loc, phases[0], phases[1]);
+  return vector::InterleaveOp::create(
+      b, loc, vector::InterleaveOp::create(b, loc, phases[0], phases[2]),
+      vector::InterleaveOp::create(b, loc, phases[1], phases[3]));
 }
 
 Value index(OpBuilder &b, Location loc, int64_t value) {
@@ -81,10 +126,10 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
       : OpConversionPattern(context), panelColumns(panelColumns) {}
 
   /// One loop iteration per panel of tiles: the input transform of its
-  /// tiles, the 16 products of [F, C] filter transforms with [C, width]
+  /// tiles, the t * t products of [F, C] filter transforms with [C, width]
   /// input transforms, and the output transform into the panel's outputs.
   /// A panel's transforms and products stay in cache between the steps.
-  /// Each step is a loop (over channels, rows of tiles, the 16 elements,
+  /// Each step is a loop (over channels, rows of tiles, the t * t elements,
   /// filters), not unrolled: one-shot bufferization's analysis grows with
   /// the square of the ops on one tensor in a block, and 16 products side
   /// by side and unrolled rows of tiles made it most of the compile time
@@ -93,11 +138,13 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
   matchAndRewrite(WinogradConv2DOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto resultType = cast<RankedTensorType>(op.getType());
-    Shape shape{resultType.getDimSize(0),
-                cast<RankedTensorType>(adaptor.getInput().getType())
-                    .getDimSize(1),
-                resultType.getDimSize(1), resultType.getDimSize(2) / 2,
-                resultType.getDimSize(3) / 2};
+    TileTransforms tiles = TileTransforms::get(op.getOutputTile());
+    int64_t m = tiles.m;
+    Shape shape{
+        resultType.getDimSize(0),
+        cast<RankedTensorType>(adaptor.getInput().getType()).getDimSize(1),
+        resultType.getDimSize(1), resultType.getDimSize(2) / m,
+        resultType.getDimSize(3) / m};
     std::optional<RowPanelSplit> split =
         splitRowsIntoPanels(shape.tileRows, shape.tileColumns, panelColumns);
     if (!split)
@@ -108,13 +155,17 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
             : PanelTiles{split->split, shape.tileColumns, 1};
     Location loc = op.getLoc();
     Type f32 = resultType.getElementType();
-    Value input = padImages(rewriter, loc, adaptor.getInput(), op.getPads());
-    int64_t panels = shape.images * shape.tileRows * shape.tileColumns /
-                     panelColumns;
+    // A row's last tiles read its phases from m columns further on, m - 2
+    // past the padded row: zeros on the right keep those reads in bounds.
+    SmallVector<int64_t> pads(op.getPads());
+    pads[3] += m - 2;
+    Value input = padImages(rewriter, loc, adaptor.getInput(), pads);
+    int64_t panelCount =
+        shape.images * shape.tileRows * shape.tileColumns / panelColumns;
     auto loop = scf::ForallOp::create(
-        rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(panels)},
-        ValueRange{createEmptyTensor(rewriter, loc, resultType)},
-        std::nullopt);
+        rewriter, loc,
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(panelCount)},
+        ValueRange{createEmptyTensor(rewriter, loc, resultType)}, std::nullopt);
     OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
     MLIRContext *ctx = getContext();
     AffineExpr p = getAffineDimExpr(0, ctx);
@@ -130,24 +181,25 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
     Value ty = apply(firstRow % shape.tileRows);
     Value tx = apply((p % panel.panelsPerRow) * panel.lanes);
 
-    Value transforms = transformInput(b, loc, input, n, ty, tx, shape, panel);
+    Value transforms =
+        transformInput(b, loc, input, n, ty, tx, shape, panel, tiles);
     Value products = multiplyTransforms(b, loc, adaptor.getFilterTransform(),
-                                        transforms, shape);
+                                        transforms, shape, tiles);
 
     Value out = loop.getRegionIterArgs()[0];
     SmallVector<OpFoldResult> offsets = {
-        n, b.getIndexAttr(0), apply(firstRow % shape.tileRows * 2),
-        apply((p % panel.panelsPerRow) * panel.lanes * 2)};
+        n, b.getIndexAttr(0), apply(firstRow % shape.tileRows * m),
+        apply((p % panel.panelsPerRow) * panel.lanes * m)};
     SmallVector<OpFoldResult> sizes = {
         b.getIndexAttr(1), b.getIndexAttr(shape.filters),
-        b.getIndexAttr(2 * panel.rows), b.getIndexAttr(2 * panel.lanes)};
+        b.getIndexAttr(m * panel.rows), b.getIndexAttr(m * panel.lanes)};
     SmallVector<OpFoldResult> unit(4, b.getIndexAttr(1));
     Value block = tensor::ExtractSliceOp::create(
         b, loc,
         RankedTensorType::get(
-            {1, shape.filters, 2 * panel.rows, 2 * panel.lanes}, f32),
+            {1, shape.filters, m * panel.rows, m * panel.lanes}, f32),
         out, offsets, sizes, unit);
-    block = transformOutput(b, loc, products, block, shape, panel);
+    block = transformOutput(b, loc, products, block, shape, panel, tiles);
     b.setInsertionPointToStart(loop.getTerminator().getBody());
     tensor::ParallelInsertSliceOp::create(b, loc, block, out, offsets, sizes,
                                           unit);
@@ -178,13 +230,16 @@ private:
   }
 
   /// B^T d B of the panel's tiles (image n, rows of tiles from ty, tiles
-  /// from tx in each), [16, C, width]: per channel and row of tiles, the
+  /// from tx in each), [t * t, C, width]: per channel and row of tiles, the
   /// whole row in vectors.
   Value transformInput(OpBuilder &b, Location loc, Value padded, Value n,
                        Value ty, Value tx, const Shape &shape,
-                       const PanelTiles &panel) const {
+                       const PanelTiles &panel,
+                       const TileTransforms &tiles) const {
+    int64_t m = tiles.m, t = tiles.t;
     Type f32 = cast<RankedTensorType>(padded.getType()).getElementType();
-    auto type = RankedTensorType::get({16, shape.channels, panelColumns}, f32);
+    auto type =
+        RankedTensorType::get({t * t, shape.channels, panelColumns}, f32);
     auto loop = scf::ForOp::create(b, loc, index(b, loc, 0),
                                    index(b, loc, shape.channels),
                                    index(b, loc, 1),
@@ -194,10 +249,10 @@ private:
     Value c = loop.getInductionVar();
     Value transforms = loop.getRegionIterArgs()[0];
     Value zero = createScalarConstant(b, loc, f32, 0);
-    auto rowType = VectorType::get({2 * panel.lanes}, f32);
+    auto rowType = VectorType::get({m * panel.lanes}, f32);
     AffineExpr d0, d1;
     bindDims(b.getContext(), d0, d1);
-    Value column = affine::AffineApplyOp::create(b, loc, d0 * 2, tx);
+    Value column = affine::AffineApplyOp::create(b, loc, d0 * m, tx);
     Value lane;
     scf::ForOp rowLoop = createRowLoop(b, loc, panel, transforms, lane);
     {
@@ -205,40 +260,40 @@ private:
       b.setInsertionPointAfterValue(lane);
       Value r = rowLoop.getInductionVar();
       transforms = rowLoop.getRegionIterArgs()[0];
-      // d[i][j]: element (i, j) of the row's tiles. Tile t's columns are
-      // 2 t + j: the even and odd columns of the padded row from the
-      // tiles' first column (j = 0, 1) and from two further (j = 2, 3).
-      SmallVector<SmallVector<Value, 4>, 4> d(4);
-      for (int64_t i = 0; i < 4; ++i) {
+      // d[i][j]: element (i, j) of the row's tiles. Tile u's columns are
+      // m u + j: the m phases of the padded row from the tiles' first
+      // column (j < m) and the first t - m phases from m further (j >= m).
+      SmallVector<SmallVector<Value, 6>, 6> d(t);
+      for (int64_t i = 0; i < t; ++i) {
         Value y = affine::AffineApplyOp::create(
-            b, loc, AffineMap::get(2, 0, d0 * 2 + d1 * 2 + i),
+            b, loc, AffineMap::get(2, 0, d0 * m + d1 * m + i),
             ValueRange{ty, r});
-        for (int64_t start : {0, 2}) {
+        for (int64_t start : {int64_t(0), m}) {
           Value x = arith::AddIOp::create(b, loc, column,
                                           index(b, loc, start));
           Value row = vector::TransferReadOp::create(
               b, loc, rowType, padded, ValueRange{n, c, y, x}, zero,
               ArrayRef<bool>{true});
-          auto split = vector::DeinterleaveOp::create(b, loc, row);
-          d[i].push_back(split.getRes1());
-          d[i].push_back(split.getRes2());
+          for (Value phase : splitPhases(b, loc, row, m))
+            if (static_cast<int64_t>(d[i].size()) < t)
+              d[i].push_back(phase);
         }
       }
       // B^T d, then (B^T d) B.
-      SmallVector<SmallVector<Value, 4>, 4> rows(4);
-      for (int64_t j = 0; j < 4; ++j) {
-        SmallVector<Value, 4> columnValues = {d[0][j], d[1][j], d[2][j],
-                                              d[3][j]};
-        for (int64_t a = 0; a < 4; ++a)
-          rows[a].push_back(
-              applyTwoTerms(b, loc, kInputTransform[a], columnValues));
+      SmallVector<SmallVector<Value, 6>, 6> rows(t);
+      for (int64_t j = 0; j < t; ++j) {
+        SmallVector<Value, 6> columnValues;
+        for (int64_t i = 0; i < t; ++i)
+          columnValues.push_back(d[i][j]);
+        for (int64_t a = 0; a < t; ++a)
+          rows[a].push_back(combine(b, loc, tiles.inputRow(a), columnValues));
       }
-      for (int64_t a = 0; a < 4; ++a) {
-        for (int64_t e = 0; e < 4; ++e) {
-          Value element = applyTwoTerms(b, loc, kInputTransform[e], rows[a]);
+      for (int64_t a = 0; a < t; ++a) {
+        for (int64_t e = 0; e < t; ++e) {
+          Value element = combine(b, loc, tiles.inputRow(e), rows[a]);
           transforms = vector::TransferWriteOp::create(
                            b, loc, element, transforms,
-                           ValueRange{index(b, loc, 4 * a + e), c, lane},
+                           ValueRange{index(b, loc, t * a + e), c, lane},
                            ArrayRef<bool>{true})
                            .getResult();
         }
@@ -249,15 +304,17 @@ private:
     return loop.getResult(0);
   }
 
-  /// The 16 products of the [F, C] filter transforms with the panel's
-  /// [C, width] input transforms, [16, F, width].
+  /// The t * t products of the [F, C] filter transforms with the panel's
+  /// [C, width] input transforms, [t * t, F, width].
   Value multiplyTransforms(OpBuilder &b, Location loc, Value filterTransform,
-                           Value transforms, const Shape &shape) const {
+                           Value transforms, const Shape &shape,
+                           const TileTransforms &tiles) const {
+    int64_t elements = tiles.t * tiles.t;
     Type f32 = cast<RankedTensorType>(transforms.getType()).getElementType();
     auto productsType =
-        RankedTensorType::get({16, shape.filters, panelColumns}, f32);
+        RankedTensorType::get({elements, shape.filters, panelColumns}, f32);
     auto loop = scf::ForOp::create(
-        b, loc, index(b, loc, 0), index(b, loc, 16), index(b, loc, 1),
+        b, loc, index(b, loc, 0), index(b, loc, elements), index(b, loc, 1),
         ValueRange{createEmptyTensor(b, loc, productsType)});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -293,11 +350,13 @@ private:
     return loop.getResult(0);
   }
 
-  /// A^T m A of the panel's tiles into `block`, their [1, F, 2 rows,
-  /// 2 lanes] outputs: per filter and row of tiles, two output rows, each
-  /// the interleave of the tiles' even and odd output columns.
+  /// A^T p A of the panel's tiles into `block`, their [1, F, m rows,
+  /// m lanes] outputs: per filter and row of tiles, m output rows, each the
+  /// interleave of the tiles' m output phases.
   Value transformOutput(OpBuilder &b, Location loc, Value products, Value block,
-                        const Shape &shape, const PanelTiles &panel) const {
+                        const Shape &shape, const PanelTiles &panel,
+                        const TileTransforms &tiles) const {
+    int64_t m = tiles.m, t = tiles.t;
     Type f32 = cast<RankedTensorType>(block.getType()).getElementType();
     auto loop = scf::ForOp::create(b, loc, index(b, loc, 0),
                                    index(b, loc, shape.filters),
@@ -316,25 +375,26 @@ private:
       Value r = rowLoop.getInductionVar();
       outputs = rowLoop.getRegionIterArgs()[0];
       AffineExpr d0 = getAffineDimExpr(0, b.getContext());
-      SmallVector<Value> m;
-      for (int64_t element = 0; element < 16; ++element)
-        m.push_back(vector::TransferReadOp::create(
+      SmallVector<Value> elements;
+      for (int64_t element = 0; element < t * t; ++element)
+        elements.push_back(vector::TransferReadOp::create(
             b, loc, tilesType, products,
             ValueRange{index(b, loc, element), f, lane}, zero,
             ArrayRef<bool>{true}));
-      // m A per row a of m, then A^T (m A) per output column j.
-      SmallVector<SmallVector<Value, 4>, 2> columns(2);
-      for (int64_t a = 0; a < 4; ++a)
-        for (int64_t j = 0; j < 2; ++j)
+      // p A per row a of p, then A^T (p A) per output column j.
+      SmallVector<SmallVector<Value, 6>, 4> columns(m);
+      for (int64_t a = 0; a < t; ++a)
+        for (int64_t j = 0; j < m; ++j)
           columns[j].push_back(
-              applyThreeTerms(b, loc, kOutputTransform[j],
-                              ArrayRef<Value>(m).slice(4 * a, 4)));
-      for (int64_t i = 0; i < 2; ++i) {
-        Value even = applyThreeTerms(b, loc, kOutputTransform[i], columns[0]);
-        Value odd = applyThreeTerms(b, loc, kOutputTransform[i], columns[1]);
-        Value row = vector::InterleaveOp::create(b, loc, even, odd);
+              combine(b, loc, tiles.outputRow(j),
+                      ArrayRef<Value>(elements).slice(t * a, t)));
+      for (int64_t i = 0; i < m; ++i) {
+        SmallVector<Value, 4> phases;
+        for (int64_t j = 0; j < m; ++j)
+          phases.push_back(combine(b, loc, tiles.outputRow(i), columns[j]));
+        Value row = mergePhases(b, loc, phases);
         Value y = affine::AffineApplyOp::create(
-            b, loc, AffineMap::get(1, 0, d0 * 2 + i), r);
+            b, loc, AffineMap::get(1, 0, d0 * m + i), r);
         outputs = vector::TransferWriteOp::create(
                       b, loc, row, outputs,
                       ValueRange{index(b, loc, 0), f, y, index(b, loc, 0)},
