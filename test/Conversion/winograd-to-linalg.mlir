@@ -23,25 +23,28 @@ func.func @panels_per_row(%x: tensor<1x1x4x128xf32>, %u: tensor<16x2x1xf32>) -> 
 // -----
 
 // 16x16 outputs are 8x8 tiles: a panel of 32 tiles holds 4 rows of tiles,
-// so the loop runs over 2 panels. Per channel and row of tiles (a loop, not
-// unrolled) the input transform reads 4 padded rows twice (from the tiles'
+// so the loop runs over 2 panels. Per channel and pair of rows of tiles (a
+// loop, not unrolled; two rows of 8 tiles fill a vector of 16) the input
+// transform reads 4 padded rows per row of tiles twice (from the tiles'
 // first column and two further), 16 columns each, splits them into even
-// and odd columns, and writes the 16 elements of the 8 tiles' B^T d B at
-// the row's first tile; then a loop of the 16 products of the [3, 2]
-// filter transforms with the [2, 32] input transforms into one [16, 3, 32]
-// tensor; then per filter and row of tiles two output rows, interleaves of
-// the 8 tiles' even and odd output columns.
+// and odd columns, puts the two rows' halves side by side, and writes the
+// 16 elements of the 16 tiles' B^T d B at the first row's first tile; then
+// a loop of the 16 products of the [3, 2] filter transforms with the
+// [2, 32] input transforms into one [16, 3, 32] tensor; then per filter
+// and pair of rows of tiles two output rows each, interleaves of the 8
+// tiles' even and odd output columns.
 // CHECK-DAG: #[[LANE:.*]] = affine_map<(d0) -> (d0 * 8)>
 // CHECK-LABEL: func.func @winograd
 // CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]
 // CHECK: scf.forall (%[[P:.*]]) in (2) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<1x3x16x16xf32>)
 // CHECK: %[[TRANSFORMS:.*]] = scf.for %[[C:.*]] = %{{.*}} to %c2{{.*}} iter_args(%{{.*}}) -> (tensor<16x2x32xf32>)
-// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c4{{.*}} iter_args(%[[ROWS_IN:.*]] = %{{.*}}) -> (tensor<16x2x32xf32>)
+// CHECK: scf.for %[[R:.*]] = %{{.*}} to %c4{{.*}} step %c2{{.*}} iter_args(%[[ROWS_IN:.*]] = %{{.*}}) -> (tensor<16x2x32xf32>)
 // CHECK: %[[L:.*]] = affine.apply #[[LANE]](%[[R]])
-// CHECK-COUNT-8: vector.transfer_read %[[PAD]]{{.*}} : tensor<1x2x18x18xf32>, vector<16xf32>
+// CHECK-COUNT-16: vector.transfer_read %[[PAD]]{{.*}} : tensor<1x2x18x18xf32>, vector<16xf32>
 // CHECK: vector.deinterleave %{{.*}} : vector<16xf32> -> vector<8xf32>
-// CHECK: vector.transfer_write %{{.*}}, %[[ROWS_IN]][%c0{{.*}}, %[[C]], %[[L]]] {in_bounds = [true]} : vector<8xf32>, tensor<16x2x32xf32>
-// CHECK-COUNT-15: vector.transfer_write %{{.*}}[%c{{[0-9]+}}{{.*}}, %[[C]], %[[L]]] {in_bounds = [true]} : vector<8xf32>, tensor<16x2x32xf32>
+// CHECK: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] : vector<8xf32>, vector<8xf32>
+// CHECK: vector.transfer_write %{{.*}}, %[[ROWS_IN]][%c0{{.*}}, %[[C]], %[[L]]] {in_bounds = [true]} : vector<16xf32>, tensor<16x2x32xf32>
+// CHECK-COUNT-15: vector.transfer_write %{{.*}}[%c{{[0-9]+}}{{.*}}, %[[C]], %[[L]]] {in_bounds = [true]} : vector<16xf32>, tensor<16x2x32xf32>
 // CHECK-NOT: vector.transfer_write
 // CHECK: scf.yield
 // CHECK: scf.yield
@@ -55,11 +58,15 @@ func.func @panels_per_row(%x: tensor<1x1x4x128xf32>, %u: tensor<16x2x1xf32>) -> 
 // CHECK-NOT: linalg.matmul
 // CHECK: %[[BLOCK:.*]] = tensor.extract_slice %[[OUT]][%{{.*}}, 0, %{{.*}}, %{{.*}}] [1, 3, 8, 16] [1, 1, 1, 1] : tensor<1x3x16x16xf32> to tensor<1x3x8x16xf32>
 // CHECK: scf.for %[[F:.*]] = %{{.*}} to %c3{{.*}} iter_args(%{{.*}} = %[[BLOCK]]) -> (tensor<1x3x8x16xf32>)
-// CHECK: scf.for %[[OR:.*]] = %{{.*}} to %c4{{.*}} iter_args(%{{.*}}) -> (tensor<1x3x8x16xf32>)
+// CHECK: scf.for %[[OR:.*]] = %{{.*}} to %c4{{.*}} step %c2{{.*}} iter_args(%{{.*}}) -> (tensor<1x3x8x16xf32>)
 // CHECK: %[[OL:.*]] = affine.apply #[[LANE]](%[[OR]])
-// CHECK-COUNT-16: vector.transfer_read %[[PRODUCTS]][%c{{[0-9]+}}{{.*}}, %[[F]], %[[OL]]], %{{.*}} : tensor<16x3x32xf32>, vector<8xf32>
+// CHECK-COUNT-16: vector.transfer_read %[[PRODUCTS]][%c{{[0-9]+}}{{.*}}, %[[F]], %[[OL]]], %{{.*}} : tensor<16x3x32xf32>, vector<16xf32>
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
 // CHECK: vector.interleave %{{.*}}, %{{.*}} : vector<8xf32> -> vector<16xf32>
 // CHECK: vector.transfer_write %{{.*}}[%c0{{.*}}, %[[F]], %{{.*}}, %c0{{.*}}] {in_bounds = [true]} : vector<16xf32>, tensor<1x3x8x16xf32>
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [8], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
+// CHECK-COUNT-3: vector.transfer_write %{{.*}}[%c0{{.*}}, %[[F]], %{{.*}}, %c0{{.*}}] {in_bounds = [true]} : vector<16xf32>, tensor<1x3x8x16xf32>
+// CHECK-NOT: vector.transfer_write
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][%{{.*}}, 0, %{{.*}}, %{{.*}}] [1, 3, 8, 16] [1, 1, 1, 1]
 func.func @winograd(%x: tensor<1x2x16x16xf32>, %u: tensor<16x3x2xf32>) -> tensor<1x3x16x16xf32> {
   %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<1x2x16x16xf32>, tensor<16x3x2xf32> -> tensor<1x3x16x16xf32>
@@ -72,31 +79,32 @@ func.func @winograd(%x: tensor<1x2x16x16xf32>, %u: tensor<16x3x2xf32>) -> tensor
 // F(4x4, 3x3) (a [36, F, C] filter transform): 32x32 outputs are 8x8
 // tiles of 4x4, four rows of tiles per panel of 32, so 2 panels. The input
 // is padded with two more zero columns on the right, since a row's last
-// tiles read their phases from 4 columns further on. Per channel and row
-// of tiles, 6 padded rows are read twice (from the tiles' first column and
-// 4 further), 32 columns each, and split into their 4 phases (column
-// modulo 4) by two levels of deinterleaves; B^T d B takes multiply-adds
-// for its coefficients 4, -5, -4 and +-2. 36 products; per filter and row
-// of tiles, 4 output rows, each the interleave of 4 phases.
+// tiles read their phases from 4 columns further on. Per channel and pair
+// of rows of tiles, 6 padded rows per row of tiles are read twice (from
+// the tiles' first column and 4 further), 32 columns each, and split into
+// their 4 phases (column modulo 4) by two levels of deinterleaves; B^T d B
+// takes multiply-adds for its coefficients 4, -5, -4 and +-2. 36 products;
+// per filter and pair of rows of tiles, 4 output rows each, interleaves of
+// 4 phases.
 // CHECK-LABEL: func.func @large_tiles
 // CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 3]
 // CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}}) -> (tensor<1x3x32x32xf32>)
 // CHECK: scf.for {{.*}} -> (tensor<36x2x32xf32>)
-// CHECK-COUNT-12: vector.transfer_read %[[PAD]]{{.*}} : tensor<1x2x34x36xf32>, vector<32xf32>
+// CHECK-COUNT-24: vector.transfer_read %[[PAD]]{{.*}} : tensor<1x2x34x36xf32>, vector<32xf32>
 // CHECK: vector.deinterleave %{{.*}} : vector<32xf32> -> vector<16xf32>
 // CHECK: vector.deinterleave %{{.*}} : vector<16xf32> -> vector<8xf32>
 // CHECK: math.fma
-// CHECK-COUNT-36: vector.transfer_write %{{.*}} : vector<8xf32>, tensor<36x2x32xf32>
+// CHECK-COUNT-36: vector.transfer_write %{{.*}} : vector<16xf32>, tensor<36x2x32xf32>
 // CHECK-NOT: vector.transfer_write
 // CHECK: scf.for {{.*}} to %c36{{.*}} -> (tensor<36x3x32xf32>)
 // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<3x2xf32>, tensor<2x32xf32>)
 // CHECK: tensor.extract_slice {{.*}} [1, 3, 16, 32] [1, 1, 1, 1] : tensor<1x3x32x32xf32> to tensor<1x3x16x32xf32>
-// CHECK-COUNT-36: vector.transfer_read {{.*}} : tensor<36x3x32xf32>, vector<8xf32>
+// CHECK-COUNT-36: vector.transfer_read {{.*}} : tensor<36x3x32xf32>, vector<16xf32>
 // CHECK: vector.interleave %{{.*}} : vector<8xf32> -> vector<16xf32>
 // CHECK: vector.interleave %{{.*}} : vector<8xf32> -> vector<16xf32>
 // CHECK: vector.interleave %{{.*}} : vector<16xf32> -> vector<32xf32>
 // CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<32xf32>, tensor<1x3x16x32xf32>
-// CHECK-COUNT-3: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<32xf32>, tensor<1x3x16x32xf32>
+// CHECK-COUNT-7: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<32xf32>, tensor<1x3x16x32xf32>
 // CHECK-NOT: vector.transfer_write
 func.func @large_tiles(%x: tensor<1x2x32x32xf32>, %u: tensor<36x3x2xf32>) -> tensor<1x3x32x32xf32> {
   %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<1x2x32x32xf32>, tensor<36x3x2xf32> -> tensor<1x3x32x32xf32>

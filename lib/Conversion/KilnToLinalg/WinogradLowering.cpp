@@ -114,12 +114,42 @@ Value index(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
 
+/// The vector length the transforms work in: one AVX-512 register of f32.
+constexpr int64_t kTransformLanes = 16;
+
 /// Where a panel of `width` tiles lies in the image: `rows` rows of tiles
 /// of `lanes` tiles each; a row of tiles is `panelsPerRow` panels (1 where
-/// a panel holds whole rows).
+/// a panel holds whole rows). The transforms take `rowsPerStep` rows of
+/// tiles at a time (side by side in the panel), so that short rows still
+/// fill whole vectors.
 struct PanelTiles {
-  int64_t rows, lanes, panelsPerRow;
+  int64_t rows, lanes, panelsPerRow, rowsPerStep;
 };
+
+/// The vectors of `parts` one after another.
+Value concatenate(OpBuilder &b, Location loc, ArrayRef<Value> parts) {
+  SmallVector<Value> level(parts);
+  while (level.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t k = 0; k < level.size(); k += 2) {
+      int64_t length = cast<VectorType>(level[k].getType()).getNumElements();
+      next.push_back(vector::ShuffleOp::create(
+          b, loc, level[k], level[k + 1],
+          llvm::to_vector(llvm::seq<int64_t>(0, 2 * length))));
+    }
+    level = std::move(next);
+  }
+  return level.front();
+}
+
+/// Part `part` of `value` cut into parts of `length` elements.
+Value extractPart(OpBuilder &b, Location loc, Value value, int64_t part,
+                  int64_t length) {
+  if (cast<VectorType>(value.getType()).getNumElements() == length)
+    return value;
+  return vector::ExtractStridedSliceOp::create(b, loc, value, {part * length},
+                                               {length}, {1});
+}
 
 struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
   WinogradConv2DLowering(MLIRContext *context, int64_t panelColumns)
@@ -149,10 +179,12 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
         splitRowsIntoPanels(shape.tileRows, shape.tileColumns, panelColumns);
     if (!split)
       return rewriter.notifyMatchFailure(op, "tiles don't fill the panels");
-    PanelTiles panel =
-        split->rowParts
-            ? PanelTiles{1, panelColumns, split->split}
-            : PanelTiles{split->split, shape.tileColumns, 1};
+    PanelTiles panel = split->rowParts
+                           ? PanelTiles{1, panelColumns, split->split, 1}
+                           : PanelTiles{split->split, shape.tileColumns, 1, 1};
+    if (panel.lanes < kTransformLanes && kTransformLanes % panel.lanes == 0 &&
+        panel.rows % (kTransformLanes / panel.lanes) == 0)
+      panel.rowsPerStep = kTransformLanes / panel.lanes;
     Location loc = op.getLoc();
     Type f32 = resultType.getElementType();
     // A row's last tiles read its phases from m columns further on, m - 2
@@ -212,14 +244,15 @@ private:
     int64_t images, channels, filters, tileRows, tileColumns;
   };
 
-  /// A loop over the panel's rows of tiles carrying `init`; `lane` is, at
-  /// the start of its body, the row's first column in the panel.
+  /// A loop over the panel's rows of tiles, `rowsPerStep` at a time,
+  /// carrying `init`; `lane` is, at the start of its body, the first row's
+  /// first column in the panel.
   static scf::ForOp createRowLoop(OpBuilder &b, Location loc,
                                   const PanelTiles &panel, Value init,
                                   Value &lane) {
     auto loop =
         scf::ForOp::create(b, loc, index(b, loc, 0), index(b, loc, panel.rows),
-                           index(b, loc, 1), ValueRange{init});
+                           index(b, loc, panel.rowsPerStep), ValueRange{init});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     AffineExpr row = getAffineDimExpr(0, b.getContext());
@@ -260,24 +293,31 @@ private:
       b.setInsertionPointAfterValue(lane);
       Value r = rowLoop.getInductionVar();
       transforms = rowLoop.getRegionIterArgs()[0];
-      // d[i][j]: element (i, j) of the row's tiles. Tile u's columns are
+      // d[i][j]: element (i, j) of the step's tiles. Tile u's columns are
       // m u + j: the m phases of the padded row from the tiles' first
-      // column (j < m) and the first t - m phases from m further (j >= m).
+      // column (j < m) and the first t - m phases from m further (j >= m);
+      // the step's rows of tiles side by side.
       SmallVector<SmallVector<Value, 6>, 6> d(t);
       for (int64_t i = 0; i < t; ++i) {
-        Value y = affine::AffineApplyOp::create(
-            b, loc, AffineMap::get(2, 0, d0 * m + d1 * m + i),
-            ValueRange{ty, r});
-        for (int64_t start : {int64_t(0), m}) {
-          Value x = arith::AddIOp::create(b, loc, column,
-                                          index(b, loc, start));
-          Value row = vector::TransferReadOp::create(
-              b, loc, rowType, padded, ValueRange{n, c, y, x}, zero,
-              ArrayRef<bool>{true});
-          for (Value phase : splitPhases(b, loc, row, m))
-            if (static_cast<int64_t>(d[i].size()) < t)
-              d[i].push_back(phase);
+        SmallVector<SmallVector<Value, 4>, 6> parts(t);
+        for (int64_t q = 0; q < panel.rowsPerStep; ++q) {
+          Value y = affine::AffineApplyOp::create(
+              b, loc, AffineMap::get(2, 0, (d0 + d1 + q) * m + i),
+              ValueRange{ty, r});
+          int64_t j = 0;
+          for (int64_t start : {int64_t(0), m}) {
+            Value x =
+                arith::AddIOp::create(b, loc, column, index(b, loc, start));
+            Value row = vector::TransferReadOp::create(
+                b, loc, rowType, padded, ValueRange{n, c, y, x}, zero,
+                ArrayRef<bool>{true});
+            for (Value phase : splitPhases(b, loc, row, m))
+              if (j < t)
+                parts[j++].push_back(phase);
+          }
         }
+        for (int64_t j = 0; j < t; ++j)
+          d[i].push_back(concatenate(b, loc, parts[j]));
       }
       // B^T d, then (B^T d) B.
       SmallVector<SmallVector<Value, 6>, 6> rows(t);
@@ -366,7 +406,7 @@ private:
     Value f = loop.getInductionVar();
     Value outputs = loop.getRegionIterArgs()[0];
     Value zero = createScalarConstant(b, loc, f32, 0);
-    auto tilesType = VectorType::get({panel.lanes}, f32);
+    auto tilesType = VectorType::get({panel.rowsPerStep * panel.lanes}, f32);
     Value lane;
     scf::ForOp rowLoop = createRowLoop(b, loc, panel, outputs, lane);
     {
@@ -392,14 +432,19 @@ private:
         SmallVector<Value, 4> phases;
         for (int64_t j = 0; j < m; ++j)
           phases.push_back(combine(b, loc, tiles.outputRow(i), columns[j]));
-        Value row = mergePhases(b, loc, phases);
-        Value y = affine::AffineApplyOp::create(
-            b, loc, AffineMap::get(1, 0, d0 * m + i), r);
-        outputs = vector::TransferWriteOp::create(
-                      b, loc, row, outputs,
-                      ValueRange{index(b, loc, 0), f, y, index(b, loc, 0)},
-                      ArrayRef<bool>{true})
-                      .getResult();
+        for (int64_t q = 0; q < panel.rowsPerStep; ++q) {
+          SmallVector<Value, 4> rowPhases;
+          for (Value phase : phases)
+            rowPhases.push_back(extractPart(b, loc, phase, q, panel.lanes));
+          Value row = mergePhases(b, loc, rowPhases);
+          Value y = affine::AffineApplyOp::create(
+              b, loc, AffineMap::get(1, 0, (d0 + q) * m + i), r);
+          outputs = vector::TransferWriteOp::create(
+                        b, loc, row, outputs,
+                        ValueRange{index(b, loc, 0), f, y, index(b, loc, 0)},
+                        ArrayRef<bool>{true})
+                        .getResult();
+        }
       }
       scf::YieldOp::create(b, loc, outputs);
     }
