@@ -30,17 +30,19 @@ using namespace kiln;
 namespace {
 
 /// B^T and A^T of F(2x2, 3x3) (interpolation points 0, 1, -1, infinity)
-/// and F(4x4, 3x3) (0, 1, -1, 2, -2, infinity), row-major.
-constexpr double kInputTransform2[] = {1, 0,  -1, 0, 0, 1, 1, 0,
-                                       0, -1, 1,  0, 0, 1, 0, -1};
-constexpr double kOutputTransform2[] = {1, 1, 1, 0, 0, 1, -1, -1};
-constexpr double kInputTransform4[] = {4, 0, -5, 0,  1, 0, 0, -4, -4, 1,  1, 0,
-                                       0, 4, -4, -1, 1, 0, 0, -2, -1, 2,  1, 0,
-                                       0, 2, -1, -2, 1, 0, 0, 4,  0,  -5, 0, 1};
-constexpr double kOutputTransform4[] = {1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0,
-                                        0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1};
+/// and F(4x4, 3x3) (0, 1, -1, 2, -2, infinity).
+constexpr double kInputTransform2[4][4] = {
+    {1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+constexpr double kOutputTransform2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+constexpr double kInputTransform4[6][6] = {
+    {4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+    {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+constexpr double kOutputTransform4[4][6] = {{1, 1, 1, 1, 1, 0},
+                                            {0, 1, -1, 2, -2, 0},
+                                            {0, 1, 1, 4, 4, 0},
+                                            {0, 1, -1, 8, -8, 1}};
 
-/// The transforms of F(m x m, 3x3) on t x t tiles.
+/// The transforms of F(m x m, 3x3) on t x t tiles (t = m + 2), row-major.
 struct TileTransforms {
   int64_t m, t;
   ArrayRef<double> input;  // B^T, t x t
@@ -48,8 +50,11 @@ struct TileTransforms {
 
   static TileTransforms get(int64_t m) {
     if (m == 2)
-      return {2, 4, kInputTransform2, kOutputTransform2};
-    return {4, 6, kInputTransform4, kOutputTransform4};
+      return {2, 4, ArrayRef(&kInputTransform2[0][0], 16),
+              ArrayRef(&kOutputTransform2[0][0], 8)};
+    assert(m == 4 && "Winograd tiles are 2x2 or 4x4");
+    return {4, 6, ArrayRef(&kInputTransform4[0][0], 36),
+            ArrayRef(&kOutputTransform4[0][0], 24)};
   }
   ArrayRef<double> inputRow(int64_t row) const {
     return input.slice(row * t, t);
