@@ -110,3 +110,21 @@ func.func @large_tiles(%x: tensor<1x2x32x32xf32>, %u: tensor<36x3x2xf32>) -> ten
   %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<1x2x32x32xf32>, tensor<36x3x2xf32> -> tensor<1x3x32x32xf32>
   return %0 : tensor<1x3x32x32xf32>
 }
+
+// -----
+
+// 8x8 outputs are 4x4 tiles of 2x2 per image, which don't fill a panel of
+// 32: panels of 16 tiles instead (one image each, so two threads share the
+// work), with [2, 16] input transforms and products [3, 2] x [2, 16]; four
+// rows of 4 tiles per step fill the transforms' vectors.
+// CHECK-LABEL: func.func @half_panels
+// CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}}) -> (tensor<2x3x8x8xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<16x2x16xf32>)
+// CHECK: scf.for {{.*}} to %c4{{.*}} step %c4{{.*}} iter_args
+// CHECK: vector.transfer_write %{{.*}} : vector<16xf32>, tensor<16x2x16xf32>
+// CHECK: scf.for {{.*}} to %c16{{.*}} -> (tensor<16x3x16xf32>)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<3x2xf32>, tensor<2x16xf32>) outs(%{{.*}} : tensor<3x16xf32>)
+func.func @half_panels(%x: tensor<2x2x8x8xf32>, %u: tensor<16x3x2xf32>) -> tensor<2x3x8x8xf32> {
+  %0 = kiln.winograd_conv2d %x, %u pads = [1, 1, 1, 1] : tensor<2x2x8x8xf32>, tensor<16x3x2xf32> -> tensor<2x3x8x8xf32>
+  return %0 : tensor<2x3x8x8xf32>
+}

@@ -40,7 +40,7 @@ func.func @pads(%x: tensor<2x1x4x5xf32>, %z: tensor<1x1x6x6xf32>) -> (tensor<2x1
 // Convolutions Winograd's F(2x2, 3x3) doesn't compute stay direct: stride
 // 2, dilation 2, two groups, a filter computed at run time, a 5x5 filter,
 // an odd output width, and 2x2 tiles in rows of 3 that can't fill panels
-// of 4.
+// of 4 or 2.
 // CHECK-LABEL: func.func @direct
 // CHECK-COUNT-7: kiln.conv2d
 // CHECK-NOT: kiln.winograd_conv2d
@@ -74,4 +74,16 @@ func.func @large_tiles(%x: tensor<1x1x8x8xf32>) -> tensor<1x1x8x8xf32> {
   %w = kiln.constant dense<[[[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]]]> : tensor<1x1x3x3xf32>
   %y = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x1x8x8xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x8x8xf32>
   return %y : tensor<1x1x8x8xf32>
+}
+
+// -----
+
+// 4x2 outputs are 2x1 tiles of 2x2, which fill no panel of 4 tiles but
+// panels of 2: F(2x2, 3x3) in half-width panels.
+// CHECK-LABEL: func.func @half_panels
+// CHECK: kiln.winograd_conv2d %arg0, %{{.*}} pads = [1, 1, 1, 1] : tensor<1x1x4x2xf32>, tensor<16x1x1xf32> -> tensor<1x1x4x2xf32>
+func.func @half_panels(%x: tensor<1x1x4x2xf32>) -> tensor<1x1x4x2xf32> {
+  %w = kiln.constant dense<[[[[0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [0.0, 0.0, 1.0]]]]> : tensor<1x1x3x3xf32>
+  %y = kiln.conv2d %x, %w strides = [1, 1] dilations = [1, 1] pads = [1, 1, 1, 1] groups = 1 : tensor<1x1x4x2xf32>, tensor<1x1x3x3xf32> -> tensor<1x1x4x2xf32>
+  return %y : tensor<1x1x4x2xf32>
 }

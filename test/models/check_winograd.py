@@ -7,7 +7,8 @@ usage: check_winograd.py KILN_BIN_DIR WORK_DIR
 Each case is a one-Conv ONNX model (seeded random weights scaled so that
 outputs are of order 1) whose tiles fill the matmul panels in a different
 way: a whole row of tiles per panel, several rows per panel, two panels per
-row, asymmetric padding, a batch of three with a bias. The -O2 artifact
+row, asymmetric padding, a batch of three with a bias, panels of half the
+width for 8x8 maps. The -O2 artifact
 must have rewritten the convolution into kiln.winograd_conv2d with the
 expected tile (4x4 where its tiles fill the panels, else 2x2; a case whose
 tiles can't fill panels must stay direct), and its output must match
@@ -29,6 +30,7 @@ CASES = {
     "panels-per-row": (1, 16, 16, 130, 130, [0, 0, 0, 0], False, 4),
     "asymmetric-pads": (2, 32, 32, 32, 32, [2, 1, 0, 1], True, 4),
     "small-tiles-only": (1, 16, 16, 36, 64, [1, 1, 1, 1], True, 2),
+    "half-panels": (2, 32, 32, 8, 8, [1, 1, 1, 1], True, 2),
     "odd-tiles": (2, 32, 32, 30, 30, [1, 1, 1, 1], False, 0),
 }
 

@@ -128,7 +128,7 @@ constexpr int64_t kTransformLanes = 16;
 /// tiles at a time (side by side in the panel), so that short rows still
 /// fill whole vectors.
 struct PanelTiles {
-  int64_t rows, lanes, panelsPerRow, rowsPerStep;
+  int64_t width, rows, lanes, panelsPerRow, rowsPerStep;
 };
 
 /// The vectors of `parts` one after another.
@@ -180,13 +180,21 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
         cast<RankedTensorType>(adaptor.getInput().getType()).getDimSize(1),
         resultType.getDimSize(1), resultType.getDimSize(2) / m,
         resultType.getDimSize(3) / m};
+    // Panels as wide as the products' register blocks, else half as wide
+    // (small maps: one image's tiles), as kiln-winograd-convolutions chose.
+    int64_t width = panelColumns;
     std::optional<RowPanelSplit> split =
-        splitRowsIntoPanels(shape.tileRows, shape.tileColumns, panelColumns);
+        splitRowsIntoPanels(shape.tileRows, shape.tileColumns, width);
+    if (!split) {
+      width /= 2;
+      split = splitRowsIntoPanels(shape.tileRows, shape.tileColumns, width);
+    }
     if (!split)
       return rewriter.notifyMatchFailure(op, "tiles don't fill the panels");
-    PanelTiles panel = split->rowParts
-                           ? PanelTiles{1, panelColumns, split->split, 1}
-                           : PanelTiles{split->split, shape.tileColumns, 1, 1};
+    PanelTiles panel =
+        split->rowParts
+            ? PanelTiles{width, 1, width, split->split, 1}
+            : PanelTiles{width, split->split, shape.tileColumns, 1, 1};
     if (panel.lanes < kTransformLanes && kTransformLanes % panel.lanes == 0 &&
         panel.rows % (kTransformLanes / panel.lanes) == 0)
       panel.rowsPerStep = kTransformLanes / panel.lanes;
@@ -198,7 +206,7 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
     pads[3] += m - 2;
     Value input = padImages(rewriter, loc, adaptor.getInput(), pads);
     int64_t panelCount =
-        shape.images * shape.tileRows * shape.tileColumns / panelColumns;
+        shape.images * shape.tileRows * shape.tileColumns / width;
     auto loop = scf::ForallOp::create(
         rewriter, loc,
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(panelCount)},
@@ -221,7 +229,7 @@ struct WinogradConv2DLowering : OpConversionPattern<WinogradConv2DOp> {
     Value transforms =
         transformInput(b, loc, input, n, ty, tx, shape, panel, tiles);
     Value products = multiplyTransforms(b, loc, adaptor.getFilterTransform(),
-                                        transforms, shape, tiles);
+                                        transforms, shape, tiles, width);
 
     Value out = loop.getRegionIterArgs()[0];
     SmallVector<OpFoldResult> offsets = {
@@ -277,7 +285,7 @@ private:
     int64_t m = tiles.m, t = tiles.t;
     Type f32 = cast<RankedTensorType>(padded.getType()).getElementType();
     auto type =
-        RankedTensorType::get({t * t, shape.channels, panelColumns}, f32);
+        RankedTensorType::get({t * t, shape.channels, panel.width}, f32);
     auto loop = scf::ForOp::create(b, loc, index(b, loc, 0),
                                    index(b, loc, shape.channels),
                                    index(b, loc, 1),
@@ -353,11 +361,11 @@ private:
   /// [C, width] input transforms, [t * t, F, width].
   Value multiplyTransforms(OpBuilder &b, Location loc, Value filterTransform,
                            Value transforms, const Shape &shape,
-                           const TileTransforms &tiles) const {
+                           const TileTransforms &tiles, int64_t width) const {
     int64_t elements = tiles.t * tiles.t;
     Type f32 = cast<RankedTensorType>(transforms.getType()).getElementType();
     auto productsType =
-        RankedTensorType::get({elements, shape.filters, panelColumns}, f32);
+        RankedTensorType::get({elements, shape.filters, width}, f32);
     auto loop = scf::ForOp::create(
         b, loc, index(b, loc, 0), index(b, loc, elements), index(b, loc, 1),
         ValueRange{createEmptyTensor(b, loc, productsType)});
@@ -374,7 +382,7 @@ private:
                                  b.getIndexAttr(columns)},
           ArrayRef<OpFoldResult>{one, one, one});
     };
-    Value init = slice(products, shape.filters, panelColumns);
+    Value init = slice(products, shape.filters, width);
     Value filled = linalg::FillOp::create(
                        b, loc, ValueRange{createScalarConstant(b, loc, f32, 0)},
                        ValueRange{init})
@@ -383,13 +391,13 @@ private:
         linalg::MatmulOp::create(
             b, loc, init.getType(),
             ValueRange{slice(filterTransform, shape.filters, shape.channels),
-                       slice(transforms, shape.channels, panelColumns)},
+                       slice(transforms, shape.channels, width)},
             filled)
             .getResult(0);
     Value inserted = tensor::InsertSliceOp::create(
         b, loc, product, products, ArrayRef<OpFoldResult>{element, zero, zero},
         ArrayRef<OpFoldResult>{one, b.getIndexAttr(shape.filters),
-                               b.getIndexAttr(panelColumns)},
+                               b.getIndexAttr(width)},
         ArrayRef<OpFoldResult>{one, one, one});
     scf::YieldOp::create(b, loc, inserted);
     return loop.getResult(0);
