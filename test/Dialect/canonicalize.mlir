@@ -220,3 +220,44 @@ func.func @not_identity_operands(%x: tensor<32x1xf32>, %y: tensor<2xf32>) -> (te
   %3 = kiln.mul %y, %mixed : tensor<2xf32>, tensor<2xf32>
   return %0, %1, %2, %3 : tensor<2x32x8xf32>, tensor<32x1xf32>, tensor<32x1xf32>, tensor<2xf32>
 }
+
+// -----
+
+// A gather at one constant index is a slice without that axis; one of a
+// transpose gathers from the transpose's input and transposes the rest (the
+// heads split of a fused q/k/v projection: each part moves once).
+// CHECK-LABEL: func.func @gather_constant_index
+// CHECK: %[[Q:.*]] = kiln.slice %arg0 offsets = [0, 0, 0, 0, 0] sizes = [2, 4, 1, 3, 8] strides = [1, 1, 1, 1, 1] : tensor<2x4x3x3x8xf32> -> tensor<2x4x1x3x8xf32>
+// CHECK: %[[QR:.*]] = kiln.reshape %[[Q]] : tensor<2x4x1x3x8xf32> -> tensor<2x4x3x8xf32>
+// CHECK: %[[QT:.*]] = kiln.transpose %[[QR]], perm = [0, 2, 1, 3] : tensor<2x4x3x8xf32> -> tensor<2x3x4x8xf32>
+// CHECK: %[[V:.*]] = kiln.slice %arg0 offsets = [0, 0, 2, 0, 0] sizes = [2, 4, 1, 3, 8]
+// CHECK: %[[W:.*]] = kiln.slice %arg1 offsets = [0, 4] sizes = [3, 1] strides = [1, 1] : tensor<3x5xf32> -> tensor<3x1xf32>
+// CHECK: %[[WR:.*]] = kiln.reshape %[[W]] : tensor<3x1xf32> -> tensor<3xf32>
+// CHECK-NOT: kiln.gather
+// CHECK: return %[[QT]], %{{.*}}, %[[WR]]
+func.func @gather_constant_index(%qkv: tensor<2x4x3x3x8xf32>, %w: tensor<3x5xf32>) -> (tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>, tensor<3xf32>) {
+  %zero = kiln.constant dense<0> : tensor<i64>
+  %two = kiln.constant dense<2> : tensor<i64>
+  %last = kiln.constant dense<-1> : tensor<i64>
+  %t = kiln.transpose %qkv, perm = [2, 0, 3, 1, 4] : tensor<2x4x3x3x8xf32> -> tensor<3x2x3x4x8xf32>
+  %q = kiln.gather %t[%zero], axis = 0 : tensor<3x2x3x4x8xf32>, tensor<i64> -> tensor<2x3x4x8xf32>
+  %v = kiln.gather %t[%two], axis = 0 : tensor<3x2x3x4x8xf32>, tensor<i64> -> tensor<2x3x4x8xf32>
+  %c = kiln.gather %w[%last], axis = 1 : tensor<3x5xf32>, tensor<i64> -> tensor<3xf32>
+  return %q, %v, %c : tensor<2x3x4x8xf32>, tensor<2x3x4x8xf32>, tensor<3xf32>
+}
+
+// -----
+
+// Indices out of range, computed at run time, or more than one stay
+// gathers.
+// CHECK-LABEL: func.func @gather_not_constant_index
+// CHECK-COUNT-3: kiln.gather
+// CHECK-NOT: kiln.slice
+func.func @gather_not_constant_index(%w: tensor<3x5xf32>, %i: tensor<i64>) -> (tensor<3xf32>, tensor<3xf32>, tensor<3x2xf32>) {
+  %five = kiln.constant dense<5> : tensor<i64>
+  %pair = kiln.constant dense<[0, 1]> : tensor<2xi64>
+  %a = kiln.gather %w[%five], axis = 1 : tensor<3x5xf32>, tensor<i64> -> tensor<3xf32>
+  %b = kiln.gather %w[%i], axis = 1 : tensor<3x5xf32>, tensor<i64> -> tensor<3xf32>
+  %c = kiln.gather %w[%pair], axis = 1 : tensor<3x5xf32>, tensor<2xi64> -> tensor<3x2xf32>
+  return %a, %b, %c : tensor<3xf32>, tensor<3xf32>, tensor<3x2xf32>
+}

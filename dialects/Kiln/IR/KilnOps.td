@@ -422,6 +422,7 @@ def Kiln_GatherOp : Kiln_Op<"gather",
     `:` type($data) `,` type($indices) `->` type($result)
   }];
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Kiln_GatherElementsOp : Kiln_Op<"gather_elements",
