@@ -456,6 +456,17 @@ func.func @group_norm(%x: tensor<2x4x5x5xf32>, %g: tensor<4xf32>, %b: tensor<4xf
 
 // -----
 
+// An empty batch has no groups to normalize: the result is empty too.
+// CHECK-LABEL: func.func @group_norm_empty
+// CHECK-NEXT: %[[E:.*]] = tensor.empty() : tensor<0x4x5x5xf32>
+// CHECK-NEXT: return %[[E]]
+func.func @group_norm_empty(%x: tensor<0x4x5x5xf32>, %g: tensor<4xf32>) -> tensor<0x4x5x5xf32> {
+  %0 = kiln.group_norm %x, %g, %g groups = 2 epsilon = 1.0e-05 : tensor<0x4x5x5xf32>, tensor<4xf32>, tensor<4xf32>
+  return %0 : tensor<0x4x5x5xf32>
+}
+
+// -----
+
 // One image: padding, then im2col and a matrix product.
 // CHECK-LABEL: func.func @conv
 // CHECK: %[[PADDED:.*]] = tensor.pad %arg0 low[0, 0, 1, 1] high[0, 0, 1, 1]

@@ -167,6 +167,11 @@ struct GroupNormLowering : OpConversionPattern<GroupNormOp> {
     auto type = cast<RankedTensorType>(op.getType());
     if (!type.hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamically shaped feature maps");
+    // No items or no pixels: nothing to normalize (and no group to count).
+    if (type.getNumElements() == 0) {
+      rewriter.replaceOp(op, createEmptyTensor(rewriter, loc, type));
+      return success();
+    }
     Type elementType = type.getElementType();
     int64_t rank = type.getRank();
     int64_t items = type.getDimSize(0), channels = type.getDimSize(1);
