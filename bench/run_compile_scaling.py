@@ -9,7 +9,12 @@ One command (README, "Benchmarks"):
 
 - chain: x -> Relu -> Relu -> ... (n nodes) on a [64] tensor;
 - fan-in: a Concat of n graph inputs of [1, 8];
-- fan-out: a Split of a [n] input into n outputs of [1].
+- fan-out: a Split of a [n] input into n outputs of [1];
+- products: x -> MatMul -> MatMul -> ... (n nodes), a [100, 128] input by
+  [128, 128] weights: two or more weight panels, and 100 rows leave ragged
+  register rows. Each product's loops are tiled, fused and peeled, so the
+  series shows work that grows with the products before it (it once grew
+  2x per product: 14 took 23 s).
 
 Each size is compiled --repeat times (-O2, one process each) and the
 median wall time reported, with the growth exponent between consecutive
@@ -43,6 +48,7 @@ SERIES = {
     "chain": [1000, 10000, 100000],
     "fan-in": [100, 200, 400, 1000, 2000],
     "fan-out": [100, 200, 500, 1000, 2000],
+    "products": [25, 50, 100, 200],
 }
 
 
@@ -73,7 +79,24 @@ def fan_out(n):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])], outputs)
 
 
-GRAPHS = {"chain": chain, "fan-in": fan_in, "fan-out": fan_out}
+def products(n):
+    # Fixed pseudo-random weights: the compile, not the values, is measured.
+    weights = [helper.make_tensor(
+        f"w{k}", TensorProto.FLOAT, [128, 128],
+        [((k * 16384 + i) * 2654435761 % 1000) / 1000 - 0.5
+         for i in range(128 * 128)]) for k in range(n)]
+    nodes = [helper.make_node("MatMul", [f"v{k}", f"w{k}"], [f"v{k + 1}"])
+             for k in range(n)]
+    return helper.make_graph(
+        nodes, "products",
+        [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [100, 128])],
+        [helper.make_tensor_value_info(f"v{n}", TensorProto.FLOAT,
+                                       [100, 128])],
+        weights)
+
+
+GRAPHS = {"chain": chain, "fan-in": fan_in, "fan-out": fan_out,
+          "products": products}
 
 
 def write(folder, kind, n):
@@ -217,7 +240,8 @@ def main():
         "log(size ratio) against the row above (1 linear, 2 quadratic); "
         "*n log n*: the growth n log n would show between the same sizes. "
         "*chain*: n Relus in a row on [64]; *fan-in*: a Concat of n graph "
-        "inputs of [1, 8]; *fan-out*: a Split of [n] into n outputs.",
+        "inputs of [1, 8]; *fan-out*: a Split of [n] into n outputs; "
+        "*products*: n MatMuls in a row, [100, 128] by [128, 128] weights.",
         "",
         "| graph | n | seconds | growth | n log n |",
         "|---|---|---|---|---|",
