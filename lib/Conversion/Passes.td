@@ -665,7 +665,7 @@ def VectorizeGenericsPass : Pass<"kiln-vectorize-generics"> {
 
 def SplitForBufferizationPass
     : Pass<"kiln-split-for-bufferization", "mlir::ModuleOp"> {
-  let summary = "Split entries whose tensors have very many aliases before bufferization";
+  let summary = "Bound the sets of aliases one-shot bufferization searches: one empty tensor per use, entries with very many aliases split";
   let description = [{
     One-shot bufferization decides whether each tensor operand can be
     written in place by visiting every use of every value that may share
@@ -679,6 +679,12 @@ def SplitForBufferizationPass
     function's arguments begin sets of their own, so each set is bounded by
     the part's size. The parts are marked `kiln.bufferization_part`; once
     bufferized, `kiln-inline-bufferization-parts` puts them back in place.
+
+    First, every use of an empty tensor is given one of its own, made where
+    the shared one was: the analysis would put all users of one empty
+    tensor in one set (CSE leaves one per shape for a whole model), and a
+    chain of convolutions' padded feature maps made a set as long as the
+    chain.
 
     Constants, empty tensors and scalar computations are recomputed in each
     part that uses them; statically shaped tensors cross between parts (a

@@ -50,9 +50,15 @@ func.func @few_slices(%x: tensor<3xf32>) -> (tensor<1xf32>, tensor<1xf32>, tenso
 // -----
 
 // Five operations fill the same empty tensor: they share no data through
-// it, so the entry stays whole.
+// it, so the entry stays whole, and each gets an empty tensor of its own
+// (bufferization's analysis would put all five in one set of aliases).
 // CHECK-LABEL: func.func @one_empty(
 // CHECK-NOT: call
+// CHECK-COUNT-5: %[[E:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NOT: tensor.empty
+// CHECK: %[[A:.*]] = linalg.exp ins(%{{.*}} : tensor<4xf32>) outs(%[[E0:.*]] : tensor<4xf32>)
+// CHECK-NEXT: linalg.exp ins(%[[A]] : tensor<4xf32>) outs(%[[E1:.*]] : tensor<4xf32>)
+// CHECK-NOT: outs(%[[E0]]
 // CHECK-NOT: func.func private
 func.func @one_empty(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %empty = tensor.empty() : tensor<4xf32>

@@ -7,6 +7,14 @@
 // graph took to compile. Moving runs of operations into functions of their
 // own bounds the sets, since a function's arguments start sets of their own.
 //
+// First, each use of an empty tensor gets one of its own. The analysis
+// joins the users of one empty tensor in one set (a fill's result may be
+// written where its init is), and CSE leaves one per shape for a whole
+// model, so the padded copies of a chain of convolutions' feature maps made
+// a set that grew with the chain, each pair of its members compared by
+// solving their slices' bounds: 40 3x3 convolutions in a row took 54 s to
+// compile, 41 of them in bufferization (now 7 s).
+//
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/Passes.h"
 
@@ -87,12 +95,33 @@ int64_t getLargestAliasSet(func::FuncOp func) {
   return largest;
 }
 
+/// Gives every use of `empty` but the first an empty tensor of its own,
+/// made just before the operation of `empty`'s block that holds the use:
+/// its buffer's life then starts there (one made where `empty` is, at the
+/// top of the function, would be live throughout and share memory with
+/// none: DiT's workspace grew from 10 MB to 139 MB), and none moves into
+/// a loop.
+void giveEachUseItsOwn(tensor::EmptyOp empty) {
+  SmallVector<OpOperand *> uses = llvm::map_to_vector(
+      empty->getUses(), [](OpOperand &use) { return &use; });
+  OpBuilder builder(empty->getContext());
+  for (OpOperand *use : llvm::drop_begin(uses)) {
+    builder.setInsertionPoint(
+        empty->getBlock()->findAncestorOpInBlock(*use->getOwner()));
+    use->set(builder.clone(*empty)->getResult(0));
+  }
+}
+
 struct SplitForBufferizationPass
     : kiln::impl::SplitForBufferizationPassBase<SplitForBufferizationPass> {
   using SplitForBufferizationPassBase::SplitForBufferizationPassBase;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    SmallVector<tensor::EmptyOp> empties;
+    module.walk([&](tensor::EmptyOp empty) { empties.push_back(empty); });
+    for (tensor::EmptyOp empty : empties)
+      giveEachUseItsOwn(empty);
     SymbolTable symbols(module);
     SmallVector<func::FuncOp> functions;
     for (auto func : module.getOps<func::FuncOp>())
