@@ -37,18 +37,19 @@ func.func @main(%in: memref<16x16xf32>, %out: memref<16x16xf32>, %big: memref<25
 // Loop bodies and branches are planned as frames of their own, at the
 // place of the loop or scf.if: a sequential loop's iterations reuse its
 // buffers, an scf.if's branches share theirs. %keep, live across the loop,
-// keeps its own place. A buffer the body yields to the next iteration, and
+// keeps its own place, after the loop's frame (the largest, placed first).
+// A buffer the body yields to the next iteration, and
 // the buffers of parallel iterations, stay on the heap.
 // CHECK-LABEL: func.func @loops
 // CHECK-SAME: %[[LARENA:[a-z0-9]+]]: memref<192xi8> {kiln.scratch})
-// CHECK: memref.view %[[LARENA]][%c0{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK: memref.view %[[LARENA]][%c128{{.*}}][] : memref<192xi8> to memref<16xf32>
 // CHECK: scf.for
-// CHECK: memref.view %[[LARENA]][%c64{{.*}}][] : memref<192xi8> to memref<32xf32>
+// CHECK: memref.view %[[LARENA]][%c0{{.*}}][] : memref<192xi8> to memref<32xf32>
 // CHECK: memref.alloc() : memref<8xf32>
 // CHECK: scf.if
-// CHECK: memref.view %[[LARENA]][%c64{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK: memref.view %[[LARENA]][%c0{{.*}}][] : memref<192xi8> to memref<16xf32>
 // CHECK: } else {
-// CHECK: memref.view %[[LARENA]][%c64{{.*}}][] : memref<192xi8> to memref<8xf32>
+// CHECK: memref.view %[[LARENA]][%c0{{.*}}][] : memref<192xi8> to memref<8xf32>
 // CHECK: scf.forall
 // CHECK: memref.alloc() : memref<4xf32>
 func.func @loops(%in: memref<8xf32>, %out: memref<8xf32>, %flag: i1) {
@@ -132,5 +133,28 @@ func.func @dynamic(%ids: memref<1x?xi64>, %n: index) {
   memref.store %f, %a[%c0, %c0] : memref<?x384xf32>
   memref.store %f, %unbounded[%c0] : memref<?xf32>
   memref.dealloc %unbounded : memref<?xf32>
+  return
+}
+
+// Largest buffers are placed first. %short and %long are both live at the
+// first copy, %wide from the third on, beside %long: taken in program
+// order, %short and %long would fill bytes 0-128 and %wide, live with
+// %long, would start at 128 (256 bytes); largest first, %wide takes 0-128,
+// %short shares its place (their lives don't meet) and %long goes after
+// (192 bytes).
+// CHECK-LABEL: func.func @largest_first
+// CHECK-SAME: %[[SARENA:[a-z0-9]+]]: memref<192xi8> {kiln.scratch})
+// CHECK: memref.view %[[SARENA]][%c0{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK: memref.view %[[SARENA]][%c128{{.*}}][] : memref<192xi8> to memref<16xf32>
+// CHECK: memref.view %[[SARENA]][%c0{{.*}}][] : memref<192xi8> to memref<32xf32>
+func.func @largest_first(%in: memref<16xf32>, %wide_in: memref<32xf32>, %out: memref<16xf32>, %wide_out: memref<32xf32>) {
+  %short = memref.alloc() : memref<16xf32>
+  %long = memref.alloc() : memref<16xf32>
+  memref.copy %in, %short : memref<16xf32> to memref<16xf32>
+  memref.copy %short, %long : memref<16xf32> to memref<16xf32>
+  %wide = memref.alloc() : memref<32xf32>
+  memref.copy %wide_in, %wide : memref<32xf32> to memref<32xf32>
+  memref.copy %wide, %wide_out : memref<32xf32> to memref<32xf32>
+  memref.copy %long, %out : memref<16xf32> to memref<16xf32>
   return
 }

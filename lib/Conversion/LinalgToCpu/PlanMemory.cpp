@@ -128,12 +128,20 @@ std::optional<int64_t> getMaxElements(memref::AllocOp alloc) {
   return count;
 }
 
-/// First fit: the lowest aligned offset not overlapping a buffer that is
-/// live at the same time.
+/// First fit, largest buffers first: each at the lowest aligned offset not
+/// overlapping a buffer placed before it that is live at the same time.
+/// Placed in program order instead, small short-lived buffers split the
+/// arena so that later large ones found no gap: DiT's workspace took
+/// 15.0 MB, against 4.7 MB largest first (the UNet's 6.8 against 5.3).
 void assignOffsets(MutableArrayRef<Buffer> buffers) {
-  for (size_t i = 0; i < buffers.size(); ++i) {
+  SmallVector<size_t> order =
+      llvm::to_vector(llvm::seq<size_t>(0, buffers.size()));
+  llvm::stable_sort(order, [&](size_t a, size_t b) {
+    return buffers[a].bytes > buffers[b].bytes;
+  });
+  for (auto [placed, i] : llvm::enumerate(order)) {
     SmallVector<std::pair<int64_t, int64_t>> taken;
-    for (size_t j = 0; j < i; ++j)
+    for (size_t j : ArrayRef(order).take_front(placed))
       if (buffers[j].start <= buffers[i].end &&
           buffers[i].start <= buffers[j].end)
         taken.push_back(

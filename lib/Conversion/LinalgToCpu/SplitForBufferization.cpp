@@ -95,21 +95,21 @@ int64_t getLargestAliasSet(func::FuncOp func) {
   return largest;
 }
 
-/// Gives every use of `empty` but the first an empty tensor of its own,
-/// made just before the operation of `empty`'s block that holds the use:
-/// its buffer's life then starts there (one made where `empty` is, at the
-/// top of the function, would be live throughout and share memory with
-/// none: DiT's workspace grew from 10 MB to 139 MB), and none moves into
-/// a loop.
+/// Replaces `empty` by one empty tensor per use, each made just before the
+/// operation of `empty`'s block that holds the use: its buffer's life then
+/// starts there, not at the top of the function where CSE left the shared
+/// one (DiT's workspace: 13.4 MB with one use left there, 4.7 MB without),
+/// and none moves into a loop.
 void giveEachUseItsOwn(tensor::EmptyOp empty) {
   SmallVector<OpOperand *> uses = llvm::map_to_vector(
       empty->getUses(), [](OpOperand &use) { return &use; });
   OpBuilder builder(empty->getContext());
-  for (OpOperand *use : llvm::drop_begin(uses)) {
+  for (OpOperand *use : uses) {
     builder.setInsertionPoint(
         empty->getBlock()->findAncestorOpInBlock(*use->getOwner()));
     use->set(builder.clone(*empty)->getResult(0));
   }
+  empty->erase();
 }
 
 struct SplitForBufferizationPass
