@@ -87,3 +87,24 @@ func.func @dynamic(%x: tensor<?xf32>, %n: index) -> (tensor<?xf32>, tensor<?xf32
   %s4 = tensor.extract_slice %x[4] [%n] [1] : tensor<?xf32> to tensor<?xf32>
   return %s0, %s1, %s2, %s3, %s4 : tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>, tensor<?xf32>
 }
+
+// -----
+
+// Uses in other blocks of the function get their empty tensors where the
+// shared one was.
+// CHECK-LABEL: func.func @branches(
+// CHECK-NEXT: %[[E0:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT: %[[E1:.*]] = tensor.empty() : tensor<4xf32>
+// CHECK-NEXT: cf.cond_br
+// CHECK: linalg.exp ins(%{{.*}} : tensor<4xf32>) outs(%[[E0]] : tensor<4xf32>)
+// CHECK: linalg.exp ins(%{{.*}} : tensor<4xf32>) outs(%[[E1]] : tensor<4xf32>)
+func.func @branches(%x: tensor<4xf32>, %c: i1) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  cf.cond_br %c, ^a, ^b
+^a:
+  %y = linalg.exp ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+^b:
+  %z = linalg.exp ins(%x : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %z : tensor<4xf32>
+}

@@ -136,8 +136,9 @@ std::optional<int64_t> getMaxElements(memref::AllocOp alloc) {
 void assignOffsets(MutableArrayRef<Buffer> buffers) {
   SmallVector<size_t> order =
       llvm::to_vector(llvm::seq<size_t>(0, buffers.size()));
-  llvm::stable_sort(order, [&](size_t a, size_t b) {
-    return buffers[a].bytes > buffers[b].bytes;
+  llvm::sort(order, [&](size_t a, size_t b) {
+    return std::make_pair(-buffers[a].bytes, a) <
+           std::make_pair(-buffers[b].bytes, b);
   });
   for (auto [placed, i] : llvm::enumerate(order)) {
     SmallVector<std::pair<int64_t, int64_t>> taken;

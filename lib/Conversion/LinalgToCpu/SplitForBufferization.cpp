@@ -105,8 +105,12 @@ void giveEachUseItsOwn(tensor::EmptyOp empty) {
       empty->getUses(), [](OpOperand &use) { return &use; });
   OpBuilder builder(empty->getContext());
   for (OpOperand *use : uses) {
-    builder.setInsertionPoint(
-        empty->getBlock()->findAncestorOpInBlock(*use->getOwner()));
+    // A use in another block of the region stays where `empty` was.
+    if (Operation *holder =
+            empty->getBlock()->findAncestorOpInBlock(*use->getOwner()))
+      builder.setInsertionPoint(holder);
+    else
+      builder.setInsertionPointAfter(empty);
     use->set(builder.clone(*empty)->getResult(0));
   }
   empty->erase();
