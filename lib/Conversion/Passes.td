@@ -680,11 +680,11 @@ def SplitForBufferizationPass
     the part's size. The parts are marked `kiln.bufferization_part`; once
     bufferized, `kiln-inline-bufferization-parts` puts them back in place.
 
-    First, every use of an empty tensor is given one of its own, made where
-    the shared one was: the analysis would put all users of one empty
-    tensor in one set (CSE leaves one per shape for a whole model), and a
-    chain of convolutions' padded feature maps made a set as long as the
-    chain.
+    First, every use of an empty tensor is given one of its own, made just
+    before the operation that holds the use (so its buffer's life starts
+    there): the analysis would put all users of one empty tensor in one set
+    (CSE leaves one per shape for a whole model), and a chain of
+    convolutions' padded feature maps made a set as long as the chain.
 
     Constants, empty tensors and scalar computations are recomputed in each
     part that uses them; statically shaped tensors cross between parts (a
