@@ -82,12 +82,18 @@ def fan_out(n):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])], outputs)
 
 
+def fixed_weights(n, shape, spread):
+    """n weight tensors w0..w{n-1} of pseudo-random values in
+    [-spread, spread): the compile, not the values, is measured."""
+    size = math.prod(shape)
+    return [helper.make_tensor(
+        f"w{k}", TensorProto.FLOAT, shape,
+        [(((k * size + i) * 2654435761 % 1000) / 500 - 1) * spread
+         for i in range(size)]) for k in range(n)]
+
+
 def products(n):
-    # Fixed pseudo-random weights: the compile, not the values, is measured.
-    weights = [helper.make_tensor(
-        f"w{k}", TensorProto.FLOAT, [128, 128],
-        [((k * 16384 + i) * 2654435761 % 1000) / 1000 - 0.5
-         for i in range(128 * 128)]) for k in range(n)]
+    weights = fixed_weights(n, [128, 128], 0.5)
     nodes = [helper.make_node("MatMul", [f"v{k}", f"w{k}"], [f"v{k + 1}"])
              for k in range(n)]
     return helper.make_graph(
@@ -99,10 +105,7 @@ def products(n):
 
 
 def convolutions(n):
-    weights = [helper.make_tensor(
-        f"w{k}", TensorProto.FLOAT, [32, 32, 3, 3],
-        [((k * 9216 + i) * 2654435761 % 1000) / 20000 - 0.025
-         for i in range(32 * 32 * 9)]) for k in range(n)]
+    weights = fixed_weights(n, [32, 32, 3, 3], 0.025)
     nodes = [helper.make_node("Conv", [f"v{k}", f"w{k}"], [f"v{k + 1}"],
                               pads=[1, 1, 1, 1]) for k in range(n)]
     shape = [1, 32, 30, 30]
