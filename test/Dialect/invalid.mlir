@@ -771,3 +771,46 @@ func.func @token_unmerge_shape(%x: tensor<1x7x8xf32>, %d: tensor<1x9xi64>) {
   %u = kiln.token_unmerge %x, %d : tensor<1x7x8xf32>, tensor<1x9xi64> -> tensor<1x7x8xf32>
   return
 }
+
+// -----
+
+func.func @splat_project_sh(%p: tensor<5x3xf32>, %r: tensor<5x4xf32>, %o: tensor<5xf32>,
+                            %sh: tensor<5x5x3xf32>, %view: tensor<4x4xf32>, %k: tensor<4xf32>) {
+  // expected-error @+1 {{sh must be [N, K, 3] with K = 1, 4, 9 or 16 (SH degree 0-3), not 'tensor<5x5x3xf32>'}}
+  %0 = kiln.splat_project %p, %p, %r, %o, %sh, %view, %k width = 40 height = 30 : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x5x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  return
+}
+
+// -----
+
+func.func @splat_project_count(%p: tensor<5x3xf32>, %r: tensor<6x4xf32>, %o: tensor<5xf32>,
+                               %sh: tensor<5x1x3xf32>, %view: tensor<4x4xf32>, %k: tensor<4xf32>) {
+  // expected-error @+1 {{rotations must be tensor<5x4xf32>, not 'tensor<6x4xf32>'}}
+  %0 = kiln.splat_project %p, %p, %r, %o, %sh, %view, %k width = 40 height = 30 : tensor<5x3xf32>, tensor<5x3xf32>, tensor<6x4xf32>, tensor<5xf32>, tensor<5x1x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  return
+}
+
+// -----
+
+func.func @splat_project_size(%p: tensor<5x3xf32>, %r: tensor<5x4xf32>, %o: tensor<5xf32>,
+                              %sh: tensor<5x1x3xf32>, %view: tensor<4x4xf32>, %k: tensor<4xf32>) {
+  // expected-error @+1 {{image sides must be 1 to 16384 pixels, not 1000000}}
+  %0 = kiln.splat_project %p, %p, %r, %o, %sh, %view, %k width = 1000000 height = 30 : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x1x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  return
+}
+
+// -----
+
+func.func @splat_rasterize_image(%s: tensor<11x5xf32>, %bg: tensor<3xf32>) {
+  // expected-error @+1 {{image must be a static [H, W, 3] tensor, not 'tensor<30x40x4xf32>'}}
+  %0 = kiln.splat_rasterize %s, %bg : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x4xf32>
+  return
+}
+
+// -----
+
+func.func @splat_rasterize_splats(%s: tensor<10x5xf32>, %bg: tensor<3xf32>) {
+  // expected-error @+1 {{splats must be a static [11, N] tensor, not 'tensor<10x5xf32>'}}
+  %0 = kiln.splat_rasterize %s, %bg : tensor<10x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
+  return
+}

@@ -645,5 +645,6 @@ include "dialects/Kiln/IR/KilnQuantOps.td"
 include "dialects/Kiln/IR/KilnStateOps.td"
 include "dialects/Kiln/IR/KilnPipelineOps.td"
 include "dialects/Kiln/IR/KilnTokenOps.td"
+include "dialects/Kiln/IR/KilnSplatOps.td"
 
 #endif // KILN_DIALECT_KILN_OPS

@@ -46,6 +46,7 @@ struct ConvertKilnToLinalgPass
     kiln::populatePoolLoweringPatterns(patterns);
     kiln::populateIndexedLoweringPatterns(patterns);
     kiln::populateTokenMergeLoweringPatterns(patterns);
+    kiln::populateSplatLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
       signalPassFailure();

@@ -136,6 +136,8 @@ void populateIndexedLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// kiln.token_match, kiln.token_select, kiln.token_merge and
 /// kiln.token_unmerge.
 void populateTokenMergeLoweringPatterns(mlir::RewritePatternSet &patterns);
+/// kiln.splat_project and kiln.splat_rasterize.
+void populateSplatLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace kiln
 

@@ -1,0 +1,72 @@
+//===- KilnSplatOps.cpp - Gaussian splatting op verifiers -----------------===//
+#include "dialects/Kiln/IR/KilnOps.h"
+
+using namespace mlir;
+using namespace kiln;
+
+/// The largest image side the splatting ops accept: far above any display,
+/// small enough that pixel coordinates and tile counts stay exact in f32
+/// and i32.
+static constexpr int64_t kMaxImageSide = 16384;
+
+/// Checks that `value` is a static tensor of `shape`, `op`'s `name`.
+static LogicalResult verifyShape(Operation *op, Value value,
+                                 ArrayRef<int64_t> shape, StringRef name) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.hasStaticShape() && type.getShape() == shape)
+    return success();
+  InFlightDiagnostic diag = op->emitOpError() << name << " must be tensor<";
+  for (int64_t size : shape)
+    diag << size << "x";
+  return diag << "f32>, not " << type;
+}
+
+LogicalResult SplatProjectOp::verify() {
+  auto positions = cast<RankedTensorType>(getPositions().getType());
+  if (positions.getRank() != 2 || !positions.hasStaticShape() ||
+      positions.getDimSize(1) != 3)
+    return emitOpError("positions must be a static [N, 3] tensor, not ")
+           << positions;
+  int64_t count = positions.getDimSize(0);
+  auto sh = cast<RankedTensorType>(getSh().getType());
+  int64_t coefficients = sh.getRank() == 3 ? sh.getDimSize(1) : 0;
+  if (coefficients != 1 && coefficients != 4 && coefficients != 9 &&
+      coefficients != 16)
+    return emitOpError("sh must be [N, K, 3] with K = 1, 4, 9 or 16 (SH "
+                       "degree 0-3), not ")
+           << sh;
+  if (failed(verifyShape(*this, getLogScales(), {count, 3}, "log_scales")) ||
+      failed(verifyShape(*this, getRotations(), {count, 4}, "rotations")) ||
+      failed(
+          verifyShape(*this, getOpacityLogits(), {count}, "opacity_logits")) ||
+      failed(verifyShape(*this, getSh(), {count, coefficients, 3}, "sh")) ||
+      failed(verifyShape(*this, getView(), {4, 4}, "view")) ||
+      failed(verifyShape(*this, getIntrinsics(), {4}, "intrinsics")) ||
+      failed(verifyShape(*this, getSplats(), {11, count}, "splats")))
+    return failure();
+  for (int64_t side : {getWidth(), getHeight()})
+    if (side < 1 || side > kMaxImageSide)
+      return emitOpError("image sides must be 1 to ")
+             << kMaxImageSide << " pixels, not " << side;
+  return success();
+}
+
+LogicalResult SplatRasterizeOp::verify() {
+  auto splats = cast<RankedTensorType>(getSplats().getType());
+  if (splats.getRank() != 2 || !splats.hasStaticShape() ||
+      splats.getDimSize(0) != 11)
+    return emitOpError("splats must be a static [11, N] tensor, not ")
+           << splats;
+  if (failed(verifyShape(*this, getBackground(), {3}, "background")))
+    return failure();
+  auto image = cast<RankedTensorType>(getImage().getType());
+  if (image.getRank() != 3 || !image.hasStaticShape() ||
+      image.getDimSize(2) != 3)
+    return emitOpError("image must be a static [H, W, 3] tensor, not ")
+           << image;
+  for (int64_t side : image.getShape().drop_back())
+    if (side < 1 || side > kMaxImageSide)
+      return emitOpError("image sides must be 1 to ")
+             << kMaxImageSide << " pixels, not " << side;
+  return success();
+}

@@ -1,0 +1,47 @@
+// RUN: kiln-opt %s -convert-kiln-to-linalg | FileCheck %s
+
+// kiln.splat_project: one parallel generic over the 5 Gaussians, its 11
+// fields each a result of their own, stacked as the rows of the splats.
+// CHECK-LABEL: func.func @splatting
+// CHECK: %[[FIELDS:.*]]:11 = linalg.generic {{.*}} iterator_types = ["parallel"]
+// CHECK: math.ceil
+// CHECK: tensor.insert_slice %[[FIELDS]]#0 into %{{.*}}[0, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
+// CHECK: tensor.insert_slice %[[FIELDS]]#10 into %{{.*}}[10, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
+// kiln.splat_rasterize: the visible splats compacted, then four radix-sort
+// passes of 8 bits over their depths (a histogram, its prefix sums, a
+// scatter of the indices).
+// CHECK: %[[VISIBLE:.*]]:2 = scf.for {{.*}} -> (tensor<5xi32>, index)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[VISIBLE]]#1 {{.*}} -> (tensor<256xi32>)
+// CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: arith.shrui %{{.*}}, %c0_i32
+// CHECK: scf.for {{.*}} -> (tensor<256xi32>, i32)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[VISIBLE]]#1 {{.*}} -> (tensor<5xi32>, tensor<256xi32>)
+// CHECK: arith.shrui %{{.*}}, %c8_i32
+// CHECK: arith.shrui %{{.*}}, %c16_i32
+// CHECK: arith.shrui %{{.*}}, %c24_i32
+// Binning over the 3 x 2 tiles of 40 x 30 pixels: counts per tile, the
+// tiles' ranges, then each splat's index written into the ranges of the
+// tiles it covers, in depth order.
+// CHECK: scf.for {{.*}} -> (tensor<6xi32>)
+// CHECK: scf.for {{.*}} -> (tensor<7xi32>, tensor<6xi32>, i32)
+// CHECK: %[[ENTRIES:.*]] = tensor.empty(%{{.*}}) : tensor<?xi32>
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ENTRIES]], {{.*}}) -> (tensor<?xi32>, tensor<6xi32>)
+// Blending: tiles in parallel, rows of 16 pixels as vectors, each walking
+// its tile's splats while any pixel is live.
+// CHECK: %[[PADDED:.*]] = scf.forall (%{{.*}}) in (6) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<3x32x48xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<3x16x16xf32>)
+// CHECK: scf.while {{.*}} : (index, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xi1>)
+// CHECK: vector.reduction <or>, %{{.*}} : vector<16xi1> into i1
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+// CHECK: vector.transfer_write
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %{{.*}}, %{{.*}}] [3, 16, 16] [1, 1, 1]
+// The padded channel-major image cropped and transposed to [H, W, 3].
+// CHECK: %[[CROPPED:.*]] = tensor.extract_slice %[[PADDED]][0, 0, 0] [3, 30, 40] [1, 1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[CROPPED]] : tensor<3x30x40xf32>) outs(%{{.*}} : tensor<30x40x3xf32>)
+func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf32>, %o: tensor<5xf32>,
+                     %sh: tensor<5x16x3xf32>, %view: tensor<4x4xf32>, %k: tensor<4xf32>,
+                     %bg: tensor<3xf32>) -> tensor<30x40x3xf32> {
+  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x16x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  %image = kiln.splat_rasterize %splats, %bg : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
+  return %image : tensor<30x40x3xf32>
+}

@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+"""Checks kiln.splat_project and kiln.splat_rasterize, compiled, against the
+float64 numpy reference renderer of the same algorithm
+(splat_reference.py).
+
+usage: check_splatting.py KILN_BIN_DIR KILN_RUNTIME_LIBRARY WORK_DIR
+
+Each case is a scene of a few hundred Gaussians from
+scripts/make_splat_scenes.py, edited where the case says, rendered from
+several cameras into an image whose sides are not whole tiles, with a
+coloured background. The compiled render must match the reference to
+1e-4 per channel, and be the same at 1 and 2 threads. Pixels where a
+decision of the reference (near plane, radius rounding, the 1/255 alpha
+and 1e-4 transmittance thresholds) lies within float32 rounding of its
+threshold may differ by a splat taken or skipped: they are held to
+FRAGILE_TOLERANCE instead, and must be under 2% of the pixels.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "scripts"))
+import make_splat_scenes as scenes  # noqa: E402
+import splat_reference as reference  # noqa: E402
+from kiln_runtime import Runtime, Session  # noqa: E402
+
+TOLERANCE = 1e-4
+# A splat of alpha near 1/255 or transmittance near 1e-4 taken or skipped,
+# or a Gaussian at its 3-sigma edge (alpha below 0.011) binned to one more
+# tile or one fewer.
+FRAGILE_TOLERANCE = 0.02
+WIDTH, HEIGHT = 72, 56
+BACKGROUND = np.array([0.2, 0.1, 0.3], np.float32)
+
+
+def behind_camera(scene, rng):
+    """A third of the Gaussians moved behind the first camera or onto its
+    near plane's neighbourhood."""
+    view = np.array(scenes.orbit_cameras(3, WIDTH, HEIGHT)[0]["view"])
+    n = len(scene["positions"])
+    chosen = rng.choice(n, n // 3, replace=False)
+    depth = rng.uniform(-3.0, 0.5, len(chosen))
+    camera = np.stack([rng.uniform(-1, 1, len(chosen)) * depth,
+                       rng.uniform(-1, 1, len(chosen)) * depth, depth], 1)
+    rotation, translation = view[:3, :3], view[:3, 3]
+    scene["positions"][chosen] = (camera - translation) @ rotation
+    return scene
+
+
+def degenerate_scales(scene, rng):
+    """Gaussians of no extent (the low-pass filter alone), needle-thin ones
+    and huge ones."""
+    n = len(scene["positions"])
+    kinds = rng.integers(0, 4, n)
+    scene["log_scales"][kinds == 0] = -30.0
+    scene["log_scales"][kinds == 1, :2] = -30.0
+    scene["log_scales"][kinds == 2] += 1.5
+    return scene
+
+
+def extreme_opacities(scene, rng):
+    """Gaussians that never reach 1/255, and opaque ones that end pixels."""
+    n = len(scene["positions"])
+    kinds = rng.integers(0, 3, n)
+    scene["opacity_logits"][kinds == 0] = -40.0
+    scene["opacity_logits"][kinds == 1] = 12.0
+    return scene
+
+
+def screen_edges(scene, rng):
+    """Gaussians whose means lie on, near and beyond the image's edges."""
+    camera = scenes.orbit_cameras(3, WIDTH, HEIGHT)[0]
+    view = np.array(camera["view"])
+    fx, fy, cx, cy = camera["intrinsics"]
+    n = len(scene["positions"])
+    depth = rng.uniform(2.0, 8.0, n)
+    u = rng.choice([-20.0, -3.0, 0.0, WIDTH - 1.0, WIDTH + 5.0], n) + \
+        rng.normal(0, 2, n)
+    v = rng.uniform(-10, HEIGHT + 10, n)
+    camera_points = np.stack([(u - cx) / fx * depth, (v - cy) / fy * depth,
+                              depth], 1)
+    rotation, translation = view[:3, :3], view[:3, 3]
+    scene["positions"][:] = (camera_points - translation) @ rotation
+    return scene
+
+
+# name: (Gaussians, SH degree, edit)
+CASES = {
+    "orbit": (400, 3, None),
+    "sh degree 0": (300, 0, None),
+    "sh degree 1": (300, 1, None),
+    "sh degree 2": (300, 2, None),
+    "behind the camera": (400, 3, behind_camera),
+    "degenerate scales": (400, 3, degenerate_scales),
+    "extreme opacities": (400, 3, extreme_opacities),
+    "screen edges": (300, 3, screen_edges),
+}
+
+
+def tensor_type(*shape):
+    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+
+def render_module(count, coefficients):
+    t = tensor_type
+    inputs = [t(count, 3), t(count, 3), t(count, 4), t(count),
+              t(count, coefficients, 3), t(4, 4), t(4)]
+    return f"""
+func.func @main(%p: {inputs[0]}, %s: {inputs[1]}, %r: {inputs[2]},
+                %o: {inputs[3]}, %sh: {inputs[4]}, %view: {inputs[5]},
+                %k: {inputs[6]}, %bg: {t(3)}) -> {t(HEIGHT, WIDTH, 3)} {{
+  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = {WIDTH} height = {HEIGHT} : {", ".join(inputs)} -> {t(11, count)}
+  %image = kiln.splat_rasterize %splats, %bg : {t(11, count)}, {t(3)} -> {t(HEIGHT, WIDTH, 3)}
+  return %image : {t(HEIGHT, WIDTH, 3)}
+}}
+"""
+
+
+def compile_module(kiln_bin, source, artifact):
+    result = subprocess.run(
+        [os.path.join(kiln_bin, "kiln-compile"), source, "-o", artifact],
+        capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"kiln-compile {source} failed:\n{result.stderr[-3000:]}")
+    return artifact
+
+
+def check_case(kiln_bin, runtime, work, name, case, failures):
+    count, degree, edit = case
+    cameras = scenes.orbit_cameras(3, WIDTH, HEIGHT)
+    seed = len(name)
+    scene = scenes.make_scene(count, seed, degree)
+    if edit:
+        scene = edit(scene, np.random.default_rng(seed + 1000))
+    renders = [reference.render(scene, np.array(camera["view"]),
+                                camera["intrinsics"], WIDTH, HEIGHT,
+                                BACKGROUND) for camera in cameras]
+    stem = os.path.join(work, name.replace(" ", "-"))
+    with open(stem + ".mlir", "w") as f:
+        f.write(render_module(count, scene["sh"].shape[1]))
+    artifact = compile_module(kiln_bin, stem + ".mlir", stem + ".so")
+    sessions = [Session(runtime, artifact, threads=t) for t in (1, 2)]
+    worst, pairs, fragile_pixels = 0.0, 0, 0
+    for i, (camera, (expected, camera_pairs, fragile)) in enumerate(
+            zip(cameras, renders)):
+        inputs = [scene["positions"], scene["log_scales"],
+                  scene["rotations"], scene["opacity_logits"], scene["sh"],
+                  np.array(camera["view"], np.float32),
+                  np.array(camera["intrinsics"], np.float32), BACKGROUND]
+        one, two = (s.run("main", inputs)[0] for s in sessions)
+        error = np.abs(one - expected).max(2)
+        robust = float(np.where(fragile, 0, error).max())
+        worst, pairs = max(worst, robust), pairs + camera_pairs
+        fragile_pixels += int(fragile.sum())
+        if not robust <= TOLERANCE:
+            where = np.unravel_index(np.where(fragile, 0, error).argmax(),
+                                     error.shape)
+            failures.append(f"{name}, camera {i}: off by {robust:.2e} at "
+                            f"pixel {where}")
+        if not error.max() <= FRAGILE_TOLERANCE:
+            failures.append(f"{name}, camera {i}: a pixel near a threshold "
+                            f"off by {error.max():.2e}")
+        if not fragile.mean() < 0.02:
+            failures.append(f"{name}, camera {i}: {fragile.mean():.1%} of "
+                            "the pixels near a threshold")
+        if not np.array_equal(one, two):
+            failures.append(f"{name}, camera {i}: 1 and 2 threads differ")
+        if not expected.std() > 0.01:
+            failures.append(f"{name}, camera {i}: the reference image is "
+                            "flat, the case tests nothing")
+    for session in sessions:
+        session.close()
+    print(f"{name}: {count} Gaussians, {pairs} Gaussian-tile pairs over "
+          f"{len(cameras)} cameras, largest error {worst:.1e} "
+          f"({fragile_pixels} pixels near a threshold left out)")
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    kiln_bin, runtime_library, work = sys.argv[1:]
+    os.makedirs(work, exist_ok=True)
+    runtime = Runtime(runtime_library)
+    failures = []
+    for name, case in CASES.items():
+        check_case(kiln_bin, runtime, work, name, case, failures)
+    if failures:
+        print("\n".join(["FAILED:"] + failures))
+        sys.exit(1)
+    print("all splatting cases match the reference")
+
+
+if __name__ == "__main__":
+    main()
