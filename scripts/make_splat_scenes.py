@@ -131,17 +131,22 @@ def ply_properties(sh_degree):
              "rot_0", "rot_1", "rot_2", "rot_3"])
 
 
-def write_ply(path, scene):
+def write_ply(path, scene, dtype="<f4"):
+    """The scene as a binary .ply of `dtype` properties (what 3DGS writes:
+    little-endian float; "<f8" or ">f4" for other valid files)."""
     n, coefficients, _ = scene["sh"].shape
     degree = int(round(np.sqrt(coefficients))) - 1
     rest = scene["sh"][:, 1:].transpose(0, 2, 1).reshape(n, -1)
+    dtype = np.dtype(dtype)
     columns = np.concatenate([
         scene["positions"], scene["normals"], scene["sh"][:, 0], rest,
         scene["opacity_logits"][:, None], scene["log_scales"],
-        scene["rotations"]], 1).astype("<f4")
-    header = ["ply", "format binary_little_endian 1.0",
+        scene["rotations"]], 1).astype(dtype)
+    order = "big" if dtype.byteorder == ">" else "little"
+    kind = "double" if dtype.itemsize == 8 else "float"
+    header = ["ply", f"format binary_{order}_endian 1.0",
               f"element vertex {n}"]
-    header += [f"property float {name}" for name in ply_properties(degree)]
+    header += [f"property {kind} {name}" for name in ply_properties(degree)]
     header += ["end_header"]
     with open(path, "wb") as f:
         f.write(("\n".join(header) + "\n").encode())

@@ -3,13 +3,15 @@
 // Two levels, for two kinds of callers:
 //
 // - Whole compiles: compileOnnxFile / compileOnnxBytes take an ONNX model
-//   and produce an artifact (a shared library the runtime in kiln/runtime.h
-//   loads), reporting every problem through a DiagnosticHandler. Each call
-//   has its own MLIR context; calls may run on several threads at once.
+//   (compileSplatScene a Gaussian splatting scene) and produce an artifact (a
+//   shared library the runtime in kiln/runtime.h loads), reporting every
+//   problem through a DiagnosticHandler. Each call has its own MLIR context;
+//   calls may run on several threads at once.
 //
 // - MLIR-level, for tools that hold their own MLIRContext: register Kiln's
 //   dialects in the context's registry, import an ONNX model into a
-//   kiln-dialect module (importOnnxFile / importOnnxBytes), inspect or
+//   kiln-dialect module (importOnnxFile / importOnnxBytes; a scene with
+//   importSplatScene), inspect or
 //   rewrite it, and lower it with compileModule. Errors go to the context's
 //   diagnostic engine, located at the ONNX node (an mlir::NameLoc naming
 //   it, inside the model file's mlir::FileLineColLoc).
@@ -390,6 +392,29 @@ importOnnxBytes(llvm::StringRef bytes, llvm::StringRef name,
                 llvm::StringRef externalDataDir, mlir::MLIRContext &context,
                 const ImportOptions &options = {});
 
+/// How a 3D Gaussian splatting scene becomes a renderer.
+struct SplatSceneOptions {
+  /// The image the renderer draws, in pixels (1 to 16384 a side).
+  int64_t width = 1920;
+  int64_t height = 1080;
+  /// The Gaussians as the entry's first inputs (positions [N, 3],
+  /// log_scales [N, 3], rotations [N, 4], opacity_logits [N], sh
+  /// [N, K, 3]) instead of constants compiled into the artifact.
+  bool gaussiansAsInputs = false;
+};
+
+/// Reads the 3DGS scene at `path` (a binary .ply whose vertices carry x y z,
+/// f_dc_0-2, f_rest_* for SH degree 1-3, opacity, scale_0-2, rot_0-3) and
+/// builds `func.func @main(view [4, 4], intrinsics [4], background [3]) ->
+/// image [height, width, 3]` from kiln.splat_project and
+/// kiln.splat_rasterize (docs/splatting.md). A malformed file (its header,
+/// property list or size, a non-finite value, a quaternion that cannot be
+/// normalized) is an error naming what and where. Returns null after any
+/// error, reported through `context`.
+mlir::OwningOpRef<mlir::ModuleOp>
+importSplatScene(llvm::StringRef path, mlir::MLIRContext &context,
+                 const SplatSceneOptions &options = {});
+
 /// Lowers `module` (kiln dialect, consumed) for its `kiln.target`, or for
 /// `options.targetCpu` if it names none, and writes what `options.emit`
 /// asks for. Errors go to the context's diagnostic handler.
@@ -403,6 +428,13 @@ llvm::Error compileOnnxFile(llvm::StringRef modelPath,
                             const ImportOptions &importOptions,
                             const CompileOptions &options,
                             const DiagnosticHandler &handler = {});
+
+/// Compiles the 3DGS scene (.ply) at `scenePath` into a renderer, as
+/// importSplatScene and `options` say. Diagnostics as compileOnnxFile's.
+llvm::Error compileSplatScene(llvm::StringRef scenePath,
+                              const SplatSceneOptions &sceneOptions,
+                              const CompileOptions &options,
+                              const DiagnosticHandler &handler = {});
 
 /// Compiles a model in memory into an artifact in memory (options.emit and
 /// options.outputPath are ignored: the result is a shared library's bytes).

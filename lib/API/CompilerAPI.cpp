@@ -147,6 +147,18 @@ llvm::Error kiln::compileOnnxFile(StringRef modelPath,
   return llvm::Error::success();
 }
 
+llvm::Error kiln::compileSplatScene(StringRef scenePath,
+                                    const SplatSceneOptions &sceneOptions,
+                                    const CompileOptions &options,
+                                    const DiagnosticHandler &handler) {
+  CompileContext compile(scenePath, handler);
+  OwningOpRef<ModuleOp> module =
+      importSplatScene(scenePath, compile.context, sceneOptions);
+  if (!module || failed(compileModule(*module, options)))
+    return compile.diagnostics.takeError();
+  return llvm::Error::success();
+}
+
 llvm::Expected<std::vector<char>>
 kiln::compileOnnxBytes(StringRef model, StringRef name,
                        StringRef externalDataDir,

@@ -5,7 +5,7 @@ float64 numpy reference renderer of the same algorithm
 
 usage: check_splatting.py KILN_BIN_DIR KILN_RUNTIME_LIBRARY WORK_DIR
 
-Each case is a scene of a few hundred Gaussians from
+1. The ops (a kiln-dialect module compiled by kiln-compile). Each case is a scene of a few hundred Gaussians from
 scripts/make_splat_scenes.py, edited where the case says, rendered from
 several cameras into an image whose sides are not whole tiles, with a
 coloured background. The compiled render must match the reference to
@@ -14,6 +14,13 @@ decision of the reference (near plane, radius rounding, the 1/255 alpha
 and 1e-4 transmittance thresholds) lies within float32 rounding of its
 threshold may differ by a splat taken or skipped: they are held to
 FRAGILE_TOLERANCE instead, and must be under 2% of the pixels.
+
+2. Scenes as .ply files compiled by kiln-compile: the Gaussians as
+constants, as inputs (--splat-inputs), and in the other valid encodings
+(double, big-endian), against the same reference.
+
+3. Malformed scenes and image sizes: kiln-compile must exit 1 with one
+error line saying what is wrong, and leave no output file.
 """
 import os
 import subprocess
@@ -178,6 +185,162 @@ def check_case(kiln_bin, runtime, work, name, case, failures):
           f"({fragile_pixels} pixels near a threshold left out)")
 
 
+def run_compile(kiln_bin, *args):
+    return subprocess.run([os.path.join(kiln_bin, "kiln-compile"), *args],
+                          capture_output=True, text=True)
+
+
+def compare(label, got, expected, fragile, failures):
+    error = np.abs(got - expected).max(2)
+    robust = float(np.where(fragile, 0, error).max())
+    if not robust <= TOLERANCE or not error.max() <= FRAGILE_TOLERANCE:
+        failures.append(f"{label}: off by {robust:.2e} "
+                        f"({error.max():.2e} near thresholds)")
+    return robust
+
+
+# name: (SH degree, .ply element type, Gaussians as inputs)
+PLY_CASES = {
+    "ply constants": (3, "<f4", False),
+    "ply inputs": (3, "<f4", True),
+    "ply double degree 1": (1, "<f8", False),
+    "ply big-endian degree 2": (2, ">f4", False),
+}
+
+
+def check_ply(kiln_bin, runtime, work, name, case, failures):
+    degree, dtype, as_inputs = case
+    scene = scenes.make_scene(500, 7, degree)
+    path = os.path.join(work, name.replace(" ", "-") + ".ply")
+    scenes.write_ply(path, scene, dtype)
+    artifact = path[:-4] + ".so"
+    result = run_compile(kiln_bin, path, f"--splat-image={WIDTH}x{HEIGHT}",
+                         "-o", artifact,
+                         *(["--splat-inputs"] if as_inputs else []))
+    if result.returncode != 0:
+        failures.append(f"{name}: kiln-compile failed: {result.stderr}")
+        return
+    session = Session(runtime, artifact, threads=2)
+    worst = 0.0
+    for i, camera in enumerate(scenes.orbit_cameras(3, WIDTH, HEIGHT)):
+        expected, _, fragile = reference.render(
+            scene, np.array(camera["view"]), camera["intrinsics"], WIDTH,
+            HEIGHT, BACKGROUND)
+        inputs = [np.array(camera["view"], np.float32),
+                  np.array(camera["intrinsics"], np.float32), BACKGROUND]
+        if as_inputs:
+            inputs = [scene["positions"], scene["log_scales"],
+                      scene["rotations"], scene["opacity_logits"],
+                      scene["sh"]] + inputs
+        got = session.run("main", inputs)[0]
+        worst = max(worst, compare(f"{name}, camera {i}", got, expected,
+                                   fragile, failures))
+    session.close()
+    print(f"{name}: 3 cameras, largest error {worst:.1e}")
+
+
+def ply_bytes(scene, header_edit=None, body_edit=None):
+    """A valid .ply of `scene`, its header lines and body edited."""
+    n, coefficients, _ = scene["sh"].shape
+    degree = int(round(np.sqrt(coefficients))) - 1
+    rest = scene["sh"][:, 1:].transpose(0, 2, 1).reshape(n, -1)
+    body = np.concatenate([
+        scene["positions"], scene["normals"], scene["sh"][:, 0], rest,
+        scene["opacity_logits"][:, None], scene["log_scales"],
+        scene["rotations"]], 1).astype("<f4")
+    header = ["ply", "format binary_little_endian 1.0",
+              f"element vertex {n}"]
+    header += [f"property float {p}" for p in scenes.ply_properties(degree)]
+    header += ["end_header"]
+    if header_edit:
+        header = header_edit(header)
+    if body_edit:
+        body = body_edit(body)
+    data = body.tobytes() if isinstance(body, np.ndarray) else body
+    return ("\n".join(header) + "\n").encode() + data
+
+
+def column(name, degree=3):
+    return scenes.ply_properties(degree).index(name)
+
+
+def set_value(row, name, value):
+    def edit(body):
+        body = body.copy()
+        body[row, column(name)] = value
+        return body
+    return edit
+
+
+def check_malformed(kiln_bin, work, failures):
+    scene = scenes.make_scene(50, 3, 3)
+    drop = lambda prop: lambda h: [l for l in h if l != f"property float {prop}"]
+    zero_quaternion = lambda body: [body.__setitem__(
+        (5, slice(column("rot_0"), column("rot_3") + 1)), 0.0), body][1]
+    cases = {
+        "missing rot_3": (ply_bytes(scene, drop("rot_3")), [],
+                          "no vertex property 'rot_3'"),
+        "f_rest count": (ply_bytes(scene, drop("f_rest_44")), [],
+                         "44 f_rest_ properties"),
+        "f_rest gap": (ply_bytes(scene, drop("f_rest_3")), [],
+                       "not numbered 0 to 43"),
+        "duplicate property": (ply_bytes(scene, lambda h: h[:4] + [h[3]] +
+                                         h[4:]), [], "listed twice"),
+        "list property": (ply_bytes(scene, lambda h: h[:3] + [
+            "property list uchar int vertex_indices"] + h[3:]), [],
+            "is not a scalar property"),
+        "truncated body": (ply_bytes(scene)[:-100], [],
+                           "truncated: its header lists 50 vertices of 248 "
+                           "bytes, and the 12300 bytes after it hold 49"),
+        "huge vertex count": (ply_bytes(scene, lambda h: h[:2] + [
+            "element vertex 1000000000000000"] + h[3:]), [],
+            "lists 1000000000000000 vertices"),
+        "NaN position": (ply_bytes(scene, None,
+                                   set_value(7, "y", np.nan)), [],
+                         "Gaussian 7: its y is NaN"),
+        "infinite scale": (ply_bytes(scene, None,
+                                     set_value(3, "scale_1", np.inf)), [],
+                           "Gaussian 3: its scale_1 is infinite"),
+        "zero quaternion": (ply_bytes(scene, None, zero_quaternion), [],
+                            "Gaussian 5: its rotation quaternion"),
+        "ascii": (ply_bytes(scene, lambda h: [h[0], "format ascii 1.0"] +
+                            h[2:]), [], "binary .ply"),
+        "no end_header": (ply_bytes(scene, lambda h: h[:-1]), [],
+                          "no 'end_header'"),
+        "not a ply": (b"\x89PNG\r\n" + bytes(200), [], "not a .ply file"),
+        "empty file": (b"", [], "not a .ply file"),
+        "image of a million by a million": (
+            ply_bytes(scene), ["--splat-image=1000000x1000000"],
+            "sides must be 1 to 16384"),
+        "image size syntax": (ply_bytes(scene), ["--splat-image=640"],
+                              "--splat-image takes WIDTHxHEIGHT"),
+    }
+    for name, (data, options, message) in cases.items():
+        path = os.path.join(work, "bad-" + name.replace(" ", "-") + ".ply")
+        with open(path, "wb") as f:
+            f.write(data)
+        artifact = path[:-4] + ".so"
+        if os.path.exists(artifact):
+            os.remove(artifact)
+        result = run_compile(kiln_bin, path, "-o", artifact, *options)
+        lines = result.stderr.strip().splitlines()
+        if result.returncode != 1 or len(lines) != 1 or \
+                message not in lines[0] or \
+                not lines[0].startswith("kiln-compile: error:"):
+            failures.append(f"malformed scene '{name}': exit "
+                            f"{result.returncode}, stderr {result.stderr!r}, "
+                            f"expected one error line with {message!r}")
+        elif os.path.exists(artifact):
+            failures.append(f"malformed scene '{name}': left {artifact}")
+        else:
+            print(f"malformed scene '{name}': {lines[0]}")
+    missing = os.path.join(work, "no-such-scene.ply")
+    result = run_compile(kiln_bin, missing, "-o", missing[:-4] + ".so")
+    if result.returncode != 1 or "cannot read the scene" not in result.stderr:
+        failures.append(f"a missing scene: exit {result.returncode}, "
+                        f"stderr {result.stderr!r}")
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -187,6 +350,9 @@ def main():
     failures = []
     for name, case in CASES.items():
         check_case(kiln_bin, runtime, work, name, case, failures)
+    for name, case in PLY_CASES.items():
+        check_ply(kiln_bin, runtime, work, name, case, failures)
+    check_malformed(kiln_bin, work, failures)
     if failures:
         print("\n".join(["FAILED:"] + failures))
         sys.exit(1)

@@ -29,7 +29,8 @@ namespace {
 
 llvm::cl::opt<std::string>
     inputPath(llvm::cl::Positional,
-              llvm::cl::desc("<model.onnx | module.mlir>"), llvm::cl::Required);
+              llvm::cl::desc("<model.onnx | module.mlir | scene.ply>"),
+              llvm::cl::Required);
 llvm::cl::opt<std::string> outputPath("o", llvm::cl::desc("Output file"),
                                       llvm::cl::value_desc("path"));
 llvm::cl::opt<kiln::EmitKind>
@@ -63,6 +64,15 @@ llvm::cl::list<std::string> dimSizes(
                    "dynamic within a range (SYMBOL=MIN..MAX; buffers are "
                    "sized for MAX) (repeatable)"),
     llvm::cl::value_desc("symbol=size"));
+llvm::cl::opt<std::string> splatImage(
+    "splat-image",
+    llvm::cl::desc("The image a Gaussian splatting scene (.ply) renders: "
+                   "WIDTHxHEIGHT pixels (default 1920x1080)"),
+    llvm::cl::value_desc("WxH"), llvm::cl::init("1920x1080"));
+llvm::cl::opt<bool> splatInputs(
+    "splat-inputs",
+    llvm::cl::desc("Take a .ply scene's Gaussians as the renderer's inputs "
+                   "instead of compiling them in as constants"));
 llvm::cl::opt<std::string> maxTensorSize(
     "max-tensor-size",
     llvm::cl::desc("Refuse a model with a tensor (input, weight or result) "
@@ -378,7 +388,7 @@ void hideOtherOptions() {
       "draft-tokens", "choose-draft", "draft-report",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
       "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
-      "choose-cache", "cache-report",
+      "choose-cache", "cache-report", "splat-image", "splat-inputs",
       "target-cpu", "op-stats",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -619,6 +629,18 @@ int main(int argc, char **argv) {
     llvm::SourceMgr sourceMgr;
     module =
         parseSourceFile<ModuleOp>(inputPath, sourceMgr, ParserConfig(&context));
+  } else if (StringRef(inputPath).ends_with(".ply")) {
+    kiln::SplatSceneOptions sceneOptions;
+    sceneOptions.gaussiansAsInputs = splatInputs;
+    auto [width, height] = StringRef(splatImage).split('x');
+    if (width.getAsInteger(10, sceneOptions.width) ||
+        height.getAsInteger(10, sceneOptions.height)) {
+      llvm::errs() << "kiln-compile: error: --splat-image takes "
+                      "WIDTHxHEIGHT in pixels, not '"
+                   << splatImage << "'\n";
+      return 1;
+    }
+    module = kiln::importSplatScene(inputPath, context, sceneOptions);
   } else {
     kiln::ImportOptions importOptions;
     std::string problem = parseShapeOptions(importOptions);
