@@ -231,6 +231,11 @@ struct CompileOptions {
   /// "host" is the machine compiling, with the features it has.
   std::string targetCpu = "host";
   OptLevel optLevel = OptLevel::O2;
+  /// Gaussian splatting renderers bin each splat only to the tiles it can
+  /// reach (kiln-cull-splats-exactly, at -O2 and above; the image does not
+  /// change); off, to every tile of its 3-sigma square, as the reference
+  /// rasterizer does.
+  bool exactSplatCulling = true;
   /// The sanitizer the generated code is instrumented with.
   Sanitizer sanitizer = Sanitizer::None;
   /// Quantization of the model's float products, at every level: it

@@ -336,10 +336,9 @@ LogicalResult kiln::compileModule(ModuleOp module,
   if (!options.quantizationReportPath.empty() &&
       failed(report.create(options.quantizationReportPath, loc)))
     return failure();
-  if (failed(runPipeline("Graph passes",
-                         [&](OpPassManager &pm) {
-                           buildGraphPipeline(pm, options.optLevel);
-                         })))
+  if (failed(runPipeline("Graph passes", [&](OpPassManager &pm) {
+        buildGraphPipeline(pm, options.optLevel, options.exactSplatCulling);
+      })))
     return failure();
   bool merging = reduction.mergeTokens > 0 ||
                  llvm::any_of(options.mergeTokensPerBlock,

@@ -24,7 +24,8 @@ void kiln::registerKilnPasses() {
   registerKilnGraphPasses();
 }
 
-void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
+void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level,
+                              bool exactSplatCulling) {
   if (level >= OptLevel::O1) {
     // Before folding dequantizes the 4-bit weights to f32.
     pm.addPass(createFuseInt4WeightProductsPass());
@@ -43,6 +44,8 @@ void kiln::buildGraphPipeline(OpPassManager &pm, OptLevel level) {
     // A batch norm's scale, computed by kiln-fold-constants, into the
     // filter before it packs or transforms.
     pm.addPass(createFoldConvolutionScalesPass());
+    if (exactSplatCulling)
+      pm.addNestedPass<func::FuncOp>(createCullSplatsExactlyPass());
   }
   // A QDQ model asks for int8 products itself; -O0 runs it as written.
   if (level >= OptLevel::O1)

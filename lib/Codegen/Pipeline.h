@@ -19,7 +19,8 @@ void registerKilnPasses();
 /// quantization: constant folding (from -O1), the recognition of layer
 /// norms and attention (from -O2) and of a QDQ model's int8 products (from
 /// -O1). Calibration measures the products this leaves.
-void buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level);
+void buildGraphPipeline(mlir::OpPassManager &pm, OptLevel level,
+                        bool exactSplatCulling = true);
 
 /// Adds the rest: `quantization` of the products left (at every level),
 /// and the run-time checks that give every entry point its status result.

@@ -7,22 +7,25 @@
 // CHECK: math.ceil
 // CHECK: tensor.insert_slice %[[FIELDS]]#0 into %{{.*}}[0, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
 // CHECK: tensor.insert_slice %[[FIELDS]]#10 into %{{.*}}[10, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
-// kiln.splat_rasterize: the visible splats compacted, then four radix-sort
-// passes of 8 bits over their depths (a histogram, its prefix sums, a
-// scatter of the indices).
-// CHECK: %[[VISIBLE:.*]]:2 = scf.for {{.*}} -> (tensor<5xi32>, index)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[VISIBLE]]#1 {{.*}} -> (tensor<256xi32>)
+// kiln.splat_rasterize: the visible splats compacted with their depths'
+// bits as keys, then four radix-sort passes of 8 bits (a histogram, its
+// prefix sums, a scatter of indices and keys).
+// CHECK: %[[VISIBLE:.*]]:3 = scf.for {{.*}} -> (tensor<5xi32>, tensor<5xi32>, index)
 // CHECK: arith.bitcast %{{.*}} : f32 to i32
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[VISIBLE]]#2 {{.*}} -> (tensor<256xi32>)
 // CHECK: arith.shrui %{{.*}}, %c0_i32
 // CHECK: scf.for {{.*}} -> (tensor<256xi32>, i32)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[VISIBLE]]#1 {{.*}} -> (tensor<5xi32>, tensor<256xi32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[VISIBLE]]#2 {{.*}} -> (tensor<5xi32>, tensor<5xi32>, tensor<256xi32>)
 // CHECK: arith.shrui %{{.*}}, %c8_i32
 // CHECK: arith.shrui %{{.*}}, %c16_i32
 // CHECK: arith.shrui %{{.*}}, %c24_i32
+// The splats gathered into depth order.
+// CHECK: %[[SORTED:.*]] = scf.for %{{.*}} = %{{.*}} to %[[VISIBLE]]#2 {{.*}} -> (tensor<11x5xf32>)
 // Binning over the 3 x 2 tiles of 40 x 30 pixels: counts per tile, the
-// tiles' ranges, then each splat's index written into the ranges of the
-// tiles it covers, in depth order.
+// tiles' ranges, then each splat's position written into the ranges of the
+// tiles of its 3-sigma square, in depth order.
 // CHECK: scf.for {{.*}} -> (tensor<6xi32>)
+// CHECK-NOT: scf.if
 // CHECK: scf.for {{.*}} -> (tensor<7xi32>, tensor<6xi32>, i32)
 // CHECK: %[[ENTRIES:.*]] = tensor.empty(%{{.*}}) : tensor<?xi32>
 // CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ENTRIES]], {{.*}}) -> (tensor<?xi32>, tensor<6xi32>)
@@ -32,6 +35,7 @@
 // CHECK: scf.for {{.*}} -> (tensor<3x16x16xf32>)
 // CHECK: scf.while {{.*}} : (index, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xi1>)
 // CHECK: vector.reduction <or>, %{{.*}} : vector<16xi1> into i1
+// CHECK-NOT: scf.if
 // CHECK: math.exp %{{.*}} : vector<16xf32>
 // CHECK: vector.transfer_write
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %{{.*}}, %{{.*}}] [3, 16, 16] [1, 1, 1]
@@ -43,5 +47,23 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
                      %bg: tensor<3xf32>) -> tensor<30x40x3xf32> {
   %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x16x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
   %image = kiln.splat_rasterize %splats, %bg : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
+  return %image : tensor<30x40x3xf32>
+}
+
+// Exact culling: each splat's reach (2 ln(255 opacity), with a margin) in
+// one generic, gathered with the splats; binning tests each tile of the
+// reach ellipse's box, blending each row of a tile.
+// CHECK-LABEL: func.func @exact
+// CHECK: %[[REACH:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<5xf32>) outs(%{{.*}} : tensor<5xf32>)
+// CHECK: math.log
+// CHECK: scf.for {{.*}} -> (tensor<11x5xf32>, tensor<5xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<6xi32>)
+// CHECK: scf.if %{{.*}} -> (tensor<6xi32>)
+// CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<6xi32>)
+// CHECK: scf.while
+// CHECK: scf.if %{{.*}} -> (index, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xi1>)
+// CHECK: math.exp %{{.*}} : vector<16xf32>
+func.func @exact(%splats: tensor<11x5xf32>, %bg: tensor<3xf32>) -> tensor<30x40x3xf32> {
+  %image = kiln.splat_rasterize %splats, %bg culling = exact : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
   return %image : tensor<30x40x3xf32>
 }

@@ -46,6 +46,15 @@
 // CHECK-NOT: vector
 // CHECK: linalg.generic
 
+// A ragged row of 1000 whose body has 17 operations would be 17 values of
+// 1000 lanes each, which LLVM's register allocator takes minutes over: it
+// stays scalar (the same row with one operation is one vector).
+// CHECK-LABEL: func.func @ragged_long_body
+// CHECK-NOT: vector
+// CHECK: linalg.generic
+// CHECK-LABEL: func.func @ragged_short_body
+// CHECK: arith.negf %{{.*}} : vector<1000xf32>
+
 // A row of 10 (14x14 feature maps have rows of 14) fills most of a
 // vector: one vector per row.
 // CHECK-LABEL: func.func @half_row
@@ -128,6 +137,41 @@ func.func @ragged(%a: tensor<4x7xf32>) -> tensor<4x7xf32> {
     linalg.yield %n : f32
   } -> tensor<4x7xf32>
   return %0 : tensor<4x7xf32>
+}
+func.func @ragged_long_body(%a: tensor<1000xf32>) -> tensor<1000xf32> {
+  %init = tensor.empty() : tensor<1000xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a : tensor<1000xf32>) outs(%init : tensor<1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %v0 = arith.negf %x : f32
+    %v1 = arith.mulf %v0, %v0 : f32
+    %v2 = arith.mulf %v1, %v1 : f32
+    %v3 = arith.mulf %v2, %v2 : f32
+    %v4 = arith.mulf %v3, %v3 : f32
+    %v5 = arith.mulf %v4, %v4 : f32
+    %v6 = arith.mulf %v5, %v5 : f32
+    %v7 = arith.mulf %v6, %v6 : f32
+    %v8 = arith.mulf %v7, %v7 : f32
+    %v9 = arith.mulf %v8, %v8 : f32
+    %v10 = arith.mulf %v9, %v9 : f32
+    %v11 = arith.mulf %v10, %v10 : f32
+    %v12 = arith.mulf %v11, %v11 : f32
+    %v13 = arith.mulf %v12, %v12 : f32
+    %v14 = arith.mulf %v13, %v13 : f32
+    %v15 = arith.mulf %v14, %v14 : f32
+    linalg.yield %v15 : f32
+  } -> tensor<1000xf32>
+  return %0 : tensor<1000xf32>
+}
+func.func @ragged_short_body(%a: tensor<1000xf32>) -> tensor<1000xf32> {
+  %init = tensor.empty() : tensor<1000xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a : tensor<1000xf32>) outs(%init : tensor<1000xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %n = arith.negf %x : f32
+    linalg.yield %n : f32
+  } -> tensor<1000xf32>
+  return %0 : tensor<1000xf32>
 }
 func.func @half_row(%a: tensor<4x10xf32>) -> tensor<4x10xf32> {
   %init = tensor.empty() : tensor<4x10xf32>

@@ -8,8 +8,10 @@ usage: check_splatting.py KILN_BIN_DIR KILN_RUNTIME_LIBRARY WORK_DIR
 1. The ops (a kiln-dialect module compiled by kiln-compile). Each case is a scene of a few hundred Gaussians from
 scripts/make_splat_scenes.py, edited where the case says, rendered from
 several cameras into an image whose sides are not whole tiles, with a
-coloured background. The compiled render must match the reference to
-1e-4 per channel, and be the same at 1 and 2 threads. Pixels where a
+coloured background. The compiled render (exact culling, -O2's default)
+must match the reference to 1e-4 per channel, be the same at 1 and 2
+threads, and be the same to the bit as the render binned to every tile of
+the 3-sigma squares (--splat-square-culling). Pixels where a
 decision of the reference (near plane, radius rounding, the 1/255 alpha
 and 1e-4 transmittance thresholds) lies within float32 rounding of its
 threshold may differ by a splat taken or skipped: they are held to
@@ -126,10 +128,10 @@ func.func @main(%p: {inputs[0]}, %s: {inputs[1]}, %r: {inputs[2]},
 """
 
 
-def compile_module(kiln_bin, source, artifact):
+def compile_module(kiln_bin, source, artifact, *options):
     result = subprocess.run(
-        [os.path.join(kiln_bin, "kiln-compile"), source, "-o", artifact],
-        capture_output=True, text=True)
+        [os.path.join(kiln_bin, "kiln-compile"), source, "-o", artifact,
+         *options], capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"kiln-compile {source} failed:\n{result.stderr[-3000:]}")
     return artifact
@@ -149,6 +151,11 @@ def check_case(kiln_bin, runtime, work, name, case, failures):
     with open(stem + ".mlir", "w") as f:
         f.write(render_module(count, scene["sh"].shape[1]))
     artifact = compile_module(kiln_bin, stem + ".mlir", stem + ".so")
+    # The reference rasterizer's binning, every tile of the 3-sigma square:
+    # the same image, to the bit.
+    square = Session(runtime, compile_module(
+        kiln_bin, stem + ".mlir", stem + "-square.so",
+        "--splat-square-culling"), threads=2)
     sessions = [Session(runtime, artifact, threads=t) for t in (1, 2)]
     worst, pairs, fragile_pixels = 0.0, 0, 0
     for i, (camera, (expected, camera_pairs, fragile)) in enumerate(
@@ -175,10 +182,13 @@ def check_case(kiln_bin, runtime, work, name, case, failures):
                             "the pixels near a threshold")
         if not np.array_equal(one, two):
             failures.append(f"{name}, camera {i}: 1 and 2 threads differ")
+        if not np.array_equal(one, square.run("main", inputs)[0]):
+            failures.append(f"{name}, camera {i}: exact culling changed "
+                            "the image")
         if not expected.std() > 0.01:
             failures.append(f"{name}, camera {i}: the reference image is "
                             "flat, the case tests nothing")
-    for session in sessions:
+    for session in sessions + [square]:
         session.close()
     print(f"{name}: {count} Gaussians, {pairs} Gaussian-tile pairs over "
           f"{len(cameras)} cameras, largest error {worst:.1e} "

@@ -178,8 +178,8 @@ def render(scene, view, intrinsics, width, height, background):
     """The image [height, width, 3], the Gaussian-tile pair count and the
     pixels a close call may change [height, width]."""
     g = project(scene, view, intrinsics, width, height)
-    order = [i for i in np.argsort(g["depth"], kind="stable")
-             if g["radius"][i] > 0]
+    order = np.argsort(g["depth"], kind="stable")
+    order = order[g["radius"][order] > 0]
     tiles_x = (width + TILE - 1) // TILE
     tiles_y = (height + TILE - 1) // TILE
     image = np.zeros((tiles_y * TILE, tiles_x * TILE, 3))
@@ -198,9 +198,9 @@ def render(scene, view, intrinsics, width, height, background):
     pairs = 0
     for ty in range(tiles_y):
         for tx in range(tiles_x):
-            rect = g["rect"]
-            members = [i for i in order if rect[i, 0] <= tx < rect[i, 2]
-                       and rect[i, 1] <= ty < rect[i, 3]]
+            rect = g["rect"][order]
+            members = order[(rect[:, 0] <= tx) & (tx < rect[:, 2]) &
+                            (rect[:, 1] <= ty) & (ty < rect[:, 3])]
             pairs += len(members)
             py, px = np.mgrid[ty * TILE:(ty + 1) * TILE,
                               tx * TILE:(tx + 1) * TILE]

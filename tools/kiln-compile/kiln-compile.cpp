@@ -73,6 +73,11 @@ llvm::cl::opt<bool> splatInputs(
     "splat-inputs",
     llvm::cl::desc("Take a .ply scene's Gaussians as the renderer's inputs "
                    "instead of compiling them in as constants"));
+llvm::cl::opt<bool> splatSquareCulling(
+    "splat-square-culling",
+    llvm::cl::desc("Bin each Gaussian splat to every tile of its 3-sigma "
+                   "square, as the reference rasterizer does, instead of "
+                   "only to the tiles it can reach (same image, slower)"));
 llvm::cl::opt<std::string> maxTensorSize(
     "max-tensor-size",
     llvm::cl::desc("Refuse a model with a tensor (input, weight or result) "
@@ -389,6 +394,7 @@ void hideOtherOptions() {
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
       "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
       "choose-cache", "cache-report", "splat-image", "splat-inputs",
+      "splat-square-culling",
       "target-cpu", "op-stats",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
       "mlir-print-ir-before-all", "mlir-print-ir-after-failure",
@@ -659,6 +665,7 @@ int main(int argc, char **argv) {
   options.outputPath = outputPath.empty() ? defaultOutputPath() : outputPath;
   options.targetCpu = targetCpu;
   options.optLevel = optLevel;
+  options.exactSplatCulling = !splatSquareCulling;
   options.sanitizer = sanitizer;
   options.quantization = quantization;
   options.quantizationReportPath = quantizeReport;

@@ -142,6 +142,17 @@ def Kiln_PoolKindAttr : EnumAttr<Kiln_Dialect, Kiln_PoolKind, "pool_kind"> {
   let assemblyFormat = "$value";
 }
 
+def Kiln_SplatCulling : I32EnumAttr<"SplatCulling", "which tiles a splat is binned to", [
+    I32EnumAttrCase<"Square", 0, "square">,
+    I32EnumAttrCase<"Exact", 1, "exact">]> {
+  let cppNamespace = "::kiln";
+  let genSpecializedAttr = 0;
+}
+
+def Kiln_SplatCullingAttr : EnumAttr<Kiln_Dialect, Kiln_SplatCulling, "splat_culling"> {
+  let assemblyFormat = "$value";
+}
+
 def Kiln_TargetKind : I32EnumAttr<"TargetKind", "kind of machine", [
     I32EnumAttrCase<"Cpu", 0, "cpu">,
     I32EnumAttrCase<"Cuda", 1, "cuda">]> {

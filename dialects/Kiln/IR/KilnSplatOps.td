@@ -68,16 +68,27 @@ def Kiln_SplatRasterizeOp : Kiln_Op<"splat_rasterize", [Pure]> {
     pixel; otherwise colour += alpha T rgb and T *= 1 - alpha. The pixel is
     colour + T background (`background`, [3]).
 
+    `culling` says which of the square's tiles get the splat: `square`
+    all of them (the reference rasterizer's binning), `exact` only those
+    where some pixel centre can reach alpha 1/255: those inside the
+    ellipse where the splat's opacity times its Gaussian is 1/255 (with a
+    margin for float rounding), tested exactly against each tile's pixel
+    centres. A tile left out would have skipped the splat at every pixel,
+    so the image is the same.
+
     ```mlir
     %image = kiln.splat_rasterize %splats, %background : tensor<11x1000xf32>, tensor<3xf32> -> tensor<480x640x3xf32>
+    %fast = kiln.splat_rasterize %splats, %background culling = exact : tensor<11x1000xf32>, tensor<3xf32> -> tensor<480x640x3xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$splats,
-                       Kiln_FloatTensor:$background);
+                       Kiln_FloatTensor:$background,
+                       DefaultValuedAttr<Kiln_SplatCullingAttr,
+                                         "::kiln::SplatCulling::Square">:$culling);
   let results = (outs Kiln_FloatTensor:$image);
   let assemblyFormat = [{
-    $splats `,` $background attr-dict `:` type($splats) `,` type($background)
-    `->` type($image)
+    $splats `,` $background (`culling` `=` $culling^)? attr-dict `:`
+    type($splats) `,` type($background) `->` type($image)
   }];
   let hasVerifier = 1;
 }

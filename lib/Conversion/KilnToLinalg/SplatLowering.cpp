@@ -401,6 +401,116 @@ std::pair<Value, Value> tileRange(Arith &a, Value mean, Value radius,
           toTile(a.add(a.add(mean, radius), a.f(kTile - 1)))};
 }
 
+/// The largest a x^2 + 2 b x y + c y^2 at which a splat of `opacity` still
+/// reaches alpha 1/255: opacity exp(-q / 2) >= 1/255 where q <= 2 ln(255
+/// opacity). The margin covers float rounding of the blend's power and exp
+/// many times over; a negative reach reaches no pixel.
+Value reachOf(Arith &g, Value opacity) {
+  Value bound =
+      g.mul(g.f(2), math::LogOp::create(g.b, g.loc, g.mul(g.f(255), opacity)));
+  return g.add(g.mul(bound, g.f(1.001)), g.f(0.01));
+}
+
+/// The least of a dx^2 + 2 b dx dy + c dy^2 over dx in [dxLow, dxHigh] at
+/// fixed dy: at -b dy / a, clamped.
+Value leastAlongRow(Arith &h, Value a, Value b, Value c, Value dy, Value dxLow,
+                    Value dxHigh) {
+  Value dx = h.min(h.max(h.neg(h.div(h.mul(b, dy), a)), dxLow), dxHigh);
+  return h.add(
+      h.add(h.mul(a, h.mul(dx, dx)), h.mul(h.mul(h.f(2), b), h.mul(dx, dy))),
+      h.mul(c, h.mul(dy, dy)));
+}
+
+/// The tiles one splat is binned to: a rectangle of tiles, and under exact
+/// culling a test of each of its tiles.
+struct SplatCover {
+  Value columnsBegin, columnsEnd, rowsBegin, rowsEnd;
+  bool exact = false;
+  /// Exact culling: the mean, the conic and the largest a x^2 + 2 b x y +
+  /// c y^2 at which the splat's alpha can still reach 1/255.
+  Value meanX, meanY, a, b, c, reach;
+
+  /// Whether tile (tx, ty) has a pixel centre within the reach: the least
+  /// quadratic form over the tile's square of pixel centres (0 where it
+  /// holds the mean, else the least over its four edges, each a clamped
+  /// one-dimensional minimum).
+  Value reaches(Arith &h, Value tx, Value ty) const {
+    auto pixel = [&](Value tileIndex) {
+      return arith::UIToFPOp::create(h.b, h.loc, h.b.getF32Type(),
+                                     h.toI32(h.mul(tileIndex, h.idx(kTile))));
+    };
+    Value x0 = pixel(tx), y0 = pixel(ty);
+    Value dxLow = h.sub(meanX, h.add(x0, h.f(kTile - 1)));
+    Value dxHigh = h.sub(meanX, x0);
+    Value dyLow = h.sub(meanY, h.add(y0, h.f(kTile - 1)));
+    Value dyHigh = h.sub(meanY, y0);
+    // The form is symmetric in (x, a) and (y, c).
+    auto alongX = [&](Value dx) {
+      return leastAlongRow(h, c, b, a, dx, dyLow, dyHigh);
+    };
+    auto alongY = [&](Value dy) {
+      return leastAlongRow(h, a, b, c, dy, dxLow, dxHigh);
+    };
+    Value least = h.min(h.min(alongX(dxLow), alongX(dxHigh)),
+                        h.min(alongY(dyLow), alongY(dyHigh)));
+    auto le = [&](Value x, Value y) {
+      return h.fcmp(arith::CmpFPredicate::OLE, x, y);
+    };
+    Value holdsMean = h.andI(h.andI(le(dxLow, h.f(0)), le(h.f(0), dxHigh)),
+                             h.andI(le(dyLow, h.f(0)), le(h.f(0), dyHigh)));
+    return arith::OrIOp::create(h.b, h.loc, holdsMean, le(least, reach));
+  }
+};
+
+/// The cover of splat `n`: the tiles of the square of its radius, and with
+/// `reaches` (exact culling: each splat's reachOf) those of the box of its
+/// reach ellipse among them.
+SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n,
+                   int64_t tilesX, int64_t tilesY) {
+  auto field = [&](int64_t f) {
+    return g.extract(splats, ValueRange{g.idx(f), n});
+  };
+  SplatCover cover;
+  Value radius = field(kRadius);
+  cover.meanX = field(kMeanX);
+  cover.meanY = field(kMeanY);
+  std::tie(cover.columnsBegin, cover.columnsEnd) =
+      tileRange(g, cover.meanX, radius, tilesX);
+  std::tie(cover.rowsBegin, cover.rowsEnd) =
+      tileRange(g, cover.meanY, radius, tilesY);
+  if (!reaches)
+    return cover;
+  cover.exact = true;
+  cover.a = field(kConicA);
+  cover.b = field(kConicB);
+  cover.c = field(kConicC);
+  cover.reach = g.extract(reaches, ValueRange{n});
+  Value reach = g.max(cover.reach, g.f(0));
+  // The reach ellipse's box: half sides sqrt(reach * (conic^-1)_ii).
+  Value det = g.sub(g.mul(cover.a, cover.c), g.mul(cover.b, cover.b));
+  Value halfX = g.sqrt(g.div(g.mul(reach, cover.c), det));
+  Value halfY = g.sqrt(g.div(g.mul(reach, cover.a), det));
+  auto snug = [&](Value mean, Value half, int64_t tiles, Value &begin,
+                  Value &end) {
+    auto toTile = [&](Value coordinate) {
+      Value clamped = g.min(g.max(g.div(coordinate, g.f(kTile)), g.f(0)),
+                            g.f(static_cast<double>(tiles)));
+      return g.toIndex(
+          arith::FPToSIOp::create(g.b, g.loc, g.b.getI32Type(), clamped));
+    };
+    begin =
+        arith::MaxUIOp::create(g.b, g.loc, begin, toTile(g.sub(mean, half)));
+    end = arith::MinUIOp::create(g.b, g.loc, end,
+                                 toTile(g.add(g.add(mean, half), g.f(kTile))));
+    // A splat that reaches no pixel gets no tiles.
+    Value none = g.fcmp(arith::CmpFPredicate::OLT, cover.reach, g.f(0));
+    end = g.select(none, begin, end);
+  };
+  snug(cover.meanX, halfX, tilesX, cover.columnsBegin, cover.columnsEnd);
+  snug(cover.meanY, halfY, tilesY, cover.rowsBegin, cover.rowsEnd);
+  return cover;
+}
+
 struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -426,26 +536,57 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
       return g.extract(s, ValueRange{g.idx(f), splat});
     };
 
-    // 1. The visible splats, in index order: every index is written at the
-    // count so far, which moves on only past a visible one.
+    // Exact culling: each splat's reach, for its tiles and for the rows of
+    // pixels it can reach in them.
+    Value reaches;
+    if (op.getCulling() == SplatCulling::Exact) {
+      auto rowType = RankedTensorType::get({count}, rewriter.getF32Type());
+      Value opacity = tensor::ExtractSliceOp::create(
+          rewriter, loc, rowType, splats,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(kOpacity),
+                                 rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
+                                 rewriter.getIndexAttr(count)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
+                                 rewriter.getIndexAttr(1)});
+      AffineMap identity = rewriter.getMultiDimIdentityMap(1);
+      reaches =
+          linalg::GenericOp::create(
+              rewriter, loc, TypeRange{rowType}, ValueRange{opacity},
+              ValueRange{createEmptyTensor(rewriter, loc, rowType)},
+              ArrayRef<AffineMap>{identity, identity},
+              ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+              [](OpBuilder &nb, Location l, ValueRange args) {
+                Arith g{nb, l};
+                linalg::YieldOp::create(nb, l, reachOf(g, args[0]));
+              })
+              .getResult(0);
+    }
+    // 1. The visible splats, in index order, with their depths' bits as
+    // sort keys: every entry is written at the count so far, which moves on
+    // only past a visible one.
     ValueRange compacted = loops.forLoop(
         zero, a.idx(count),
-        ValueRange{createEmptyTensor(rewriter, loc, indices(count)), zero},
+        ValueRange{createEmptyTensor(rewriter, loc, indices(count)),
+                   createEmptyTensor(rewriter, loc, indices(count)), zero},
         [&](OpBuilder &nb, Location l, Value n, ValueRange args) {
           Arith g{nb, l};
           Value visible = g.fcmp(arith::CmpFPredicate::OGT,
                                  field(g, splats, kRadius, n), g.f(0));
-          Value order = g.insert(g.toI32(n), args[0], args[1]);
-          Value next = g.add(args[1], g.select(visible, g.idx(1), g.idx(0)));
-          return SmallVector<Value>{order, next};
+          Value bits =
+              arith::BitcastOp::create(nb, l, i32, field(g, splats, kDepth, n));
+          Value order = g.insert(g.toI32(n), args[0], args[2]);
+          Value keys = g.insert(bits, args[1], args[2]);
+          Value next = g.add(args[2], g.select(visible, g.idx(1), g.idx(0)));
+          return SmallVector<Value>{order, keys, next};
         });
-    Value order = compacted[0], visibleCount = compacted[1];
+    Value order = compacted[0], keys = compacted[1];
+    Value visibleCount = compacted[2];
 
-    // 2. Stable LSD radix sort by the depth's bits, 8 at a time.
-    auto digit = [&](Arith &g, Value splat, int64_t shift) {
-      Value depth = field(g, splats, kDepth, g.toIndex(splat));
-      Value bits = arith::BitcastOp::create(g.b, g.loc, i32, depth);
-      Value shifted = arith::ShRUIOp::create(g.b, g.loc, bits, g.i32(shift));
+    // 2. Stable LSD radix sort by the keys, 8 bits at a time; the keys
+    // travel with the indices, so each pass reads them in order.
+    auto digit = [&](Arith &g, Value key, int64_t shift) {
+      Value shifted = arith::ShRUIOp::create(g.b, g.loc, key, g.i32(shift));
       return g.toIndex(arith::AndIOp::create(g.b, g.loc, shifted, g.i32(255)));
     };
     for (int64_t shift = 0; shift < 32; shift += 8) {
@@ -454,7 +595,7 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
           ValueRange{createFilledTensor(rewriter, loc, indices(256), a.i32(0))},
           [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
             Arith g{nb, l};
-            Value d = digit(g, g.extract(order, ValueRange{i}), shift);
+            Value d = digit(g, g.extract(keys, ValueRange{i}), shift);
             Value bumped = g.add(g.extract(args[0], ValueRange{d}), g.i32(1));
             return SmallVector<Value>{g.insert(bumped, args[0], d)};
           })[0];
@@ -466,42 +607,82 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
             Value next = g.add(args[1], g.extract(histogram, ValueRange{d}));
             return SmallVector<Value>{g.insert(args[1], args[0], d), next};
           })[0];
-      order = loops.forLoop(
+      ValueRange scattered = loops.forLoop(
           zero, visibleCount,
-          ValueRange{createEmptyTensor(rewriter, loc, indices(count)), starts},
+          ValueRange{createEmptyTensor(rewriter, loc, indices(count)),
+                     createEmptyTensor(rewriter, loc, indices(count)), starts},
           [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
             Arith g{nb, l};
-            Value splat = g.extract(order, ValueRange{i});
-            Value d = digit(g, splat, shift);
-            Value position = g.extract(args[1], ValueRange{d});
-            Value sorted = g.insert(splat, args[0], g.toIndex(position));
-            Value cursors = g.insert(g.add(position, g.i32(1)), args[1], d);
-            return SmallVector<Value>{sorted, cursors};
-          })[0];
+            Value key = g.extract(keys, ValueRange{i});
+            Value d = digit(g, key, shift);
+            Value position = g.extract(args[2], ValueRange{d});
+            Value at = g.toIndex(position);
+            Value sortedOrder =
+                g.insert(g.extract(order, ValueRange{i}), args[0], at);
+            Value sortedKeys = g.insert(key, args[1], at);
+            Value cursors = g.insert(g.add(position, g.i32(1)), args[2], d);
+            return SmallVector<Value>{sortedOrder, sortedKeys, cursors};
+          });
+      order = scattered[0];
+      keys = scattered[1];
     }
+
+    // The visible splats' fields in depth order (and their reach, under
+    // exact culling): binning then reads them in order, and each tile's
+    // blending in increasing addresses. Rows past the visible count are
+    // never read.
+    SmallVector<Value> gathered = {createEmptyTensor(
+        rewriter, loc, cast<RankedTensorType>(splats.getType()))};
+    if (reaches)
+      gathered.push_back(createEmptyTensor(
+          rewriter, loc, cast<RankedTensorType>(reaches.getType())));
+    gathered = llvm::to_vector(
+        loops.forLoop(zero, visibleCount, gathered,
+                      [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
+                        Arith g{nb, l};
+                        Value n = g.toIndex(g.extract(order, ValueRange{i}));
+                        SmallVector<Value> next(args);
+                        for (int64_t f = 0; f < kFields; ++f)
+                          next[0] = g.insert(field(g, splats, f, n), next[0],
+                                             ValueRange{g.idx(f), i});
+                        if (reaches)
+                          next[1] = g.insert(g.extract(reaches, ValueRange{n}),
+                                             next[1], ValueRange{i});
+                        return next;
+                      }));
+    splats = gathered[0];
+    if (reaches)
+      reaches = gathered[1];
 
     // 3. Binning. `visit` calls `step` for each tile the splat covers.
     auto overTiles =
         [&](Arith &g, Value splat, ValueRange inits,
             function_ref<SmallVector<Value>(Arith &, Value, ValueRange)> step)
         -> ValueRange {
-      Value n = g.toIndex(splat);
-      Value radius = field(g, splats, kRadius, n);
-      std::pair<Value, Value> columns =
-          tileRange(g, field(g, splats, kMeanX, n), radius, tilesX);
-      std::pair<Value, Value> rows =
-          tileRange(g, field(g, splats, kMeanY, n), radius, tilesY);
+      SplatCover cover =
+          coverOf(g, splats, reaches, g.toIndex(splat), tilesX, tilesY);
       Loops inner{g.b, g.loc};
       return inner.forLoop(
-          rows.first, rows.second, inits,
+          cover.rowsBegin, cover.rowsEnd, inits,
           [&](OpBuilder &yb, Location yl, Value ty, ValueRange yArgs) {
             Loops row{yb, yl};
             ValueRange results = row.forLoop(
-                columns.first, columns.second, yArgs,
+                cover.columnsBegin, cover.columnsEnd, yArgs,
                 [&](OpBuilder &xb, Location xl, Value tx, ValueRange xArgs) {
                   Arith h{xb, xl};
                   Value tile = h.add(h.mul(ty, h.idx(tilesX)), tx);
-                  return step(h, tile, xArgs);
+                  if (!cover.exact)
+                    return step(h, tile, xArgs);
+                  auto binned = scf::IfOp::create(
+                      xb, xl, cover.reaches(h, tx, ty),
+                      [&](OpBuilder &tb, Location tl) {
+                        Arith t{tb, tl};
+                        scf::YieldOp::create(tb, tl, step(t, tile, xArgs));
+                      },
+                      [&](OpBuilder &eb, Location el) {
+                        scf::YieldOp::create(eb, el, xArgs);
+                      });
+                  return SmallVector<Value>(binned.getResults());
                 });
             return SmallVector<Value>(results);
           });
@@ -512,7 +693,7 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
         [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
           Arith g{nb, l};
           return SmallVector<Value>(overTiles(
-              g, g.extract(order, ValueRange{i}), args,
+              g, g.toI32(i), args,
               [](Arith &h, Value tile, ValueRange tileArgs) {
                 Value bumped =
                     h.add(h.extract(tileArgs[0], ValueRange{tile}), h.i32(1));
@@ -540,7 +721,7 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
         zero, visibleCount, ValueRange{entries, scanned[1]},
         [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
           Arith g{nb, l};
-          Value splat = g.extract(order, ValueRange{i});
+          Value splat = g.toI32(i);
           return SmallVector<Value>(overTiles(
               g, splat, args, [&](Arith &h, Value tile, ValueRange tileArgs) {
                 Value position = h.extract(tileArgs[1], ValueRange{tile});
@@ -584,12 +765,11 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
       Value first = g.toIndex(g.extract(ranges, ValueRange{tile}));
       Value end =
           g.toIndex(g.extract(ranges, ValueRange{g.add(tile, g.idx(1))}));
-      Value pixelX = g.add(
-          vector::BroadcastOp::create(
-              rewriter, loc, lanes,
-              arith::UIToFPOp::create(rewriter, loc, rewriter.getF32Type(),
-                                      g.toI32(columnStart))),
-          laneOffsetsConstant);
+      Value columnX = arith::UIToFPOp::create(
+          rewriter, loc, rewriter.getF32Type(), g.toI32(columnStart));
+      Value pixelX =
+          g.add(vector::BroadcastOp::create(rewriter, loc, lanes, columnX),
+                laneOffsetsConstant);
 
       Loops rows{rewriter, loc};
       Value tileImage = rows.forLoop(
@@ -597,10 +777,9 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
           ValueRange{createEmptyTensor(rewriter, loc, tileType)},
           [&](OpBuilder &rb, Location rl, Value row, ValueRange rowArgs) {
             Arith h{rb, rl};
-            Value pixelY = vector::BroadcastOp::create(
-                rb, rl, lanes,
-                arith::UIToFPOp::create(rb, rl, rb.getF32Type(),
-                                        h.toI32(h.add(rowStart, row))));
+            Value rowY = arith::UIToFPOp::create(rb, rl, rb.getF32Type(),
+                                                 h.toI32(h.add(rowStart, row)));
+            Value pixelY = vector::BroadcastOp::create(rb, rl, lanes, rowY);
             Value allLive = arith::ConstantOp::create(
                 rb, rl, DenseElementsAttr::get(laneMask, true));
             SmallVector<Value> state = {first,          h.fv(1, kTile),
@@ -608,6 +787,47 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
                                         h.fv(0, kTile), allLive};
             SmallVector<Type> stateTypes = llvm::to_vector(
                 llvm::map_range(state, [](Value v) { return v.getType(); }));
+            // One splat over the row's 16 pixels: the next walk state.
+            auto blend = [&](Arith &w, ValueRange args,
+                             Value splat) -> SmallVector<Value> {
+              auto splatField = [&](int64_t f) {
+                return vector::BroadcastOp::create(w.b, w.loc, lanes,
+                                                   field(w, splats, f, splat));
+              };
+              Value dx = w.sub(splatField(kMeanX), pixelX);
+              Value dy = w.sub(splatField(kMeanY), pixelY);
+              Value power =
+                  w.sub(w.mul(w.fv(-0.5, kTile),
+                              w.add(w.mul(splatField(kConicA), w.mul(dx, dx)),
+                                    w.mul(splatField(kConicC), w.mul(dy, dy)))),
+                        w.mul(splatField(kConicB), w.mul(dx, dy)));
+              Value alpha = w.min(w.fv(kAlphaMax, kTile),
+                                  w.mul(splatField(kOpacity), w.exp(power)));
+              Value transmittance = args[1];
+              Value used = w.andI(
+                  args[5], w.andI(w.fcmp(arith::CmpFPredicate::OLE, power,
+                                         w.fv(0, kTile)),
+                                  w.fcmp(arith::CmpFPredicate::OGE, alpha,
+                                         w.fv(kAlphaMin, kTile))));
+              Value after = w.mul(transmittance, w.sub(w.fv(1, kTile), alpha));
+              Value ends = w.andI(used, w.fcmp(arith::CmpFPredicate::OLT, after,
+                                               w.fv(kTransmittanceMin, kTile)));
+              Value allSet = arith::ConstantOp::create(
+                  w.b, w.loc, DenseElementsAttr::get(laneMask, true));
+              Value notEnds = arith::XOrIOp::create(w.b, w.loc, ends, allSet);
+              Value live = w.andI(args[5], notEnds);
+              used = w.andI(used, notEnds);
+              Value weight = w.mul(alpha, transmittance);
+              SmallVector<Value> next = {w.add(args[0], w.idx(1)),
+                                         w.select(used, after, transmittance)};
+              for (int64_t c = 0; c < 3; ++c) {
+                Value added =
+                    w.add(args[2 + c], w.mul(weight, splatField(kRed + c)));
+                next.push_back(w.select(used, added, args[2 + c]));
+              }
+              next.push_back(live);
+              return next;
+            };
             auto walk = scf::WhileOp::create(
                 rb, rl, stateTypes, state,
                 [&](OpBuilder &wb, Location wl, ValueRange args) {
@@ -621,47 +841,35 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
                   Arith w{wb, wl};
                   Value splat =
                       w.toIndex(w.extract(entries, ValueRange{args[0]}));
-                  auto splatField = [&](int64_t f) {
-                    return vector::BroadcastOp::create(
-                        wb, wl, lanes, field(w, splats, f, splat));
-                  };
-                  Value dx = w.sub(splatField(kMeanX), pixelX);
-                  Value dy = w.sub(splatField(kMeanY), pixelY);
-                  Value power = w.sub(
-                      w.mul(w.fv(-0.5, kTile),
-                            w.add(w.mul(splatField(kConicA), w.mul(dx, dx)),
-                                  w.mul(splatField(kConicC), w.mul(dy, dy)))),
-                      w.mul(splatField(kConicB), w.mul(dx, dy)));
-                  Value alpha =
-                      w.min(w.fv(kAlphaMax, kTile),
-                            w.mul(splatField(kOpacity), w.exp(power)));
-                  Value transmittance = args[1];
-                  Value used = w.andI(
-                      args[5], w.andI(w.fcmp(arith::CmpFPredicate::OLE, power,
-                                             w.fv(0, kTile)),
-                                      w.fcmp(arith::CmpFPredicate::OGE, alpha,
-                                             w.fv(kAlphaMin, kTile))));
-                  Value after =
-                      w.mul(transmittance, w.sub(w.fv(1, kTile), alpha));
-                  Value ends =
-                      w.andI(used, w.fcmp(arith::CmpFPredicate::OLT, after,
-                                          w.fv(kTransmittanceMin, kTile)));
-                  Value allSet = arith::ConstantOp::create(
-                      wb, wl, DenseElementsAttr::get(laneMask, true));
-                  Value notEnds = arith::XOrIOp::create(wb, wl, ends, allSet);
-                  Value live = w.andI(args[5], notEnds);
-                  used = w.andI(used, notEnds);
-                  Value weight = w.mul(alpha, transmittance);
-                  SmallVector<Value> next = {
-                      w.add(args[0], w.idx(1)),
-                      w.select(used, after, transmittance)};
-                  for (int64_t c = 0; c < 3; ++c) {
-                    Value added =
-                        w.add(args[2 + c], w.mul(weight, splatField(kRed + c)));
-                    next.push_back(w.select(used, added, args[2 + c]));
+                  if (!reaches) {
+                    scf::YieldOp::create(wb, wl, blend(w, args, splat));
+                    return;
                   }
-                  next.push_back(live);
-                  scf::YieldOp::create(wb, wl, next);
+                  // Exact culling: a splat whose reach ellipse misses this
+                  // row of the tile skips it at every pixel.
+                  Value dy = w.sub(field(w, splats, kMeanY, splat), rowY);
+                  Value meanX = field(w, splats, kMeanX, splat);
+                  Value least = leastAlongRow(
+                      w, field(w, splats, kConicA, splat),
+                      field(w, splats, kConicB, splat),
+                      field(w, splats, kConicC, splat), dy,
+                      w.sub(meanX, w.add(columnX, w.f(kTile - 1))),
+                      w.sub(meanX, columnX));
+                  Value touches = w.fcmp(arith::CmpFPredicate::OLE, least,
+                                         w.extract(reaches, ValueRange{splat}));
+                  auto step = scf::IfOp::create(
+                      wb, wl, touches,
+                      [&](OpBuilder &tb, Location tl) {
+                        Arith t{tb, tl};
+                        scf::YieldOp::create(tb, tl, blend(t, args, splat));
+                      },
+                      [&](OpBuilder &eb, Location el) {
+                        Arith e{eb, el};
+                        SmallVector<Value> same(args);
+                        same[0] = e.add(args[0], e.idx(1));
+                        scf::YieldOp::create(eb, el, same);
+                      });
+                  scf::YieldOp::create(wb, wl, step.getResults());
                 });
             Value image = rowArgs[0];
             for (int64_t c = 0; c < 3; ++c) {

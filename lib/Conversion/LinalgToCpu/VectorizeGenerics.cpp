@@ -54,6 +54,10 @@ FailureOr<std::optional<unsigned>> getTransposedDim(linalg::GenericOp op) {
   return transposed;
 }
 
+/// The most lanes times body operations a ragged row vectorizes as one
+/// vector (an elementwise op of a few operations over 4096 columns).
+constexpr int64_t kMaxRaggedRowWork = 16384;
+
 /// Tile sizes for one SIMD block per tile: `width` (or the whole row, if
 /// `width` doesn't divide it) along a parallel innermost dimension, whole
 /// reduction dimensions, 1 elsewhere. A transpose gets `width` x `width`
@@ -102,6 +106,13 @@ SmallVector<int64_t> getBlockSizes(linalg::GenericOp op, int64_t width,
     // shorter than half a block (7 columns of a feature map) stay scalar.
     int64_t size = ranges[innermost] % width == 0 ? width : ranges[innermost];
     if (2 * size < width)
+      return {};
+    // Each value of the body becomes a vector of the row's length: with a
+    // long body those swamp LLVM's register allocator (a 300-op body over
+    // 500 lanes took 36 s to generate). Such a row stays scalar.
+    int64_t bodyOps =
+        static_cast<int64_t>(op.getBody()->getOperations().size());
+    if (size != width && size * bodyOps > kMaxRaggedRowWork)
       return {};
     sizes[innermost] = size;
     elements *= size;
