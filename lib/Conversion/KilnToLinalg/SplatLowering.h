@@ -1,0 +1,184 @@
+//===- SplatLowering.h - shared parts of the splatting lowering -*- C++ -*-===//
+//
+// The splat layout, the arithmetic builder and the culling tests that
+// kiln.splat_project's and kiln.splat_rasterize's lowerings share.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_CONVERSION_KILNTOLINALG_SPLATLOWERING_H
+#define KILN_CONVERSION_KILNTOLINALG_SPLATLOWERING_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/TypeUtilities.h"
+
+namespace kiln::splat {
+
+// The lowering's own namespace: its helpers are written in MLIR's terms.
+using namespace mlir;
+
+constexpr int64_t kTile = 16;
+constexpr int64_t kFields = 11;
+/// The splat rows (KilnSplatOps.td).
+enum Field : int64_t {
+  kMeanX = 0,
+  kMeanY,
+  kConicA,
+  kConicB,
+  kConicC,
+  kDepth,
+  kRadius,
+  kOpacity,
+  kRed,
+  kGreen,
+  kBlue
+};
+constexpr double kNear = 0.2;
+constexpr double kAlphaMin = 1.0 / 255.0;
+constexpr double kAlphaMax = 0.99;
+constexpr double kTransmittanceMin = 1e-4;
+
+/// Scalar and vector arithmetic on f32, i32 and index values.
+struct Arith {
+  OpBuilder &b;
+  Location loc;
+
+  Value f(double value) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+  }
+  Value fv(double value, int64_t lanes) {
+    auto type = VectorType::get({lanes}, b.getF32Type());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getF32FloatAttr(value)));
+  }
+  Value i32(int64_t value) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+  }
+  Value idx(int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
+  }
+  Value add(Value x, Value y) {
+    return isa<FloatType>(getElementTypeOrSelf(x))
+               ? arith::AddFOp::create(b, loc, x, y).getResult()
+               : arith::AddIOp::create(b, loc, x, y).getResult();
+  }
+  Value sub(Value x, Value y) {
+    return isa<FloatType>(getElementTypeOrSelf(x))
+               ? arith::SubFOp::create(b, loc, x, y).getResult()
+               : arith::SubIOp::create(b, loc, x, y).getResult();
+  }
+  Value mul(Value x, Value y) {
+    return isa<FloatType>(getElementTypeOrSelf(x))
+               ? arith::MulFOp::create(b, loc, x, y).getResult()
+               : arith::MulIOp::create(b, loc, x, y).getResult();
+  }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value neg(Value x) { return arith::NegFOp::create(b, loc, x); }
+  Value sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
+  Value exp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value max(Value x, Value y) { return arith::MaxNumFOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinNumFOp::create(b, loc, x, y); }
+  Value fcmp(arith::CmpFPredicate predicate, Value x, Value y) {
+    return arith::CmpFOp::create(b, loc, predicate, x, y);
+  }
+  Value icmp(arith::CmpIPredicate predicate, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, predicate, x, y);
+  }
+  Value select(Value condition, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, condition, x, y);
+  }
+  Value andI(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value toIndex(Value i32Value) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), i32Value);
+  }
+  Value toI32(Value indexValue) {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), indexValue);
+  }
+  /// A sum of products x[i] * y[i].
+  Value dot(ArrayRef<Value> x, ArrayRef<Value> y) {
+    Value sum = mul(x[0], y[0]);
+    for (size_t i = 1; i < x.size(); ++i)
+      sum = arith::AddFOp::create(b, loc, sum, mul(x[i], y[i]));
+    return sum;
+  }
+  Value extract(Value tensor, ValueRange indices) {
+    return tensor::ExtractOp::create(b, loc, tensor, indices);
+  }
+  Value extractAt(Value tensor, ArrayRef<int64_t> indices) {
+    SmallVector<Value> values;
+    for (int64_t i : indices)
+      values.push_back(idx(i));
+    return extract(tensor, values);
+  }
+  Value insert(Value scalar, Value tensor, ValueRange indices) {
+    return tensor::InsertOp::create(b, loc, scalar, tensor, indices);
+  }
+};
+
+/// Loops over tensors for the rasterizer's serial steps.
+struct Loops {
+  OpBuilder &b;
+  Location loc;
+
+  using Body = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                               ValueRange)>;
+  /// for i in [lower, upper) carrying `inits`; `body` returns the next
+  /// values.
+  ValueRange forLoop(Value lower, Value upper, ValueRange inits, Body body) {
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    return scf::ForOp::create(
+               b, loc, lower, upper, one, inits,
+               [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
+                 scf::YieldOp::create(nb, l, body(nb, l, i, args));
+               })
+        .getResults();
+  }
+};
+
+/// The tile range [first, end) a splat's square of `radius` around
+/// `mean` covers along one axis of `tiles` tiles (the reference's integer
+/// truncation; clamped in float so that far-off means stay in range).
+std::pair<Value, Value> tileRange(Arith &a, Value mean, Value radius,
+                                  int64_t tiles);
+
+/// The largest a x^2 + 2 b x y + c y^2 at which a splat of `opacity` still
+/// reaches alpha 1/255: opacity exp(-q / 2) >= 1/255 where q <= 2 ln(255
+/// opacity). The margin covers float rounding of the blend's power and exp
+/// many times over; a negative reach reaches no pixel.
+Value reachOf(Arith &g, Value opacity);
+
+/// The least of a dx^2 + 2 b dx dy + c dy^2 over dx in [dxLow, dxHigh] at
+/// fixed dy: at -b dy / a, clamped.
+Value leastAlongRow(Arith &h, Value a, Value b, Value c, Value dy, Value dxLow,
+                    Value dxHigh);
+
+/// The tiles one splat is binned to: a rectangle of tiles, and under exact
+/// culling a test of each of its tiles.
+struct SplatCover {
+  Value columnsBegin, columnsEnd, rowsBegin, rowsEnd;
+  bool exact = false;
+  /// Exact culling: the mean, the conic and the largest a x^2 + 2 b x y +
+  /// c y^2 at which the splat's alpha can still reach 1/255.
+  Value meanX, meanY, a, b, c, reach;
+
+  /// Whether tile (tx, ty) has a pixel centre within the reach: the least
+  /// quadratic form over the tile's square of pixel centres (0 where it
+  /// holds the mean, else the least over its four edges, each a clamped
+  /// one-dimensional minimum).
+  Value reaches(Arith &h, Value tx, Value ty) const;
+};
+
+/// The cover of splat `n` of `splats` ([11, N]): the tiles of the square of
+/// its radius, and with `reaches` (exact culling: each splat's reachOf)
+/// those of the box of its reach ellipse among them.
+SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n,
+                   int64_t tilesX, int64_t tilesY);
+
+void addSplatProjectLowering(mlir::RewritePatternSet &patterns);
+void addSplatRasterizeLowering(mlir::RewritePatternSet &patterns);
+
+} // namespace kiln::splat
+
+#endif // KILN_CONVERSION_KILNTOLINALG_SPLATLOWERING_H
