@@ -131,14 +131,14 @@ def ply_properties(sh_degree):
              "rot_0", "rot_1", "rot_2", "rot_3"])
 
 
-def write_ply(path, scene, dtype="<f4"):
-    """The scene as a binary .ply of `dtype` properties (what 3DGS writes:
-    little-endian float; "<f8" or ">f4" for other valid files)."""
+def ply_parts(scene, dtype="<f4"):
+    """The header lines (without end_header) and the body [N, properties]
+    of the scene as a binary .ply of `dtype` properties."""
     n, coefficients, _ = scene["sh"].shape
     degree = int(round(np.sqrt(coefficients))) - 1
     rest = scene["sh"][:, 1:].transpose(0, 2, 1).reshape(n, -1)
     dtype = np.dtype(dtype)
-    columns = np.concatenate([
+    body = np.concatenate([
         scene["positions"], scene["normals"], scene["sh"][:, 0], rest,
         scene["opacity_logits"][:, None], scene["log_scales"],
         scene["rotations"]], 1).astype(dtype)
@@ -147,10 +147,19 @@ def write_ply(path, scene, dtype="<f4"):
     header = ["ply", f"format binary_{order}_endian 1.0",
               f"element vertex {n}"]
     header += [f"property {kind} {name}" for name in ply_properties(degree)]
-    header += ["end_header"]
+    return header, body
+
+
+def ply_bytes(header, body):
+    return ("\n".join(header + ["end_header"]) + "\n").encode() + \
+        (body.tobytes() if isinstance(body, np.ndarray) else body)
+
+
+def write_ply(path, scene, dtype="<f4"):
+    """The scene as a binary .ply of `dtype` properties (what 3DGS writes:
+    little-endian float; "<f8" or ">f4" for other valid files)."""
     with open(path, "wb") as f:
-        f.write(("\n".join(header) + "\n").encode())
-        f.write(columns.tobytes())
+        f.write(ply_bytes(*ply_parts(scene, dtype)))
 
 
 def look_at(eye, target, up=(0.0, -1.0, 0.0)):

@@ -32,9 +32,6 @@ using namespace mlir;
 
 namespace {
 
-/// The largest image side a renderer takes (as kiln.splat_project checks).
-constexpr int64_t kMaxImageSide = 16384;
-
 /// One vertex property: its byte offset in a vertex and its width (4 for
 /// float, 8 for double).
 struct Property {
@@ -276,10 +273,10 @@ OwningOpRef<ModuleOp> kiln::importSplatScene(StringRef path,
   context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
   Location loc = FileLineColLoc::get(&context, path, 0, 0);
   for (int64_t side : {options.width, options.height})
-    if (side < 1 || side > kMaxImageSide) {
+    if (side < 1 || side > kiln::kMaxSplatImageSide) {
       emitError(loc) << "the image is " << options.width << "x"
                      << options.height << " pixels; its sides must be 1 to "
-                     << kMaxImageSide;
+                     << kiln::kMaxSplatImageSide;
       return {};
     }
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =

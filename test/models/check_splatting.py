@@ -251,23 +251,12 @@ def check_ply(kiln_bin, runtime, work, name, case, failures):
 
 def ply_bytes(scene, header_edit=None, body_edit=None):
     """A valid .ply of `scene`, its header lines and body edited."""
-    n, coefficients, _ = scene["sh"].shape
-    degree = int(round(np.sqrt(coefficients))) - 1
-    rest = scene["sh"][:, 1:].transpose(0, 2, 1).reshape(n, -1)
-    body = np.concatenate([
-        scene["positions"], scene["normals"], scene["sh"][:, 0], rest,
-        scene["opacity_logits"][:, None], scene["log_scales"],
-        scene["rotations"]], 1).astype("<f4")
-    header = ["ply", "format binary_little_endian 1.0",
-              f"element vertex {n}"]
-    header += [f"property float {p}" for p in scenes.ply_properties(degree)]
-    header += ["end_header"]
+    header, body = scenes.ply_parts(scene)
     if header_edit:
         header = header_edit(header)
     if body_edit:
         body = body_edit(body)
-    data = body.tobytes() if isinstance(body, np.ndarray) else body
-    return ("\n".join(header) + "\n").encode() + data
+    return scenes.ply_bytes(header, body)
 
 
 def column(name, degree=3):
@@ -315,8 +304,9 @@ def check_malformed(kiln_bin, work, failures):
                             "Gaussian 5: its rotation quaternion"),
         "ascii": (ply_bytes(scene, lambda h: [h[0], "format ascii 1.0"] +
                             h[2:]), [], "binary .ply"),
-        "no end_header": (ply_bytes(scene, lambda h: h[:-1]), [],
-                          "no 'end_header'"),
+        "no end_header": (ply_bytes(scene).replace(b"end_header\n",
+                                                   b"end_headers\n", 1),
+                          [], "no 'end_header'"),
         "not a ply": (b"\x89PNG\r\n" + bytes(200), [], "not a .ply file"),
         "empty file": (b"", [], "not a .ply file"),
         "image of a million by a million": (

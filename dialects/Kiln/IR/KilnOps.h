@@ -19,6 +19,11 @@ struct StateResource : mlir::SideEffects::Resource::Base<StateResource> {
   llvm::StringRef getName() final { return "kiln.state"; }
 };
 
+/// The largest image side the splatting ops render: far above any display,
+/// small enough that pixel coordinates and tile counts stay exact in f32
+/// and i32.
+inline constexpr int64_t kMaxSplatImageSide = 16384;
+
 /// Lets every kiln op compute its result's sizes from its operands'
 /// (ReifyRankedShapedTypeOpInterface); the dialect does this when loaded.
 void registerShapeReification(mlir::MLIRContext &context);

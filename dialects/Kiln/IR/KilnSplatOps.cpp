@@ -4,11 +4,6 @@
 using namespace mlir;
 using namespace kiln;
 
-/// The largest image side the splatting ops accept: far above any display,
-/// small enough that pixel coordinates and tile counts stay exact in f32
-/// and i32.
-static constexpr int64_t kMaxImageSide = 16384;
-
 /// Checks that `value` is a static tensor of `shape`, `op`'s `name`.
 static LogicalResult verifyShape(Operation *op, Value value,
                                  ArrayRef<int64_t> shape, StringRef name) {
@@ -45,9 +40,9 @@ LogicalResult SplatProjectOp::verify() {
       failed(verifyShape(*this, getSplats(), {11, count}, "splats")))
     return failure();
   for (int64_t side : {getWidth(), getHeight()})
-    if (side < 1 || side > kMaxImageSide)
+    if (side < 1 || side > kMaxSplatImageSide)
       return emitOpError("image sides must be 1 to ")
-             << kMaxImageSide << " pixels, not " << side;
+             << kMaxSplatImageSide << " pixels, not " << side;
   return success();
 }
 
@@ -65,8 +60,8 @@ LogicalResult SplatRasterizeOp::verify() {
     return emitOpError("image must be a static [H, W, 3] tensor, not ")
            << image;
   for (int64_t side : image.getShape().drop_back())
-    if (side < 1 || side > kMaxImageSide)
+    if (side < 1 || side > kMaxSplatImageSide)
       return emitOpError("image sides must be 1 to ")
-             << kMaxImageSide << " pixels, not " << side;
+             << kMaxSplatImageSide << " pixels, not " << side;
   return success();
 }
