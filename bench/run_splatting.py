@@ -6,11 +6,15 @@
 A procedural scene of --count Gaussians (scripts/make_splat_scenes.py, SH
 degree 3) is compiled by kiln-compile into a 1920x1080 renderer twice: with
 the reference rasterizer's binning (every tile of each splat's 3-sigma
-square, --splat-square-culling) and with exact culling (-O2's default).
-Both run in this process through Kiln's C runtime, taking turns frame by
-frame over --views cameras orbiting the scene, at 1 and 2 threads; each
-cell is the median over --rounds rounds of the views' frame times. The two
-images must be identical to the bit.
+square, --splat-square-culling), with exact culling (-O2's default), and
+with exact culling and the Gaussians pruned within --budget dB PSNR
+(--accelerate=splat-prune, ranked on 8 calibration views and checked on 8
+others, orbiting between the benchmark's). All run in this process through Kiln's
+C runtime, taking turns frame by frame over --views cameras orbiting the
+scene, at 1 and 2 threads; each cell is the median over --rounds rounds of
+the views' frame times. The square and exact images must be identical to
+the bit; the pruned renders' PSNR against the exact ones is measured on
+the benchmark's views, which the search never saw.
 
 Per frame it reports the Gaussian-tile pairs each binning walks (counted
 here in numpy from a float64 projection of the same algorithm) and, as a
@@ -23,6 +27,7 @@ slot. Then the scaling of the exactly culled renderer over scenes of
 Writes docs/benchmarks-splatting.md.
 """
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -100,6 +105,12 @@ def camera_inputs(camera):
             np.zeros(3, np.float32)]
 
 
+def psnr(image, reference_image):
+    error = np.clip(image, 0, 1).astype(np.float64) - np.clip(
+        reference_image, 0, 1)
+    return -10 * np.log10(max(float(np.mean(error * error)), 1e-30))
+
+
 def time_frames(sessions, cameras, rounds):
     """Median frame time (ms) per session over rounds of all cameras, the
     sessions taking turns on each frame; the last images."""
@@ -130,6 +141,8 @@ def main():
     parser.add_argument("--views", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scaling-counts", default="100000,500000,2000000")
+    parser.add_argument("--budget", type=float, default=35.0,
+                        help="pruning's PSNR budget in dB")
     parser.add_argument("--out",
                         default=os.path.join(ROOT, "docs",
                                              "benchmarks-splatting.md"))
@@ -146,8 +159,11 @@ def main():
             scenes.write_ply(path, scenes.make_scene(count, 0))
         return path
 
-    def mean_pairs(count):
+    def mean_pairs(count, pruned=()):
         scene = scenes.make_scene(count, 0)
+        keep = np.ones(count, bool)
+        keep[list(pruned)] = False
+        scene = {name: value[keep] for name, value in scene.items()}
         square, exact = [], []
         for camera in cameras:
             g = reference.project(scene, np.array(camera["view"]),
@@ -167,7 +183,21 @@ def main():
         "exact": compile_renderer(args.bin_dir, path,
                                   os.path.join(work, "exact.so"),
                                   args.width, args.height)}
+    calibration = os.path.join(work, "calibration-views")
+    scenes.write_views(calibration, scenes.orbit_cameras(
+        16, args.width, args.height, phase=0.25))
+    report_path = os.path.join(work, "prune-report.json")
+    start = time.perf_counter()
+    artifacts["pruned"] = compile_renderer(
+        args.bin_dir, path, os.path.join(work, "pruned.so"), args.width,
+        args.height, "--accelerate=splat-prune",
+        f"--calibration={calibration}", f"--quality-budget=psnr={args.budget}",
+        f"--accelerate-report={report_path}")
+    prune_seconds = time.perf_counter() - start
+    with open(report_path) as f:
+        report = json.load(f)
     square_pairs, exact_pairs = mean_pairs(args.count)
+    _, pruned_pairs = mean_pairs(args.count, report["pruned_indices"])
     rows = []
     for threads in (1, 2):
         sessions = {n: Session(runtime, a, threads=threads)
@@ -175,6 +205,9 @@ def main():
         medians, images = time_frames(sessions, cameras, args.rounds)
         if not np.array_equal(images["square"], images["exact"]):
             sys.exit("exact culling changed the image")
+        quality = [psnr(sessions["pruned"].run("main", camera_inputs(c))[0],
+                        sessions["exact"].run("main", camera_inputs(c))[0])
+                   for c in cameras]
         for session in sessions.values():
             session.close()
         rows.append((threads, medians))
@@ -205,9 +238,21 @@ def main():
         f"A procedural scene of {args.count:,} Gaussians "
         "(`scripts/make_splat_scenes.py`, SH degree 3) rendered at "
         f"{args.width}x{args.height} from {args.views} cameras orbiting it.",
-        "Kiln's two renderers take turns frame by frame; each cell is the "
+        "Kiln's three renderers take turns frame by frame; each cell is the "
         f"median over {args.rounds} rounds of all views. Images of the two "
         "culling modes are identical to the bit (checked).",
+        "",
+        f"Pruning (`--accelerate=splat-prune --quality-budget "
+        f"psnr={args.budget:g}`) ranked the Gaussians on 8 calibration "
+        "views and checked the budget on 8 others, all orbiting between the "
+        f"benchmark's views: it pruned {report['pruned']:,} of "
+        f"{args.count:,} Gaussians ({report['pruned_percent']}%; the next "
+        "percent broke the budget), held-out PSNR "
+        f"{report['psnr_min']:.2f} dB. On the benchmark's own views, which "
+        "the search never saw, the pruned renders' PSNR against the exact "
+        f"ones is {min(quality):.2f} dB at least (mean "
+        f"{np.mean(quality):.2f}). The compile with the search took "
+        f"{prune_seconds:.0f} s."
         "",
         "Pairs are Gaussian-tile pairs per frame (mean over the views, "
         "counted in numpy from a float64 projection). Bound: the frame "
@@ -221,7 +266,8 @@ def main():
     for threads, medians in rows:
         for name, pairs, label in (
                 ("square", square_pairs, "3-sigma squares (reference)"),
-                ("exact", exact_pairs, "exact culling")):
+                ("exact", exact_pairs, "exact culling"),
+                ("pruned", pruned_pairs, "exact culling + pruning")):
             ms = medians[name]
             lines.append(
                 f"| {threads} | {label} | {pairs / 1e6:.2f} M | {ms:.0f} | "

@@ -27,8 +27,12 @@ namespace {
 struct CullSplatsExactlyPass
     : kiln::impl::CullSplatsExactlyPassBase<CullSplatsExactlyPass> {
   void runOnOperation() override {
-    getOperation().walk(
-        [](SplatRasterizeOp op) { op.setCulling(SplatCulling::Exact); });
+    getOperation().walk([](Operation *op) {
+      if (auto rasterize = dyn_cast<SplatRasterizeOp>(op))
+        rasterize.setCulling(SplatCulling::Exact);
+      else if (auto contributions = dyn_cast<SplatContributionsOp>(op))
+        contributions.setCulling(SplatCulling::Exact);
+    });
   }
 };
 

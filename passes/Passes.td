@@ -728,11 +728,12 @@ def CullSplatsExactlyPass : Pass<"kiln-cull-splats-exactly", "mlir::func::FuncOp
     its 3-sigma radius. Most of those pairs blend nothing: the corners of
     the square lie outside the ellipse, and a faint splat's alpha falls
     below 1/255 long before 3 sigma. This pass switches each
-    kiln.splat_rasterize to exact culling (Speedy-Splat's SnugBox and
-    AccuTile): the splat's box shrinks to the ellipse where its alpha
-    reaches 1/255, and each tile in it is tested against that ellipse
-    exactly. Every pair it drops was skipped at every pixel, so the image
-    does not change; the blending walks fewer pairs.
+    kiln.splat_rasterize and kiln.splat_contributions to exact culling
+    (Speedy-Splat's SnugBox and AccuTile): the splat's box shrinks to the
+    ellipse where its alpha reaches 1/255, and each tile in it is tested
+    against that ellipse exactly. Every pair it drops was skipped at every
+    pixel, so the image (or the contributions) does not change; the
+    blending walks fewer pairs.
 
     ```mlir
     %image = kiln.splat_rasterize %splats, %bg : tensor<11x1000xf32>, tensor<3xf32> -> tensor<480x640x3xf32>

@@ -17,6 +17,7 @@ with pixel centres at integer coordinates.
 """
 import argparse
 import json
+import os
 
 import numpy as np
 
@@ -178,18 +179,36 @@ def look_at(eye, target, up=(0.0, -1.0, 0.0)):
 
 
 def orbit_cameras(views, width, height, radius=6.0, height_above=2.5,
-                  fov_degrees=60.0, target=(0.0, -0.8, 0.0)):
-    """`views` cameras on a circle around the scene."""
+                  fov_degrees=60.0, target=(0.0, -0.8, 0.0), phase=0.0):
+    """`views` cameras on a circle around the scene, the first `phase` of
+    a step past angle 0."""
     fx = 0.5 * width / np.tan(np.radians(fov_degrees) / 2)
     intrinsics = [fx, fx, width / 2 - 0.5, height / 2 - 0.5]
     cameras = []
     for i in range(views):
-        angle = 2 * np.pi * i / views
+        angle = 2 * np.pi * (i + phase) / views
         eye = [radius * np.cos(angle), -height_above, radius * np.sin(angle)]
         cameras.append(dict(view=look_at(eye, target).tolist(),
                             intrinsics=intrinsics, width=width,
                             height=height))
     return cameras
+
+
+def write_views(folder, cameras, background=(0.0, 0.0, 0.0)):
+    """Each camera as a folder of the renderer's inputs (view_00/input_0.pb
+    the view matrix, input_1.pb the intrinsics, input_2.pb the background),
+    the layout kiln-compile's --calibration reads."""
+    from onnx import numpy_helper
+    for i, camera in enumerate(cameras):
+        view_dir = os.path.join(folder, f"view_{i:02d}")
+        os.makedirs(view_dir, exist_ok=True)
+        inputs = [("view", camera["view"]),
+                  ("intrinsics", camera["intrinsics"]),
+                  ("background", background)]
+        for k, (name, value) in enumerate(inputs):
+            tensor = numpy_helper.from_array(np.array(value, np.float32), name)
+            with open(os.path.join(view_dir, f"input_{k}.pb"), "wb") as f:
+                f.write(tensor.SerializeToString())
 
 
 def main():
@@ -201,14 +220,19 @@ def main():
     parser.add_argument("--out", required=True, help="the .ply to write")
     parser.add_argument("--cameras", help="a JSON camera path to write")
     parser.add_argument("--views", type=int, default=8)
+    parser.add_argument("--views-dir",
+                        help="a folder to write the cameras to as inputs "
+                             "(view_NN/input_0-2.pb), for --calibration")
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
     args = parser.parse_args()
     write_ply(args.out, make_scene(args.count, args.seed, args.sh_degree))
+    cameras = orbit_cameras(args.views, args.width, args.height)
     if args.cameras:
         with open(args.cameras, "w") as f:
-            json.dump(orbit_cameras(args.views, args.width, args.height), f,
-                      indent=1)
+            json.dump(cameras, f, indent=1)
+    if args.views_dir:
+        write_views(args.views_dir, cameras)
 
 
 if __name__ == "__main__":

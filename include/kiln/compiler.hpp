@@ -158,7 +158,7 @@ enum class QualityMetric {
   /// perplexity increase (layer skipping).
   Relative,
   /// The least PSNR in dB of samples against the unaccelerated ones
-  /// (diffusion caching).
+  /// (diffusion caching, splat pruning).
   Psnr,
   /// The least mean cosine similarity of the outputs with the
   /// unaccelerated model's (token merging and pruning).
@@ -173,6 +173,10 @@ enum class Acceleration {
   TokenMerge,
   /// Token pruning (pruneKeepRate and pruneBlocks chosen).
   TokenPrune,
+  /// Gaussian splatting pruning: the least-contributing Gaussians of a
+  /// scene with constant Gaussians leave it (SplatPruneSearch.h); needs
+  /// camera views as calibrationDir and a Psnr qualityBudget.
+  SplatPrune,
 };
 
 /// What a compile produces.
@@ -292,7 +296,8 @@ struct CompileOptions {
   /// With calibrationDir (the model's inputs) and a Cosine qualityBudget:
   /// compile candidates of this acceleration, run them on the inputs and
   /// keep the fastest whose outputs stay within the budget
-  /// (TokenReductionSearch.h).
+  /// (TokenReductionSearch.h). SplatPrune takes camera views and a Psnr
+  /// qualityBudget instead (SplatPruneSearch.h).
   Acceleration accelerate = Acceleration::None;
   /// Where to write what that search measured (JSON); empty: nowhere.
   std::string accelerateReportPath;

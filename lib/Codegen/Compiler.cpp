@@ -13,6 +13,7 @@
 #include "lib/Codegen/OutputFile.h"
 #include "lib/Codegen/Pipeline.h"
 #include "lib/Codegen/QuantizationReport.h"
+#include "lib/Codegen/SplatPruneSearch.h"
 #include "lib/Codegen/TokenReductionSearch.h"
 #include "passes/Passes.h"
 
@@ -125,10 +126,12 @@ LogicalResult kiln::compileModule(ModuleOp module,
                            options.pruneKeepRate, options.pruneBlocks};
   OutputFile accelerateReport;
   bool cosineBudget = options.qualityMetric == QualityMetric::Cosine;
-  if (cosineBudget && options.accelerate == Acceleration::None)
-    return emitError(loc) << "a cosine quality budget applies to an "
-                             "acceleration search (--accelerate)";
-  if (options.accelerate != Acceleration::None) {
+  bool tokenSearch = options.accelerate == Acceleration::TokenMerge ||
+                     options.accelerate == Acceleration::TokenPrune;
+  if (cosineBudget && !tokenSearch)
+    return emitError(loc) << "a cosine quality budget applies to the token "
+                             "merging and pruning searches (--accelerate)";
+  if (tokenSearch) {
     if (options.calibrationDir.empty() || !cosineBudget ||
         !(options.qualityBudget > 0) || options.mergeTokens != 0 ||
         !options.mergeTokensPerBlock.empty() || options.pruneKeepRate != 1.0 ||
@@ -145,6 +148,25 @@ LogicalResult kiln::compileModule(ModuleOp module,
     if (failed(choice))
       return failure();
     reduction = choice->chosen;
+    if (!options.accelerateReportPath.empty())
+      accelerateReport.os()
+          << llvm::formatv("{0:2}",
+                           llvm::json::Value(std::move(choice->report)))
+          << "\n";
+  }
+  // A splatting scene's Gaussians, pruned within the budget.
+  if (options.accelerate == Acceleration::SplatPrune) {
+    if (options.calibrationDir.empty() ||
+        options.qualityMetric != QualityMetric::Psnr ||
+        !(options.qualityBudget > 0))
+      return emitError(loc) << "pruning Gaussians needs --calibration camera "
+                               "views and a --quality-budget psnr=DB";
+    if (!options.accelerateReportPath.empty() &&
+        failed(accelerateReport.create(options.accelerateReportPath, loc)))
+      return failure();
+    FailureOr<SplatPruneChoice> choice = chooseSplatPruning(module, options);
+    if (failed(choice) || failed(pruneSplats(module, choice->keep)))
+      return failure();
     if (!options.accelerateReportPath.empty())
       accelerateReport.os()
           << llvm::formatv("{0:2}",
@@ -222,9 +244,11 @@ LogicalResult kiln::compileModule(ModuleOp module,
                            draftTokens));
   }
   bool psnrBudget = options.qualityMetric == QualityMetric::Psnr;
-  if (psnrBudget && !(options.diffusion && options.diffusion->chooseCache))
+  if (psnrBudget && !(options.diffusion && options.diffusion->chooseCache) &&
+      options.accelerate != Acceleration::SplatPrune)
     return emitError(loc) << "a PSNR quality budget applies to the "
-                             "diffusion cache search (--choose-cache)";
+                             "diffusion cache search (--choose-cache) and "
+                             "splat pruning (--accelerate=splat-prune)";
   OutputFile cacheReport;
   if (options.diffusion) {
     if (options.maxContext > 0 || !skipLayers.empty() || draft)

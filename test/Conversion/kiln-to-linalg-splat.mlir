@@ -33,7 +33,9 @@
 // its tile's splats while any pixel is live.
 // CHECK: %[[PADDED:.*]] = scf.forall (%{{.*}}) in (6) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<3x32x48xf32>)
 // CHECK: scf.for {{.*}} -> (tensor<3x16x16xf32>)
-// CHECK: scf.while {{.*}} : (index, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xi1>)
+// Pixels of the padding (rows from 30) start dead.
+// CHECK: arith.cmpf olt, %{{.*}}, %cst{{.*}} : vector<16xf32>
+// CHECK: scf.while {{.*}} : (index, vector<16xf32>, vector<16xi1>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: vector.reduction <or>, %{{.*}} : vector<16xi1> into i1
 // CHECK-NOT: scf.if
 // CHECK: math.exp %{{.*}} : vector<16xf32>
@@ -61,9 +63,28 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
 // CHECK: scf.if %{{.*}} -> (tensor<6xi32>)
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<6xi32>)
 // CHECK: scf.while
-// CHECK: scf.if %{{.*}} -> (index, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xi1>)
+// CHECK: scf.if %{{.*}} -> (index, vector<16xf32>, vector<16xi1>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: math.exp %{{.*}} : vector<16xf32>
 func.func @exact(%splats: tensor<11x5xf32>, %bg: tensor<3xf32>) -> tensor<30x40x3xf32> {
   %image = kiln.splat_rasterize %splats, %bg culling = exact : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
   return %image : tensor<30x40x3xf32>
+}
+
+// kiln.splat_contributions bins and walks as the rasterization does; each
+// tile writes its pairs' weights (a row's 16 pixels summed) into its range
+// of the pairs, and a serial loop adds them up per splat in pair order.
+// CHECK-LABEL: func.func @contributions
+// CHECK: %[[ORDER:.*]]:3 = scf.for {{.*}} -> (tensor<5xi32>, tensor<5xi32>, index)
+// CHECK: %[[PAIRS:.*]]:3 = scf.for {{.*}} -> (tensor<7xi32>, tensor<6xi32>, i32)
+// CHECK: %[[WEIGHTS:.*]] = scf.forall (%{{.*}}) in (6) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xf32>)
+// CHECK: linalg.fill {{.*}} -> tensor<?xf32>
+// CHECK: scf.while {{.*}} : (index, vector<16xf32>, vector<16xi1>, tensor<?xf32>)
+// CHECK: vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xf32> into tensor<?xf32>
+// CHECK: %[[SUMS:.*]] = scf.for {{.*}} -> (tensor<5xf32>)
+// CHECK: tensor.extract %[[WEIGHTS]]
+// CHECK: return %[[SUMS]] : tensor<5xf32>
+func.func @contributions(%splats: tensor<11x5xf32>) -> tensor<5xf32> {
+  %weights = kiln.splat_contributions %splats width = 40 height = 30 : tensor<11x5xf32> -> tensor<5xf32>
+  return %weights : tensor<5xf32>
 }

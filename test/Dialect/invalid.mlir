@@ -814,3 +814,19 @@ func.func @splat_rasterize_splats(%s: tensor<10x5xf32>, %bg: tensor<3xf32>) {
   %0 = kiln.splat_rasterize %s, %bg : tensor<10x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
   return
 }
+
+// -----
+
+func.func @splat_contributions_count(%splats: tensor<11x5xf32>) {
+  // expected-error @+1 {{contributions must be tensor<5xf32>, not 'tensor<6xf32>'}}
+  %0 = kiln.splat_contributions %splats width = 40 height = 30 : tensor<11x5xf32> -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @splat_contributions_size(%splats: tensor<11x5xf32>) {
+  // expected-error @+1 {{image sides must be 1 to 16384 pixels, not 0}}
+  %0 = kiln.splat_contributions %splats width = 40 height = 0 : tensor<11x5xf32> -> tensor<5xf32>
+  return
+}

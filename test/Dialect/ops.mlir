@@ -305,10 +305,12 @@ func.func @token_select(%importance: tensor<1x9xf32>, %bias: tensor<1x9xf32>) ->
 // CHECK-LABEL: func.func @splatting
 // CHECK: %[[S:.*]] = kiln.splat_project %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6 width = 40 height = 30 : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x16x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
 // CHECK: kiln.splat_rasterize %[[S]], %arg7 : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
+// CHECK: kiln.splat_contributions %[[S]] width = 40 height = 30 culling = exact : tensor<11x5xf32> -> tensor<5xf32>
 func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf32>, %o: tensor<5xf32>,
                      %sh: tensor<5x16x3xf32>, %view: tensor<4x4xf32>, %k: tensor<4xf32>,
                      %bg: tensor<3xf32>) -> tensor<30x40x3xf32> {
   %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x16x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
   %image = kiln.splat_rasterize %splats, %bg : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
+  %weights = kiln.splat_contributions %splats width = 40 height = 30 culling = exact : tensor<11x5xf32> -> tensor<5xf32>
   return %image : tensor<30x40x3xf32>
 }

@@ -177,6 +177,22 @@ def project(scene, view, intrinsics, width, height):
 def render(scene, view, intrinsics, width, height, background):
     """The image [height, width, 3], the Gaussian-tile pair count and the
     pixels a close call may change [height, width]."""
+    image, pairs, fragile, _, _ = _blend(scene, view, intrinsics, width,
+                                         height, background)
+    return image, pairs, fragile
+
+
+def contributions(scene, view, intrinsics, width, height):
+    """Each Gaussian's blending weight alpha T summed over the image's
+    pixels [N], and a bound on how much close calls may change it [N]: its
+    alpha summed over the pixels where a decision up to its turn was close
+    (a flip changes its weight by at most alpha)."""
+    _, _, _, weights, bound = _blend(scene, view, intrinsics, width, height,
+                                     np.zeros(3))
+    return weights, bound
+
+
+def _blend(scene, view, intrinsics, width, height, background):
     g = project(scene, view, intrinsics, width, height)
     order = np.argsort(g["depth"], kind="stable")
     order = order[g["radius"][order] > 0]
@@ -184,6 +200,8 @@ def render(scene, view, intrinsics, width, height, background):
     tiles_y = (height + TILE - 1) // TILE
     image = np.zeros((tiles_y * TILE, tiles_x * TILE, 3))
     fragile = np.zeros((tiles_y * TILE, tiles_x * TILE), bool)
+    weights = np.zeros(len(g["depth"]))
+    bound = np.zeros(len(g["depth"]))
     for i in np.flatnonzero(g["near"]):
         x0, y0, x1, y1 = g["rect"][i]
         fragile[y0 * TILE:y1 * TILE, x0 * TILE:x1 * TILE] = True
@@ -205,10 +223,12 @@ def render(scene, view, intrinsics, width, height, background):
             py, px = np.mgrid[ty * TILE:(ty + 1) * TILE,
                               tx * TILE:(tx + 1) * TILE]
             px, py = px.ravel().astype(np.float64), py.ravel().astype(np.float64)
+            inside = (px < width) & (py < height)
             t = np.ones(TILE * TILE)
             colour = np.zeros((TILE * TILE, 3))
             live = np.ones(TILE * TILE, bool)
-            close = np.zeros(TILE * TILE, bool)
+            close = fragile[ty * TILE:(ty + 1) * TILE,
+                            tx * TILE:(tx + 1) * TILE].ravel().copy()
             for i in members:
                 dx, dy = g["mean"][i, 0] - px, g["mean"][i, 1] - py
                 a, b, c = g["conic"][i]
@@ -219,9 +239,11 @@ def render(scene, view, intrinsics, width, height, background):
                 close |= live & ((np.abs(power) < CLOSE["power"]) |
                                  (np.abs(alpha - ALPHA_MIN) < CLOSE["alpha"]))
                 close |= use & (np.abs(after - T_MIN) < CLOSE["transmittance"])
+                bound[i] += alpha[close & inside].sum()
                 ends = use & (after < T_MIN)
                 live &= ~ends
                 use &= ~ends
+                weights[i] += (alpha * t)[use & inside].sum()
                 colour[use] += g["colour"][i] * (alpha[use] * t[use])[:, None]
                 t = np.where(use, after, t)
             pixels = colour + t[:, None] * background
@@ -229,4 +251,5 @@ def render(scene, view, intrinsics, width, height, background):
                 pixels.reshape(TILE, TILE, 3)
             fragile[ty * TILE:(ty + 1) * TILE, tx * TILE:(tx + 1) * TILE] |= \
                 close.reshape(TILE, TILE)
-    return image[:height, :width], pairs, fragile[:height, :width]
+    return (image[:height, :width], pairs, fragile[:height, :width], weights,
+            bound)

@@ -138,7 +138,8 @@ llvm::cl::opt<std::string> calibration(
     llvm::cl::desc("Measure each product's quantization error on these "
                    "inputs (folders of input_0.pb, ...), running the float "
                    "model; for --choose-skip-layers and --choose-draft, "
-                   "token sequences"),
+                   "token sequences; for --accelerate=splat-prune, camera "
+                   "views (view, intrinsics, background)"),
     llvm::cl::value_desc("dir"));
 llvm::cl::opt<std::string> qualityBudget(
     "quality-budget",
@@ -146,7 +147,9 @@ llvm::cl::opt<std::string> qualityBudget(
                    "product's output may take (products above stay float), "
                    "the relative perplexity increase skipped layers may "
                    "cost, psnr=DB, the least PSNR of --choose-cache's "
-                   "samples against the uncached ones, or cos=C, the least "
+                   "samples against the uncached ones (or of "
+                   "--accelerate=splat-prune's renders against the "
+                   "unpruned ones), or cos=C, the least "
                    "mean cosine of --accelerate's outputs with the "
                    "unaccelerated ones"),
     llvm::cl::value_desc("error|psnr=DB|cos=C"));
@@ -244,7 +247,11 @@ llvm::cl::opt<kiln::Acceleration> accelerate(
                                 "--merge-schedule)"),
                      clEnumValN(kiln::Acceleration::TokenPrune, "token-prune",
                                 "token pruning (--prune-tokens, "
-                                "--prune-blocks)")),
+                                "--prune-blocks)"),
+                     clEnumValN(kiln::Acceleration::SplatPrune, "splat-prune",
+                                "pruning a .ply scene's least-contributing "
+                                "Gaussians, keeping --quality-budget "
+                                "psnr=DB on held-out --calibration views")),
     llvm::cl::init(kiln::Acceleration::None));
 llvm::cl::opt<std::string>
     accelerateReport("accelerate-report",

@@ -65,3 +65,19 @@ LogicalResult SplatRasterizeOp::verify() {
              << kMaxSplatImageSide << " pixels, not " << side;
   return success();
 }
+
+LogicalResult SplatContributionsOp::verify() {
+  auto splats = cast<RankedTensorType>(getSplats().getType());
+  if (splats.getRank() != 2 || !splats.hasStaticShape() ||
+      splats.getDimSize(0) != 11)
+    return emitOpError("splats must be a static [11, N] tensor, not ")
+           << splats;
+  if (failed(verifyShape(*this, getContributions(), {splats.getDimSize(1)},
+                         "contributions")))
+    return failure();
+  for (int64_t side : {getWidth(), getHeight()})
+    if (side < 1 || side > kMaxSplatImageSide)
+      return emitOpError("image sides must be 1 to ")
+             << kMaxSplatImageSide << " pixels, not " << side;
+  return success();
+}

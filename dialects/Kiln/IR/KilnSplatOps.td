@@ -3,7 +3,9 @@
 // A 3D Gaussian splatting renderer as two ops: kiln.splat_project turns
 // each Gaussian into a screen-space splat (data-parallel over Gaussians),
 // kiln.splat_rasterize bins the splats into 16x16 tiles, orders each tile's
-// by depth and blends them front to back (parallel over tiles). The
+// by depth and blends them front to back (parallel over tiles).
+// kiln.splat_contributions blends the same way and measures each splat's
+// share of the image instead. The
 // algorithm is the reference 3DGS rasterizer's; docs/splatting.md gives it
 // in full.
 //
@@ -89,6 +91,35 @@ def Kiln_SplatRasterizeOp : Kiln_Op<"splat_rasterize", [Pure]> {
   let assemblyFormat = [{
     $splats `,` $background (`culling` `=` $culling^)? attr-dict `:`
     type($splats) `,` type($background) `->` type($image)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kiln_SplatContributionsOp : Kiln_Op<"splat_contributions", [Pure]> {
+  let summary = "each splat's blending weight summed over an image";
+  let description = [{
+    Blends the splats of kiln.splat_project ([11, N]) as
+    kiln.splat_rasterize would for an image of `width` x `height` pixels,
+    and returns, for each splat, the weight it blends with (alpha T, the
+    share of its colour in the pixel) summed over the pixels: [N], 0 for a
+    splat that is culled or blends nowhere. A splat's total over a set of
+    views ranks how much the scene needs it, which pruning uses.
+    `culling` bins as kiln.splat_rasterize's does; the sums do not depend
+    on it.
+
+    ```mlir
+    %weights = kiln.splat_contributions %splats width = 640 height = 480 culling = exact : tensor<11x1000xf32> -> tensor<1000xf32>
+    ```
+  }];
+  let arguments = (ins Kiln_FloatTensor:$splats, I64Attr:$width,
+                       I64Attr:$height,
+                       DefaultValuedAttr<Kiln_SplatCullingAttr,
+                                         "::kiln::SplatCulling::Square">:$culling);
+  let results = (outs Kiln_FloatTensor:$contributions);
+  let assemblyFormat = [{
+    $splats `width` `=` $width `height` `=` $height
+    (`culling` `=` $culling^)? attr-dict `:` type($splats) `->`
+    type($contributions)
   }];
   let hasVerifier = 1;
 }

@@ -176,6 +176,30 @@ struct SplatCover {
 SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n,
                    int64_t tilesX, int64_t tilesY);
 
+/// The splats in the order the tiles blend them, and each tile's list.
+struct SplatBins {
+  /// The visible splats' fields ([11, N]) in increasing depth; rows past
+  /// the visible count are never read.
+  Value splats;
+  /// Under exact culling, each sorted splat's reach (reachOf); else null.
+  Value reaches;
+  /// For each sorted splat, its index in the op's splats (i32 [N]).
+  Value order;
+  /// Tile t's list is entries[ranges[t], ranges[t + 1]) (i32 [tiles + 1]).
+  Value ranges;
+  /// The sorted splats' positions, tile after tile (i32 [pairs]).
+  Value entries;
+  /// The number of splat-tile pairs (i32).
+  Value pairs;
+};
+
+/// Compacts the visible splats of `splats` ([11, N]), sorts them by depth
+/// (stable) and bins them into tiles of a `tilesX` x `tilesY` grid, each
+/// tile's list in depth order; under `exact` culling only to the tiles
+/// each can reach.
+SplatBins binSplats(OpBuilder &b, Location loc, Value splats, bool exact,
+                    int64_t tilesX, int64_t tilesY);
+
 void addSplatProjectLowering(mlir::RewritePatternSet &patterns);
 void addSplatRasterizeLowering(mlir::RewritePatternSet &patterns);
 

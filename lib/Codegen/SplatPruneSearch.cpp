@@ -1,0 +1,359 @@
+//===- SplatPruneSearch.cpp - Gaussians to prune within a budget ----------===//
+#include "lib/Codegen/SplatPruneSearch.h"
+
+#include "dialects/Kiln/IR/EntryPoints.h"
+#include "dialects/Kiln/IR/KilnOps.h"
+#include "dialects/Kiln/IR/Weights.h"
+#include "kiln/runtime.h"
+#include "lib/Codegen/ArtifactRunner.h"
+#include "lib/Codegen/Calibration.h"
+#include "lib/Codegen/OutputFile.h"
+#include "lib/Codegen/SearchCandidate.h"
+#include "lib/TensorFile/TensorFile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+
+using namespace mlir;
+using namespace kiln;
+
+namespace {
+
+constexpr llvm::StringLiteral kContributionsEntry = "splat_contributions";
+
+/// The scene pruning works on: one projection of constant Gaussians, whose
+/// splats one rasterization renders as the entry's only result, from the
+/// entry's three inputs (view, intrinsics, background).
+struct SplatScene {
+  func::FuncOp entry;
+  SplatProjectOp project;
+  SplatRasterizeOp rasterize;
+
+  /// The Gaussians' operands: positions, log scales, rotations, opacity
+  /// logits, SH coefficients; row n of each is Gaussian n.
+  SmallVector<OpOperand *> gaussians() {
+    return {&project.getPositionsMutable(), &project.getLogScalesMutable(),
+            &project.getRotationsMutable(), &project.getOpacityLogitsMutable(),
+            &project.getShMutable()};
+  }
+  int64_t count() {
+    return cast<RankedTensorType>(project.getPositions().getType())
+        .getDimSize(0);
+  }
+};
+
+FailureOr<SplatScene> findScene(ModuleOp module) {
+  SplatScene scene;
+  int projections = 0;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (isEntryPoint(func))
+      func.walk([&](SplatProjectOp project) {
+        scene.entry = func;
+        scene.project = project;
+        ++projections;
+      });
+  auto fail = [&]() -> FailureOr<SplatScene> {
+    return emitError(module.getLoc())
+           << "splat pruning needs one Gaussian splatting scene whose "
+              "Gaussians are constants, rendered by an entry of three inputs "
+              "(view, intrinsics, background): a .ply compiled without "
+              "--splat-inputs";
+  };
+  if (projections != 1 || scene.entry.getNumArguments() != 3 ||
+      scene.entry.getNumResults() != 1 || !scene.project->hasOneUse())
+    return fail();
+  for (OpOperand *operand : scene.gaussians())
+    if (!operand->get().getDefiningOp<ConstantOp>() ||
+        !operand->get().hasOneUse())
+      return fail();
+  scene.rasterize =
+      dyn_cast<SplatRasterizeOp>(*scene.project->getUsers().begin());
+  Operation *terminator = scene.entry.getBody().front().getTerminator();
+  if (!scene.rasterize || terminator->getOperand(0) != scene.rasterize)
+    return fail();
+  return scene;
+}
+
+/// The floats of the constant `operand` holds.
+ArrayRef<float> constantFloats(OpOperand &operand) {
+  auto constant = operand.get().getDefiningOp<ConstantOp>();
+  std::optional<ArrayRef<char>> bytes = getRawBytes(constant.getValue());
+  assert(bytes && "a scene's Gaussians are raw f32 constants");
+  return {reinterpret_cast<const float *>(bytes->data()),
+          bytes->size() / sizeof(float)};
+}
+
+/// A copy of `module` for the search: the entry takes the opacity logits
+/// as a fourth input, and a second entry (same inputs) returns each
+/// Gaussian's summed blending weight.
+FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
+  OwningOpRef<ModuleOp> search = module.clone();
+  MLIRContext *ctx = module.getContext();
+  (*search)->setAttr(kSharedWeightsAttr, UnitAttr::get(ctx));
+  FailureOr<SplatScene> scene = findScene(*search);
+  if (failed(scene))
+    return failure();
+  func::FuncOp render = scene->entry;
+  Location loc = scene->project.getLoc();
+  OpOperand &opacity = scene->project.getOpacityLogitsMutable();
+  Operation *constant = opacity.get().getDefiningOp();
+  NamedAttribute name(StringAttr::get(ctx, kNameAttr),
+                      StringAttr::get(ctx, "opacity_logits"));
+  if (failed(render.insertArgument(3, opacity.get().getType(),
+                                   DictionaryAttr::get(ctx, {name}), loc)))
+    return emitError(loc) << "splat pruning: cannot add the opacity input";
+  opacity.set(render.getArgument(3));
+  constant->erase();
+
+  func::FuncOp measure = render.clone();
+  measure.setName(kContributionsEntry);
+  search->push_back(measure);
+  SplatRasterizeOp rasterize = *measure.getOps<SplatRasterizeOp>().begin();
+  auto imageType = cast<RankedTensorType>(rasterize.getImage().getType());
+  OpBuilder b(rasterize);
+  Value weights = SplatContributionsOp::create(
+      b, loc, RankedTensorType::get({scene->count()}, Float32Type::get(ctx)),
+      rasterize.getSplats(), imageType.getDimSize(1), imageType.getDimSize(0),
+      rasterize.getCulling());
+  measure.getBody().front().getTerminator()->setOperand(0, weights);
+  rasterize.erase();
+  measure.setFunctionType(
+      FunctionType::get(ctx, measure.getArgumentTypes(), {weights.getType()}));
+  measure.setResultAttr(0, kNameAttr, StringAttr::get(ctx, "contributions"));
+  return search;
+}
+
+/// PSNR with peak 1 of `image` against `reference`, both clamped to
+/// [0, 1]; infinite where they are equal.
+double psnr(const kiln_tensor *image, const kiln_tensor *reference) {
+  size_t count = kiln_tensor_num_elements(reference);
+  auto *x = static_cast<const float *>(kiln_tensor_const_data(image));
+  auto *y = static_cast<const float *>(kiln_tensor_const_data(reference));
+  double squares = 0;
+  for (size_t i = 0; i < count; ++i) {
+    double d = std::clamp(x[i], 0.0f, 1.0f) - std::clamp(y[i], 0.0f, 1.0f);
+    squares += d * d;
+  }
+  if (squares == 0)
+    return std::numeric_limits<double>::infinity();
+  return -10 * std::log10(squares / double(count));
+}
+
+/// A PSNR for the report: JSON has no infinity, so equal images are null.
+llvm::json::Value reportPsnr(double value) {
+  if (std::isinf(value))
+    return nullptr;
+  return value;
+}
+
+} // namespace
+
+FailureOr<SplatPruneChoice>
+kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
+  Location loc = module.getLoc();
+  FailureOr<SplatScene> scene = findScene(module);
+  if (failed(scene))
+    return failure();
+  int64_t gaussians = scene->count();
+  FailureOr<std::vector<std::vector<std::string>>> sets =
+      findCalibrationSets(options.calibrationDir, 3, loc);
+  if (failed(sets))
+    return failure();
+  if (sets->size() < 2)
+    return emitError(loc) << "splat pruning: --calibration holds "
+                          << sets->size()
+                          << " camera view; it needs at least two, to rank "
+                             "the Gaussians on some and check the budget on "
+                             "others";
+  FailureOr<OwningOpRef<ModuleOp>> search = buildSearchModule(module);
+  if (failed(search))
+    return failure();
+
+  SmallString<256> path;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("kiln-splat-prune", "so", path))
+    return emitError(loc) << "splat pruning: cannot create a temporary "
+                             "file: "
+                          << ec.message();
+  TemporaryFileRemover remover(path);
+  if (failed(compileCandidate(**search, candidateOptions(options, path))))
+    return failure();
+  FailureOr<ArtifactRunner> renderer = ArtifactRunner::open(
+      path, scene->entry.getName(), "the scene with run-time opacities", loc);
+  FailureOr<ArtifactRunner> measurer = ArtifactRunner::open(
+      path, kContributionsEntry, "the scene's contributions", loc);
+  if (failed(renderer) || failed(measurer))
+    return failure();
+
+  // Each view's camera, and the opacities as one more input.
+  std::vector<std::vector<TensorPtr>> views;
+  for (const std::vector<std::string> &files : *sets) {
+    views.emplace_back();
+    for (const std::string &file : files) {
+      std::string name, error;
+      views.back().push_back(readTensorFile(file, name, error));
+      if (!views.back().back())
+        return emitError(loc) << "splat pruning: calibration input '" << file
+                              << "': " << error;
+    }
+  }
+  ArrayRef<float> logits =
+      constantFloats(scene->project.getOpacityLogitsMutable());
+  kiln_tensor *opacityTensor = nullptr;
+  if (kiln_tensor_create(KILN_DTYPE_F32, 1, &gaussians, &opacityTensor) !=
+      KILN_OK)
+    return emitError(loc) << "splat pruning: " << kiln_last_error();
+  TensorPtr opacity(opacityTensor);
+  float *opacityData = static_cast<float *>(kiln_tensor_data(opacityTensor));
+  auto run = [&](ArtifactRunner &runner,
+                 size_t view) -> FailureOr<std::vector<TensorPtr>> {
+    std::vector<const kiln_tensor *> inputs;
+    for (const TensorPtr &input : views[view])
+      inputs.push_back(input.get());
+    inputs.push_back(opacityTensor);
+    return runner.run(inputs,
+                      llvm::sys::path::parent_path((*sets)[view].front()));
+  };
+
+  // Rank on the even views, with every Gaussian; render the odd ones.
+  std::copy(logits.begin(), logits.end(), opacityData);
+  std::vector<double> contribution(gaussians, 0);
+  std::vector<TensorPtr> references;
+  llvm::json::Array rankingViews, heldOutViews;
+  for (size_t view = 0; view < views.size(); ++view) {
+    std::string folder =
+        llvm::sys::path::parent_path((*sets)[view].front()).str();
+    bool ranking = view % 2 == 0;
+    FailureOr<std::vector<TensorPtr>> outputs =
+        run(ranking ? *measurer : *renderer, view);
+    if (failed(outputs))
+      return failure();
+    if (ranking) {
+      auto *weights = static_cast<const float *>(
+          kiln_tensor_const_data(outputs->front().get()));
+      for (int64_t n = 0; n < gaussians; ++n)
+        contribution[n] += weights[n];
+      rankingViews.push_back(folder);
+    } else {
+      references.push_back(std::move(outputs->front()));
+      heldOutViews.push_back(folder);
+    }
+  }
+  std::vector<int64_t> order(gaussians);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+    return contribution[x] < contribution[y];
+  });
+  int64_t unseen =
+      llvm::count_if(contribution, [](double c) { return c == 0; });
+
+  // The least PSNR over the held-out views with the `pruned` least
+  // contributing Gaussians at opacity 0.
+  llvm::json::Array tried;
+  auto measure = [&](int64_t percent) -> FailureOr<double> {
+    int64_t pruned = gaussians * percent / 100;
+    std::copy(logits.begin(), logits.end(), opacityData);
+    for (int64_t i = 0; i < pruned; ++i)
+      opacityData[order[i]] = -std::numeric_limits<float>::infinity();
+    double least = std::numeric_limits<double>::infinity();
+    llvm::json::Array perView;
+    for (size_t h = 0; h < references.size(); ++h) {
+      FailureOr<std::vector<TensorPtr>> outputs = run(*renderer, 2 * h + 1);
+      if (failed(outputs))
+        return failure();
+      double value = psnr(outputs->front().get(), references[h].get());
+      least = std::min(least, value);
+      perView.push_back(reportPsnr(value));
+    }
+    tried.push_back(llvm::json::Object{{"pruned_percent", percent},
+                                       {"pruned", pruned},
+                                       {"psnr_min", reportPsnr(least)},
+                                       {"psnr", std::move(perView)}});
+    return least;
+  };
+  // Bisection between 0% (the scene itself) and 100% (nothing left).
+  int64_t kept = 0, broken = 100;
+  double keptPsnr = std::numeric_limits<double>::infinity();
+  while (broken - kept > 1) {
+    int64_t middle = (kept + broken) / 2;
+    FailureOr<double> least = measure(middle);
+    if (failed(least))
+      return failure();
+    if (*least >= options.qualityBudget) {
+      kept = middle;
+      keptPsnr = *least;
+    } else {
+      broken = middle;
+    }
+  }
+
+  SplatPruneChoice choice;
+  choice.keep.assign(gaussians, true);
+  int64_t pruned = gaussians * kept / 100;
+  for (int64_t i = 0; i < pruned; ++i)
+    choice.keep[order[i]] = false;
+  llvm::json::Array prunedIndices;
+  for (int64_t n = 0; n < gaussians; ++n)
+    if (!choice.keep[n])
+      prunedIndices.push_back(n);
+  choice.report =
+      llvm::json::Object{{"metric", "psnr"},
+                         {"quality_budget", options.qualityBudget},
+                         {"gaussians", gaussians},
+                         {"ranking_views", std::move(rankingViews)},
+                         {"held_out_views", std::move(heldOutViews)},
+                         {"unseen_in_ranking_views", unseen},
+                         {"tried", std::move(tried)},
+                         {"pruned_percent", kept},
+                         {"pruned", pruned},
+                         {"kept", gaussians - pruned},
+                         {"psnr_min", reportPsnr(keptPsnr)},
+                         {"pruned_indices", std::move(prunedIndices)}};
+  return choice;
+}
+
+LogicalResult kiln::pruneSplats(ModuleOp module,
+                                const std::vector<bool> &keep) {
+  FailureOr<SplatScene> scene = findScene(module);
+  if (failed(scene))
+    return failure();
+  int64_t gaussians = scene->count();
+  assert(static_cast<int64_t>(keep.size()) == gaussians &&
+         "a keep flag per Gaussian");
+  int64_t kept = llvm::count(keep, true);
+  IRRewriter rewriter(module.getContext());
+  for (OpOperand *operand : scene->gaussians()) {
+    auto constant = operand->get().getDefiningOp<ConstantOp>();
+    ElementsAttr value = constant.getValue();
+    auto type = cast<RankedTensorType>(value.getType());
+    std::optional<ArrayRef<char>> bytes = getRawBytes(value);
+    assert(bytes && "a scene's Gaussians are raw f32 constants");
+    size_t rowBytes = bytes->size() / gaussians;
+    SmallVector<int64_t> shape(type.getShape());
+    shape[0] = kept;
+    ElementsAttr pruned = createElements(
+        RankedTensorType::get(shape, type.getElementType()),
+        [&](MutableArrayRef<char> out) {
+          char *next = out.data();
+          for (int64_t n = 0; n < gaussians; ++n)
+            if (keep[n]) {
+              std::memcpy(next, bytes->data() + n * rowBytes, rowBytes);
+              next += rowBytes;
+            }
+        });
+    rewriter.setInsertionPoint(constant);
+    operand->set(ConstantOp::create(rewriter, constant.getLoc(), pruned));
+    eraseIfUnused(rewriter, constant, value);
+  }
+  scene->project.getSplats().setType(
+      RankedTensorType::get({11, kept}, Float32Type::get(module.getContext())));
+  return success();
+}

@@ -1,0 +1,56 @@
+//===- SplatPruneSearch.h - Gaussians to prune within a budget --*- C++ -*-===//
+//
+// A trained splatting scene holds many Gaussians that barely show: tiny,
+// faint, or hidden behind others. How many can go depends on the scene and
+// on where it is seen from, so the search measures it: each Gaussian's
+// share of the image (kiln.splat_contributions) summed over calibration
+// views ranks them, and the largest share of the least-contributing ones
+// whose removal keeps held-out views within the PSNR budget is pruned.
+//
+//===----------------------------------------------------------------------===//
+#ifndef KILN_LIB_CODEGEN_SPLATPRUNESEARCH_H
+#define KILN_LIB_CODEGEN_SPLATPRUNESEARCH_H
+
+#include "kiln/compiler.hpp"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/JSON.h"
+
+#include <vector>
+
+namespace kiln {
+
+struct SplatPruneChoice {
+  /// For each Gaussian of the scene, whether it stays.
+  std::vector<bool> keep;
+  /// What the search measured: the views, each fraction tried with its
+  /// PSNR on every held-out view, the choice and the pruned Gaussians'
+  /// indices.
+  llvm::json::Object report;
+};
+
+/// For options.accelerate == SplatPrune: `module`'s entry renders a scene
+/// whose Gaussians are constants (a .ply compiled without --splat-inputs).
+/// The calibration sets in options.calibrationDir are camera views, the
+/// entry's inputs (view, intrinsics, background) in folders of input_0.pb
+/// to input_2.pb: the even-numbered ones (in name order) rank the
+/// Gaussians by their summed blending weight alpha T over all pixels, the
+/// odd-numbered ones are held out. The search prunes the least-ranked
+/// fraction, in steps of 1% up to 99% (bisection: PSNR falls as the
+/// fraction grows), and keeps the largest whose render of every held-out
+/// view has a PSNR against the unpruned render of at least
+/// options.qualityBudget dB (both clamped to [0, 1], peak 1). The
+/// candidates are one artifact with the opacities as an input: a pruned
+/// Gaussian gets opacity 0, which culls it, so each candidate renders
+/// exactly as the pruned scene does. `module` is not changed.
+mlir::FailureOr<SplatPruneChoice>
+chooseSplatPruning(mlir::ModuleOp module, const CompileOptions &options);
+
+/// Removes the Gaussians `keep` marks false from the scene's constants in
+/// `module` (which chooseSplatPruning accepted).
+mlir::LogicalResult pruneSplats(mlir::ModuleOp module,
+                                const std::vector<bool> &keep);
+
+} // namespace kiln
+
+#endif // KILN_LIB_CODEGEN_SPLATPRUNESEARCH_H
