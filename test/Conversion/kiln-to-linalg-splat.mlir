@@ -19,16 +19,27 @@
 // CHECK: arith.shrui %{{.*}}, %c8_i32
 // CHECK: arith.shrui %{{.*}}, %c16_i32
 // CHECK: arith.shrui %{{.*}}, %c24_i32
-// The splats gathered into depth order.
-// CHECK: %[[SORTED:.*]] = scf.for %{{.*}} = %{{.*}} to %[[VISIBLE]]#2 {{.*}} -> (tensor<11x5xf32>)
-// Binning over the 3 x 2 tiles of 40 x 30 pixels: counts per tile, the
-// tiles' ranges, then each splat's position written into the ranges of the
-// tiles of its 3-sigma square, in depth order.
-// CHECK: scf.for {{.*}} -> (tensor<6xi32>)
+// The splats gathered into depth order by a parallel generic, then each
+// splat's tile rectangle (columns and rows, begin and end).
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} outs(%{{.*}} : tensor<11x5xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>)
+// Binning over the 3 x 2 tiles of 40 x 30 pixels, in parallel over bands
+// of tile rows (2 here), each walking the visible splats (at most 5):
+// counts per tile of the band, the tiles' ranges, then each splat's
+// position written into the band's ranges of the tiles of its 3-sigma
+// square, in depth order.
+// CHECK: %[[WALK:.*]] = affine.min #{{.*}}()[%[[VISIBLE]]#2]
+// CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<6xi32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<?xi32>)
+// CHECK: scf.if %{{.*}} -> (tensor<?xi32>)
+// CHECK: scf.for
+// CHECK: scf.for
 // CHECK-NOT: scf.if
-// CHECK: scf.for {{.*}} -> (tensor<7xi32>, tensor<6xi32>, i32)
-// CHECK: %[[ENTRIES:.*]] = tensor.empty(%{{.*}}) : tensor<?xi32>
-// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[ENTRIES]], {{.*}}) -> (tensor<?xi32>, tensor<6xi32>)
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<6xi32>
+// CHECK: scf.for {{.*}} -> (tensor<7xi32>, i32)
+// CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xi32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<?xi32>, tensor<?xi32>)
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<?xi32>
 // Blending: tiles in parallel, rows of 16 pixels as vectors, each walking
 // its tile's splats while any pixel is live.
 // CHECK: %[[PADDED:.*]] = scf.forall (%{{.*}}) in (6) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<3x32x48xf32>)
@@ -53,15 +64,21 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
 }
 
 // Exact culling: each splat's reach (2 ln(255 opacity), with a margin) in
-// one generic, gathered with the splats; binning tests each tile of the
-// reach ellipse's box, blending each row of a tile.
+// one generic, gathered with the splats; the rectangles are the reach
+// ellipse's boxes; binning tests each of their tiles, blending each row of
+// a tile.
 // CHECK-LABEL: func.func @exact
 // CHECK: %[[REACH:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<5xf32>) outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.log
-// CHECK: scf.for {{.*}} -> (tensor<11x5xf32>, tensor<5xf32>)
-// CHECK: scf.for {{.*}} -> (tensor<6xi32>)
-// CHECK: scf.if %{{.*}} -> (tensor<6xi32>)
-// CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<6xi32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<11x5xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<5xf32>)
+// CHECK: math.sqrt
+// CHECK: scf.forall {{.*}} -> (tensor<6xi32>)
+// CHECK: scf.if %{{.*}} -> (tensor<?xi32>)
+// CHECK: scf.if %{{.*}} -> (tensor<?xi32>)
+// CHECK: scf.forall {{.*}} -> (tensor<?xi32>)
+// CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<?xi32>)
+// CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: scf.while
 // CHECK: scf.if %{{.*}} -> (index, vector<16xf32>, vector<16xi1>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: math.exp %{{.*}} : vector<16xf32>
@@ -75,7 +92,7 @@ func.func @exact(%splats: tensor<11x5xf32>, %bg: tensor<3xf32>) -> tensor<30x40x
 // of the pairs, and a serial loop adds them up per splat in pair order.
 // CHECK-LABEL: func.func @contributions
 // CHECK: %[[ORDER:.*]]:3 = scf.for {{.*}} -> (tensor<5xi32>, tensor<5xi32>, index)
-// CHECK: %[[PAIRS:.*]]:3 = scf.for {{.*}} -> (tensor<7xi32>, tensor<6xi32>, i32)
+// CHECK: scf.for {{.*}} -> (tensor<7xi32>, i32)
 // CHECK: %[[WEIGHTS:.*]] = scf.forall (%{{.*}}) in (6) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xf32>)
 // CHECK: linalg.fill {{.*}} -> tensor<?xf32>
 // CHECK: scf.while {{.*}} : (index, vector<16xf32>, vector<16xi1>, tensor<?xf32>)

@@ -7,14 +7,17 @@
 //   2. a stable radix sort by the keys (four 8-bit passes: depths of
 //      visible splats are positive floats, whose bits order as integers),
 //      then the splats gathered into depth order;
-//   3. binning: a count of splats per tile, its prefix sums (each tile's
-//      range), and a second pass that writes each splat's position into the
-//      ranges of the tiles it covers: in depth order, so each tile's range
-//      is sorted without a sort per tile.
+//   3. binning, in parallel over bands of tile rows: a count of splats per
+//      tile, its prefix sums (each tile's range), and a second pass that
+//      writes each splat's position into the ranges of the tiles it covers:
+//      in depth order, so each tile's range is sorted without a sort per
+//      tile.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
 #include "lib/Conversion/KilnToLinalg/SplatLowering.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 
 using namespace mlir;
 using namespace kiln;
@@ -127,108 +130,239 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   }
 
   // The visible splats' fields in depth order (and their reach, under
-  // exact culling): binning then reads them in order, and each tile's
-  // blending in increasing addresses. Rows past the visible count are
-  // never read.
-  SmallVector<Value> gathered = {createEmptyTensor(
-      rewriter, loc, cast<RankedTensorType>(splats.getType()))};
-  if (reaches)
-    gathered.push_back(createEmptyTensor(
-        rewriter, loc, cast<RankedTensorType>(reaches.getType())));
-  gathered = llvm::to_vector(
-      loops.forLoop(zero, visibleCount, gathered,
-                    [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
-                      Arith g{nb, l};
-                      Value n = g.toIndex(g.extract(order, ValueRange{i}));
-                      SmallVector<Value> next(args);
-                      for (int64_t f = 0; f < kFields; ++f)
-                        next[0] = g.insert(field(g, splats, f, n), next[0],
-                                           ValueRange{g.idx(f), i});
-                      if (reaches)
-                        next[1] = g.insert(g.extract(reaches, ValueRange{n}),
-                                           next[1], ValueRange{i});
-                      return next;
-                    }));
-  splats = gathered[0];
-  if (reaches)
-    reaches = gathered[1];
-
-  // 3. Binning. `visit` calls `step` for each tile the splat covers.
-  auto overTiles =
-      [&](Arith &g, Value splat, ValueRange inits,
-          function_ref<SmallVector<Value>(Arith &, Value, ValueRange)> step)
-      -> ValueRange {
-    SplatCover cover =
-        coverOf(g, splats, reaches, g.toIndex(splat), tilesX, tilesY);
-    Loops inner{g.b, g.loc};
-    return inner.forLoop(
-        cover.rowsBegin, cover.rowsEnd, inits,
-        [&](OpBuilder &yb, Location yl, Value ty, ValueRange yArgs) {
-          Loops row{yb, yl};
-          ValueRange results = row.forLoop(
-              cover.columnsBegin, cover.columnsEnd, yArgs,
-              [&](OpBuilder &xb, Location xl, Value tx, ValueRange xArgs) {
-                Arith h{xb, xl};
-                Value tile = h.add(h.mul(ty, h.idx(tilesX)), tx);
-                if (!cover.exact)
-                  return step(h, tile, xArgs);
-                auto binned = scf::IfOp::create(
-                    xb, xl, cover.reaches(h, tx, ty),
-                    [&](OpBuilder &tb, Location tl) {
-                      Arith t{tb, tl};
-                      scf::YieldOp::create(tb, tl, step(t, tile, xArgs));
-                    },
-                    [&](OpBuilder &eb, Location el) {
-                      scf::YieldOp::create(eb, el, xArgs);
-                    });
-                return SmallVector<Value>(binned.getResults());
-              });
-          return SmallVector<Value>(results);
-        });
+  // exact culling), gathered in parallel: binning then reads them in
+  // order, and each tile's blending in increasing addresses. Rows past the
+  // visible count hold splat 0 and are never read.
+  auto gather = [&](Value source) {
+    auto type = cast<RankedTensorType>(source.getType());
+    int64_t rank = type.getRank();
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    return linalg::GenericOp::create(
+               rewriter, loc, TypeRange{type}, ValueRange{},
+               ValueRange{createEmptyTensor(rewriter, loc, type)},
+               ArrayRef<AffineMap>{rewriter.getMultiDimIdentityMap(rank)},
+               parallel,
+               [&](OpBuilder &nb, Location l, ValueRange) {
+                 Arith g{nb, l};
+                 Value i = linalg::IndexOp::create(nb, l, rank - 1);
+                 Value visible =
+                     g.icmp(arith::CmpIPredicate::ult, i, visibleCount);
+                 Value n = g.select(visible,
+                                    g.toIndex(g.extract(order, ValueRange{i})),
+                                    g.idx(0));
+                 SmallVector<Value> at = {n};
+                 if (rank == 2)
+                   at.insert(at.begin(), linalg::IndexOp::create(nb, l, 0));
+                 linalg::YieldOp::create(nb, l, g.extract(source, at));
+               })
+        .getResult(0);
   };
-  Value counts = loops.forLoop(
-      zero, visibleCount,
-      ValueRange{createFilledTensor(rewriter, loc, indices(tiles), a.i32(0))},
-      [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
-        Arith g{nb, l};
-        return SmallVector<Value>(overTiles(
-            g, g.toI32(i), args, [](Arith &h, Value tile, ValueRange tileArgs) {
-              Value bumped =
-                  h.add(h.extract(tileArgs[0], ValueRange{tile}), h.i32(1));
-              return SmallVector<Value>{h.insert(bumped, tileArgs[0], tile)};
-            }));
-      })[0];
+  splats = gather(splats);
+  if (reaches)
+    reaches = gather(reaches);
+
+  // 3. Binning, in parallel over bands of whole tile rows: a band's tiles
+  // and their pairs are contiguous, so each band writes its own slices.
+  // Each band walks every visible splat in depth order, so its tiles'
+  // lists come out sorted; the splats' tile rectangles are computed once.
+  SmallVector<Type> rectTypes(4, indices(count));
+  SmallVector<Value> rectInits;
+  for (Type type : rectTypes)
+    rectInits.push_back(
+        createEmptyTensor(rewriter, loc, cast<RankedTensorType>(type)));
+  ValueRange rects =
+      linalg::GenericOp::create(
+          rewriter, loc, rectTypes, ValueRange{}, rectInits,
+          SmallVector<AffineMap>(4, rewriter.getMultiDimIdentityMap(1)),
+          ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
+          [&](OpBuilder &nb, Location l, ValueRange) {
+            Arith g{nb, l};
+            SplatCover cover =
+                coverOf(g, splats, reaches, linalg::IndexOp::create(nb, l, 0),
+                        tilesX, tilesY);
+            linalg::YieldOp::create(nb, l,
+                                    ValueRange{g.toI32(cover.columnsBegin),
+                                               g.toI32(cover.columnsEnd),
+                                               g.toI32(cover.rowsBegin),
+                                               g.toI32(cover.rowsEnd)});
+          })
+          .getResults();
+  // The bands' walks end at the visible count, bounded by the splat count
+  // so that the parallel loop's outlining sees how much work they are.
+  Value bandWalkEnd = affine::AffineMinOp::create(
+      rewriter, loc,
+      AffineMap::get(0, 1,
+                     {rewriter.getAffineSymbolExpr(0),
+                      rewriter.getAffineConstantExpr(count)},
+                     rewriter.getContext()),
+      ValueRange{visibleCount});
+  int64_t rowsPerBand = (tilesY + kBinningBands - 1) / kBinningBands;
+  int64_t bands = (tilesY + rowsPerBand - 1) / rowsPerBand;
+  using Step = function_ref<SmallVector<Value>(Arith &, Value, ValueRange)>;
+  // Calls `step` with each tile of the band's rows [rowBegin, rowEnd) that
+  // splat i covers, numbered from the band's first tile.
+  auto overBand = [&](Arith &g, Value i, Value rowBegin, Value rowEnd,
+                      ValueRange inits, Step step) -> ValueRange {
+    auto rectAt = [&](int64_t k) {
+      return g.toIndex(g.extract(rects[k], ValueRange{i}));
+    };
+    Value first = arith::MaxUIOp::create(g.b, g.loc, rectAt(2), rowBegin);
+    Value last = arith::MinUIOp::create(g.b, g.loc, rectAt(3), rowEnd);
+    auto inBand = scf::IfOp::create(
+        g.b, g.loc, g.icmp(arith::CmpIPredicate::ult, first, last),
+        [&](OpBuilder &ib, Location il) {
+          Arith h{ib, il};
+          SplatCover cover;
+          cover.exact = reaches != nullptr;
+          if (cover.exact) {
+            auto field = [&](int64_t f) {
+              return h.extract(splats, ValueRange{h.idx(f), i});
+            };
+            cover.meanX = field(kMeanX);
+            cover.meanY = field(kMeanY);
+            cover.a = field(kConicA);
+            cover.b = field(kConicB);
+            cover.c = field(kConicC);
+            cover.reach = h.extract(reaches, ValueRange{i});
+          }
+          Value columnsBegin = rectAt(0), columnsEnd = rectAt(1);
+          Loops rows{ib, il};
+          ValueRange results = rows.forLoop(
+              first, last, inits,
+              [&](OpBuilder &yb, Location yl, Value ty, ValueRange yArgs) {
+                Loops row{yb, yl};
+                return SmallVector<Value>(row.forLoop(
+                    columnsBegin, columnsEnd, yArgs,
+                    [&](OpBuilder &xb, Location xl, Value tx,
+                        ValueRange xArgs) {
+                      Arith t{xb, xl};
+                      Value tile =
+                          t.add(t.mul(t.sub(ty, rowBegin), t.idx(tilesX)), tx);
+                      if (!cover.exact)
+                        return step(t, tile, xArgs);
+                      auto binned = scf::IfOp::create(
+                          xb, xl, cover.reaches(t, tx, ty),
+                          [&](OpBuilder &tb, Location tl) {
+                            Arith u{tb, tl};
+                            scf::YieldOp::create(tb, tl, step(u, tile, xArgs));
+                          },
+                          [&](OpBuilder &eb, Location el) {
+                            scf::YieldOp::create(eb, el, xArgs);
+                          });
+                      return SmallVector<Value>(binned.getResults());
+                    }));
+              });
+          scf::YieldOp::create(ib, il, results);
+        },
+        [&](OpBuilder &eb, Location el) {
+          scf::YieldOp::create(eb, el, inits);
+        });
+    return inBand.getResults();
+  };
+  // A parallel loop over the bands: `body` returns the band's slice of
+  // `output` (starting at `offset`, `size` long).
+  auto overBands =
+      [&](Value output,
+          function_ref<std::tuple<Value, Value, Value>(Arith &, Value, Value)>
+              body) {
+        auto forall = scf::ForallOp::create(
+            rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(bands)},
+            ValueRange{output}, std::nullopt);
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(forall.getBody());
+        Arith g{rewriter, loc};
+        Value rowBegin = g.mul(forall.getInductionVar(0), g.idx(rowsPerBand));
+        Value rowEnd = arith::MinUIOp::create(
+            rewriter, loc, g.add(rowBegin, g.idx(rowsPerBand)), g.idx(tilesY));
+        auto [slice, offset, size] = body(g, rowBegin, rowEnd);
+        rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
+        tensor::ParallelInsertSliceOp::create(
+            rewriter, loc, slice, forall.getRegionIterArgs()[0],
+            ArrayRef<OpFoldResult>{offset}, ArrayRef<OpFoldResult>{size},
+            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+        return forall.getResult(0);
+      };
+  auto dynamicIndices = RankedTensorType::get({ShapedType::kDynamic}, i32);
+  Value counts = overBands(
+      createEmptyTensor(rewriter, loc, indices(tiles)),
+      [&](Arith &g, Value rowBegin, Value rowEnd) {
+        Value bandTiles = g.mul(g.sub(rowEnd, rowBegin), g.idx(tilesX));
+        Loops band{g.b, g.loc};
+        Value local = band.forLoop(
+            zero, bandWalkEnd,
+            ValueRange{createFilledTensor(g.b, g.loc, dynamicIndices, g.i32(0),
+                                          ValueRange{bandTiles})},
+            [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
+              Arith h{nb, l};
+              return SmallVector<Value>(
+                  overBand(h, i, rowBegin, rowEnd, args,
+                           [](Arith &t, Value tile, ValueRange tileArgs) {
+                             Value bumped =
+                                 t.add(t.extract(tileArgs[0], ValueRange{tile}),
+                                       t.i32(1));
+                             return SmallVector<Value>{
+                                 t.insert(bumped, tileArgs[0], tile)};
+                           }));
+            })[0];
+        return std::make_tuple(local, g.mul(rowBegin, g.idx(tilesX)),
+                               bandTiles);
+      });
   // Each tile's range starts at the count of the tiles before it; the
   // last entry is the number of splat-tile pairs.
   ValueRange scanned = loops.forLoop(
       zero, a.idx(tiles),
       ValueRange{createEmptyTensor(rewriter, loc, indices(tiles + 1)),
-                 createEmptyTensor(rewriter, loc, indices(tiles)), a.i32(0)},
+                 a.i32(0)},
       [&](OpBuilder &nb, Location l, Value t, ValueRange args) {
         Arith g{nb, l};
-        Value next = g.add(args[2], g.extract(counts, ValueRange{t}));
-        return SmallVector<Value>{g.insert(args[2], args[0], t),
-                                  g.insert(args[2], args[1], t), next};
+        Value next = g.add(args[1], g.extract(counts, ValueRange{t}));
+        return SmallVector<Value>{g.insert(args[1], args[0], t), next};
       });
-  Value pairs = scanned[2];
+  Value pairs = scanned[1];
   Value ranges = a.insert(pairs, scanned[0], ValueRange{a.idx(tiles)});
-  Value entries = createEmptyTensor(
-      rewriter, loc, RankedTensorType::get({ShapedType::kDynamic}, i32),
-      ValueRange{a.toIndex(pairs)});
-  entries = loops.forLoop(
-      zero, visibleCount, ValueRange{entries, scanned[1]},
-      [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
-        Arith g{nb, l};
-        Value splat = g.toI32(i);
-        return SmallVector<Value>(overTiles(
-            g, splat, args, [&](Arith &h, Value tile, ValueRange tileArgs) {
-              Value position = h.extract(tileArgs[1], ValueRange{tile});
-              Value written = h.insert(splat, tileArgs[0], h.toIndex(position));
-              Value cursors =
-                  h.insert(h.add(position, h.i32(1)), tileArgs[1], tile);
-              return SmallVector<Value>{written, cursors};
-            }));
-      })[0];
+  Value entries = overBands(
+      createEmptyTensor(rewriter, loc, dynamicIndices,
+                        ValueRange{a.toIndex(pairs)}),
+      [&](Arith &g, Value rowBegin, Value rowEnd) {
+        Value firstTile = g.mul(rowBegin, g.idx(tilesX));
+        Value bandTiles = g.sub(g.mul(rowEnd, g.idx(tilesX)), firstTile);
+        Value start = g.extract(ranges, ValueRange{firstTile});
+        Value bandPairs = g.toIndex(g.sub(
+            g.extract(ranges, ValueRange{g.add(firstTile, bandTiles)}), start));
+        Loops band{g.b, g.loc};
+        // Where each of the band's tiles writes next, from the band's start.
+        Value cursors = band.forLoop(
+            zero, bandTiles,
+            ValueRange{createEmptyTensor(g.b, g.loc, dynamicIndices,
+                                         ValueRange{bandTiles})},
+            [&](OpBuilder &nb, Location l, Value t, ValueRange args) {
+              Arith h{nb, l};
+              Value at = h.sub(
+                  h.extract(ranges, ValueRange{h.add(firstTile, t)}), start);
+              return SmallVector<Value>{h.insert(at, args[0], t)};
+            })[0];
+        Value local = band.forLoop(
+            zero, bandWalkEnd,
+            ValueRange{createEmptyTensor(g.b, g.loc, dynamicIndices,
+                                         ValueRange{bandPairs}),
+                       cursors},
+            [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
+              Arith h{nb, l};
+              Value splat = h.toI32(i);
+              return SmallVector<Value>(overBand(
+                  h, i, rowBegin, rowEnd, args,
+                  [&](Arith &t, Value tile, ValueRange tileArgs) {
+                    Value position = t.extract(tileArgs[1], ValueRange{tile});
+                    Value written =
+                        t.insert(splat, tileArgs[0], t.toIndex(position));
+                    Value next =
+                        t.insert(t.add(position, t.i32(1)), tileArgs[1], tile);
+                    return SmallVector<Value>{written, next};
+                  }));
+            })[0];
+        return std::make_tuple(local, g.toIndex(start), bandPairs);
+      });
 
   return {splats, reaches, order, ranges, entries, pairs};
 }

@@ -20,6 +20,10 @@ namespace kiln::splat {
 using namespace mlir;
 
 constexpr int64_t kTile = 16;
+/// Binning runs in parallel over at most this many bands of tile rows.
+/// Each band walks every visible splat, so more bands cost more walks;
+/// 16 keep the walks a few percent of binning and feed 16 threads.
+constexpr int64_t kBinningBands = 16;
 constexpr int64_t kFields = 11;
 /// The splat rows (KilnSplatOps.td).
 enum Field : int64_t {
