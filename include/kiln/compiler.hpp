@@ -301,6 +301,9 @@ struct CompileOptions {
   Acceleration accelerate = Acceleration::None;
   /// Where to write what that search measured (JSON); empty: nowhere.
   std::string accelerateReportPath;
+  /// With accelerate == SplatPrune: first lower the scene's SH degree as
+  /// far as the budget allows, then prune within what is left.
+  bool reduceSplatShDegree = false;
   /// With maxContext: also make the entry `draft(input_ids)`, `decode`
   /// with these blocks dropped, sharing its cache, for self-speculative
   /// decoding (kiln_generate_options.draft_tokens). Empty: no draft.

@@ -155,6 +155,10 @@ LogicalResult kiln::compileModule(ModuleOp module,
           << "\n";
   }
   // A splatting scene's Gaussians, pruned within the budget.
+  if (options.reduceSplatShDegree &&
+      options.accelerate != Acceleration::SplatPrune)
+    return emitError(loc) << "lowering the SH degree within the budget is "
+                             "part of splat pruning (--accelerate=splat-prune)";
   if (options.accelerate == Acceleration::SplatPrune) {
     if (options.calibrationDir.empty() ||
         options.qualityMetric != QualityMetric::Psnr ||
@@ -165,7 +169,7 @@ LogicalResult kiln::compileModule(ModuleOp module,
         failed(accelerateReport.create(options.accelerateReportPath, loc)))
       return failure();
     FailureOr<SplatPruneChoice> choice = chooseSplatPruning(module, options);
-    if (failed(choice) || failed(pruneSplats(module, choice->keep)))
+    if (failed(choice) || failed(pruneSplats(module, *choice)))
       return failure();
     if (!options.accelerateReportPath.empty())
       accelerateReport.os()

@@ -27,6 +27,7 @@ CompileOptions kiln::candidateOptions(const CompileOptions &options,
   candidate.cacheReportPath.clear();
   candidate.accelerate = Acceleration::None;
   candidate.accelerateReportPath.clear();
+  candidate.reduceSplatShDegree = false;
   candidate.configurePassManager = nullptr;
   candidate.timing = nullptr;
   return candidate;

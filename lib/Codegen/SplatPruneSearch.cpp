@@ -92,8 +92,8 @@ ArrayRef<float> constantFloats(OpOperand &operand) {
 }
 
 /// A copy of `module` for the search: the entry takes the opacity logits
-/// as a fourth input, and a second entry (same inputs) returns each
-/// Gaussian's summed blending weight.
+/// and the SH coefficients as a fourth and fifth input, and a second entry
+/// (same inputs) returns each Gaussian's summed blending weight.
 FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
   OwningOpRef<ModuleOp> search = module.clone();
   MLIRContext *ctx = module.getContext();
@@ -103,15 +103,21 @@ FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
     return failure();
   func::FuncOp render = scene->entry;
   Location loc = scene->project.getLoc();
-  OpOperand &opacity = scene->project.getOpacityLogitsMutable();
-  Operation *constant = opacity.get().getDefiningOp();
-  NamedAttribute name(StringAttr::get(ctx, kNameAttr),
-                      StringAttr::get(ctx, "opacity_logits"));
-  if (failed(render.insertArgument(3, opacity.get().getType(),
-                                   DictionaryAttr::get(ctx, {name}), loc)))
-    return emitError(loc) << "splat pruning: cannot add the opacity input";
-  opacity.set(render.getArgument(3));
-  constant->erase();
+  std::pair<OpOperand *, StringRef> inputs[] = {
+      {&scene->project.getOpacityLogitsMutable(), "opacity_logits"},
+      {&scene->project.getShMutable(), "sh"}};
+  for (auto [operand, inputName] : inputs) {
+    Operation *constant = operand->get().getDefiningOp();
+    NamedAttribute name(StringAttr::get(ctx, kNameAttr),
+                        StringAttr::get(ctx, inputName));
+    unsigned index = render.getNumArguments();
+    if (failed(render.insertArgument(index, operand->get().getType(),
+                                     DictionaryAttr::get(ctx, {name}), loc)))
+      return emitError(loc)
+             << "splat pruning: cannot make " << inputName << " an input";
+    operand->set(render.getArgument(index));
+    constant->erase();
+  }
 
   func::FuncOp measure = render.clone();
   measure.setName(kContributionsEntry);
@@ -129,6 +135,11 @@ FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
       FunctionType::get(ctx, measure.getArgumentTypes(), {weights.getType()}));
   measure.setResultAttr(0, kNameAttr, StringAttr::get(ctx, "contributions"));
   return search;
+}
+
+/// The SH degree of `coefficients` per channel (1, 4, 9 or 16).
+int64_t shDegree(int64_t coefficients) {
+  return static_cast<int64_t>(std::lround(std::sqrt(double(coefficients)))) - 1;
 }
 
 /// PSNR with peak 1 of `image` against `reference`, both clamped to
@@ -205,26 +216,46 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
                               << "': " << error;
     }
   }
+  // The candidate's opacities and SH coefficients, run-time inputs.
   ArrayRef<float> logits =
       constantFloats(scene->project.getOpacityLogitsMutable());
-  kiln_tensor *opacityTensor = nullptr;
+  ArrayRef<float> sh = constantFloats(scene->project.getShMutable());
+  int64_t coefficients = sh.size() / (3 * gaussians);
+  int64_t shDims[] = {gaussians, coefficients, 3};
+  kiln_tensor *opacityTensor = nullptr, *shTensor = nullptr;
   if (kiln_tensor_create(KILN_DTYPE_F32, 1, &gaussians, &opacityTensor) !=
-      KILN_OK)
+          KILN_OK ||
+      kiln_tensor_create(KILN_DTYPE_F32, 3, shDims, &shTensor) != KILN_OK)
     return emitError(loc) << "splat pruning: " << kiln_last_error();
-  TensorPtr opacity(opacityTensor);
+  TensorPtr ownedOpacity(opacityTensor), ownedSh(shTensor);
   float *opacityData = static_cast<float *>(kiln_tensor_data(opacityTensor));
+  float *shData = static_cast<float *>(kiln_tensor_data(shTensor));
+  // The scene with its `pruned` least contributing Gaussians at opacity 0
+  // (`order` ranks them) and its SH cut to `kept` coefficients: zeros
+  // contribute exactly nothing, so this renders what the cut scene does.
+  std::vector<int64_t> order(gaussians);
+  auto setCandidate = [&](int64_t pruned, int64_t kept) {
+    std::copy(logits.begin(), logits.end(), opacityData);
+    for (int64_t i = 0; i < pruned; ++i)
+      opacityData[order[i]] = -std::numeric_limits<float>::infinity();
+    std::copy(sh.begin(), sh.end(), shData);
+    for (int64_t n = 0; n < gaussians; ++n)
+      std::fill(shData + (n * coefficients + kept) * 3,
+                shData + (n + 1) * coefficients * 3, 0.0f);
+  };
   auto run = [&](ArtifactRunner &runner,
                  size_t view) -> FailureOr<std::vector<TensorPtr>> {
     std::vector<const kiln_tensor *> inputs;
     for (const TensorPtr &input : views[view])
       inputs.push_back(input.get());
     inputs.push_back(opacityTensor);
+    inputs.push_back(shTensor);
     return runner.run(inputs,
                       llvm::sys::path::parent_path((*sets)[view].front()));
   };
 
   // Rank on the even views, with every Gaussian; render the odd ones.
-  std::copy(logits.begin(), logits.end(), opacityData);
+  setCandidate(0, coefficients);
   std::vector<double> contribution(gaussians, 0);
   std::vector<TensorPtr> references;
   llvm::json::Array rankingViews, heldOutViews;
@@ -247,7 +278,6 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
       heldOutViews.push_back(folder);
     }
   }
-  std::vector<int64_t> order(gaussians);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
     return contribution[x] < contribution[y];
@@ -255,14 +285,11 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
   int64_t unseen =
       llvm::count_if(contribution, [](double c) { return c == 0; });
 
-  // The least PSNR over the held-out views with the `pruned` least
-  // contributing Gaussians at opacity 0.
+  // The least PSNR over the held-out views of a candidate.
   llvm::json::Array tried;
-  auto measure = [&](int64_t percent) -> FailureOr<double> {
+  auto measure = [&](int64_t percent, int64_t kept) -> FailureOr<double> {
     int64_t pruned = gaussians * percent / 100;
-    std::copy(logits.begin(), logits.end(), opacityData);
-    for (int64_t i = 0; i < pruned; ++i)
-      opacityData[order[i]] = -std::numeric_limits<float>::infinity();
+    setCandidate(pruned, kept);
     double least = std::numeric_limits<double>::infinity();
     llvm::json::Array perView;
     for (size_t h = 0; h < references.size(); ++h) {
@@ -275,16 +302,31 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
     }
     tried.push_back(llvm::json::Object{{"pruned_percent", percent},
                                        {"pruned", pruned},
+                                       {"sh_degree", shDegree(kept)},
                                        {"psnr_min", reportPsnr(least)},
                                        {"psnr", std::move(perView)}});
     return least;
   };
+  // The lowest SH degree within the budget, if asked, before pruning.
+  int64_t keptCoefficients = coefficients;
+  double keptPsnr = std::numeric_limits<double>::infinity();
+  if (options.reduceSplatShDegree) {
+    for (int64_t degree = shDegree(coefficients) - 1; degree >= 0; --degree) {
+      int64_t fewer = (degree + 1) * (degree + 1);
+      FailureOr<double> least = measure(0, fewer);
+      if (failed(least))
+        return failure();
+      if (*least < options.qualityBudget)
+        break;
+      keptCoefficients = fewer;
+      keptPsnr = *least;
+    }
+  }
   // Bisection between 0% (the scene itself) and 100% (nothing left).
   int64_t kept = 0, broken = 100;
-  double keptPsnr = std::numeric_limits<double>::infinity();
   while (broken - kept > 1) {
     int64_t middle = (kept + broken) / 2;
-    FailureOr<double> least = measure(middle);
+    FailureOr<double> least = measure(middle, keptCoefficients);
     if (failed(least))
       return failure();
     if (*least >= options.qualityBudget) {
@@ -296,6 +338,7 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
   }
 
   SplatPruneChoice choice;
+  choice.shCoefficients = keptCoefficients;
   choice.keep.assign(gaussians, true);
   int64_t pruned = gaussians * kept / 100;
   for (int64_t i = 0; i < pruned; ++i)
@@ -315,13 +358,16 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
                          {"pruned_percent", kept},
                          {"pruned", pruned},
                          {"kept", gaussians - pruned},
+                         {"sh_degree_given", shDegree(coefficients)},
+                         {"sh_degree", shDegree(keptCoefficients)},
                          {"psnr_min", reportPsnr(keptPsnr)},
                          {"pruned_indices", std::move(prunedIndices)}};
   return choice;
 }
 
 LogicalResult kiln::pruneSplats(ModuleOp module,
-                                const std::vector<bool> &keep) {
+                                const SplatPruneChoice &choice) {
+  const std::vector<bool> &keep = choice.keep;
   FailureOr<SplatScene> scene = findScene(module);
   if (failed(scene))
     return failure();
@@ -337,16 +383,22 @@ LogicalResult kiln::pruneSplats(ModuleOp module,
     std::optional<ArrayRef<char>> bytes = getRawBytes(value);
     assert(bytes && "a scene's Gaussians are raw f32 constants");
     size_t rowBytes = bytes->size() / gaussians;
+    // The SH coefficients of the kept degree lead each Gaussian's row.
+    size_t keptBytes = rowBytes;
     SmallVector<int64_t> shape(type.getShape());
     shape[0] = kept;
+    if (operand == &scene->project.getShMutable()) {
+      keptBytes = rowBytes / shape[1] * choice.shCoefficients;
+      shape[1] = choice.shCoefficients;
+    }
     ElementsAttr pruned = createElements(
         RankedTensorType::get(shape, type.getElementType()),
         [&](MutableArrayRef<char> out) {
           char *next = out.data();
           for (int64_t n = 0; n < gaussians; ++n)
             if (keep[n]) {
-              std::memcpy(next, bytes->data() + n * rowBytes, rowBytes);
-              next += rowBytes;
+              std::memcpy(next, bytes->data() + n * rowBytes, keptBytes);
+              next += keptBytes;
             }
         });
     rewriter.setInsertionPoint(constant);

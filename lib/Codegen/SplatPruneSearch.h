@@ -23,6 +23,9 @@ namespace kiln {
 struct SplatPruneChoice {
   /// For each Gaussian of the scene, whether it stays.
   std::vector<bool> keep;
+  /// The SH coefficients per channel each Gaussian keeps (1, 4, 9 or 16:
+  /// degree 0-3), the lowest of its degree's.
+  int64_t shCoefficients = 0;
   /// What the search measured: the views, each fraction tried with its
   /// PSNR on every held-out view, the choice and the pruned Gaussians'
   /// indices.
@@ -40,16 +43,20 @@ struct SplatPruneChoice {
 /// fraction grows), and keeps the largest whose render of every held-out
 /// view has a PSNR against the unpruned render of at least
 /// options.qualityBudget dB (both clamped to [0, 1], peak 1). The
-/// candidates are one artifact with the opacities as an input: a pruned
-/// Gaussian gets opacity 0, which culls it, so each candidate renders
-/// exactly as the pruned scene does. `module` is not changed.
+/// candidates are one artifact with the opacities and the SH coefficients
+/// as inputs: a pruned Gaussian gets opacity 0, which culls it, and a cut
+/// degree zero coefficients, so each candidate renders exactly as the
+/// pruned scene does. With options.reduceSplatShDegree the search first
+/// lowers the SH degree while the unpruned scene keeps the budget, then
+/// prunes within what is left. `module` is not changed.
 mlir::FailureOr<SplatPruneChoice>
 chooseSplatPruning(mlir::ModuleOp module, const CompileOptions &options);
 
-/// Removes the Gaussians `keep` marks false from the scene's constants in
-/// `module` (which chooseSplatPruning accepted).
+/// Removes the Gaussians `choice` does not keep from the scene's constants
+/// in `module` (which chooseSplatPruning accepted), and their SH
+/// coefficients past the kept degree.
 mlir::LogicalResult pruneSplats(mlir::ModuleOp module,
-                                const std::vector<bool> &keep);
+                                const SplatPruneChoice &choice);
 
 } // namespace kiln
 

@@ -14,16 +14,21 @@ all Gaussians at a pixel sum to 1 - T, which two compiled renders give
 must be the same at 1 and 2 threads, and under square and exact culling.
 
 2. Pruning: a procedural scene (.ply) compiled with --accelerate=splat-prune
---quality-budget psnr=35 on eight orbit views. The pruned artifact's
-renders of the held-out views (the odd ones), measured here against the
-unpruned artifact's, must keep 35 dB, and the least of them must be the
-PSNR the search reports (its candidates render exactly what the pruned
-scene renders). Something must be pruned, and the next percent the search
-tried must have broken the budget.
+--quality-budget psnr=35 on eight orbit views, and again with
+--splat-reduce-sh. The pruned artifacts' renders of the held-out views
+(the odd ones), measured here against the unpruned artifact's, must keep
+35 dB, and the least of them must be the PSNR the search reports (its
+candidates render exactly what the pruned scene renders). Something must
+be pruned, the next percent the search tried must have broken the budget,
+and --splat-reduce-sh must lower the degree. The reduced artifact must
+render a held-out view as the reference renderer renders the scene less
+the Gaussians the report lists as pruned, with SH cut to the reported
+degree.
 
 3. Misuse: pruning a scene with run-time Gaussians, one view, a cosine
-budget, a PSNR budget without pruning, views of the wrong shape: exit 1,
-one error line saying what is wrong, no output file.
+budget, a PSNR budget without pruning, --splat-reduce-sh without pruning,
+views of the wrong shape: exit 1, one error line saying what is wrong, no
+output file.
 """
 import json
 import os
@@ -134,26 +139,67 @@ def psnr(image, reference_image):
 def check_pruning(kiln_bin, runtime, work, failures):
     ply = os.path.join(work, "prune-scene.ply")
     views = os.path.join(work, "prune-views")
-    scenes.write_ply(ply, scenes.make_scene(PRUNE_GAUSSIANS, 11, 3))
+    scene = scenes.make_scene(PRUNE_GAUSSIANS, 11, 3)
+    scenes.write_ply(ply, scene)
     cameras = scenes.orbit_cameras(8, PRUNE_WIDTH, PRUNE_HEIGHT)
     scenes.write_views(views, cameras)
     image = f"--splat-image={PRUNE_WIDTH}x{PRUNE_HEIGHT}"
-    report_path = os.path.join(work, "prune-report.json")
-    pruned_so = os.path.join(work, "pruned.so")
     full_so = os.path.join(work, "full.so")
-    result = run_compile(kiln_bin, ply, image, "-o", pruned_so,
-                         "--accelerate=splat-prune", f"--calibration={views}",
-                         f"--quality-budget=psnr={BUDGET}",
-                         f"--accelerate-report={report_path}")
-    if result.returncode != 0:
-        failures.append(f"pruning failed to compile: {result.stderr[-2000:]}")
-        return
     result = run_compile(kiln_bin, ply, image, "-o", full_so)
     if result.returncode != 0:
         failures.append(f"the unpruned scene failed to compile: "
                         f"{result.stderr[-2000:]}")
         return
-    with open(report_path) as f:
+    for label, options in (("pruning", []),
+                           ("pruning and SH", ["--splat-reduce-sh"])):
+        stem = os.path.join(work, label.replace(" ", "-"))
+        result = run_compile(kiln_bin, ply, image, "-o", stem + ".so",
+                             "--accelerate=splat-prune",
+                             f"--calibration={views}",
+                             f"--quality-budget=psnr={BUDGET}",
+                             f"--accelerate-report={stem}.json", *options)
+        if result.returncode != 0:
+            failures.append(f"{label} failed to compile: "
+                            f"{result.stderr[-2000:]}")
+            continue
+        report = check_pruned(runtime, stem, full_so, cameras, label,
+                              failures)
+        if options and not report["sh_degree"] < 3:
+            failures.append(f"{label}: the SH degree stayed 3")
+        if options:
+            check_against_reference(runtime, stem + ".so", scene, report,
+                                    cameras[1], failures)
+    return ply, views
+
+
+def check_against_reference(runtime, artifact, scene, report, camera,
+                            failures):
+    keep = np.ones(PRUNE_GAUSSIANS, bool)
+    keep[report["pruned_indices"]] = False
+    coefficients = (report["sh_degree"] + 1) ** 2
+    cut = {name: value[keep] for name, value in scene.items()}
+    cut["sh"] = cut["sh"][:, :coefficients]
+    expected, _, fragile = reference.render(
+        cut, np.array(camera["view"]), camera["intrinsics"], PRUNE_WIDTH,
+        PRUNE_HEIGHT, np.zeros(3))
+    session = Session(runtime, artifact)
+    got = session.run("main", [np.array(camera["view"], np.float32),
+                               np.array(camera["intrinsics"], np.float32),
+                               np.zeros(3, np.float32)])[0]
+    session.close()
+    error = np.abs(got - expected).max(2)
+    robust = float(np.where(fragile, 0, error).max())
+    if not robust <= 1e-4:
+        failures.append(f"the pruned scene renders {robust:.2e} off the "
+                        "reference render of the scene less the reported "
+                        "Gaussians")
+    print(f"pruned and cut scene against the reference: largest error "
+          f"{robust:.1e} ({int(fragile.sum())} pixels near a threshold)")
+
+
+def check_pruned(runtime, stem, full_so, cameras, label, failures):
+    pruned_so = stem + ".so"
+    with open(stem + ".json") as f:
         report = json.load(f)
     pruned, full = Session(runtime, pruned_so), Session(runtime, full_so)
     measured = []
@@ -165,29 +211,31 @@ def check_pruning(kiln_bin, runtime, work, failures):
         if i % 2 == 1:
             measured.append(value)
             if not value >= BUDGET:
-                failures.append(f"held-out view {i}: {value:.2f} dB, under "
+                failures.append(f"{label}, held-out view {i}: {value:.2f} dB, under "
                                 f"the {BUDGET} dB budget")
     pruned.close()
     full.close()
     least = min(measured)
     if report["pruned"] == 0 or report["pruned"] + report["kept"] != \
             PRUNE_GAUSSIANS:
-        failures.append(f"pruning kept {report['kept']} and pruned "
+        failures.append(f"{label} kept {report['kept']} and pruned "
                         f"{report['pruned']} of {PRUNE_GAUSSIANS} Gaussians")
-    if report["psnr_min"] is None or not abs(report["psnr_min"] - least) <= 1e-3:
-        failures.append(f"the search reports {report['psnr_min']} dB, the "
+    if report["psnr_min"] is None or \
+            not abs(report["psnr_min"] - least) <= 1e-3:
+        failures.append(f"{label}: the search reports {report['psnr_min']} dB, the "
                         f"pruned artifact renders {least:.4f} dB")
     tried = {t["pruned_percent"]: t["psnr_min"] for t in report["tried"]}
     step = report["pruned_percent"] + 1
     if step < 100 and not (step in tried and tried[step] is not None and
                            tried[step] < BUDGET):
-        failures.append(f"the search stopped at {step - 1}% without "
+        failures.append(f"{label}: the search stopped at {step - 1}% without "
                         f"measuring {step}% over the budget: {tried}")
-    print(f"pruning: {report['pruned']} of {PRUNE_GAUSSIANS} Gaussians "
-          f"({report['pruned_percent']}%) pruned, held-out PSNR {least:.2f} "
-          f"dB (budget {BUDGET}), {report['unseen_in_ranking_views']} unseen "
-          f"in the ranking views")
-    return ply, views
+    print(f"{label}: {report['pruned']} of {PRUNE_GAUSSIANS} Gaussians "
+          f"({report['pruned_percent']}%) pruned, SH degree "
+          f"{report['sh_degree']}, held-out PSNR {least:.2f} dB (budget "
+          f"{BUDGET}), {report['unseen_in_ranking_views']} unseen in the "
+          "ranking views")
+    return report
 
 
 def check_misuse(kiln_bin, work, ply, views, failures):
@@ -211,6 +259,8 @@ def check_misuse(kiln_bin, work, ply, views, failures):
         "budget without pruning": ([f"--calibration={views}",
                                     "--quality-budget=psnr=35"],
                                    "splat pruning (--accelerate=splat-prune)"),
+        "SH without pruning": (["--splat-reduce-sh"],
+                               "part of splat pruning"),
         "wrong view shape": ([f"--calibration={bad_views}"] + prune,
                              "intrinsics"),
     }

@@ -253,6 +253,11 @@ llvm::cl::opt<kiln::Acceleration> accelerate(
                                 "Gaussians, keeping --quality-budget "
                                 "psnr=DB on held-out --calibration views")),
     llvm::cl::init(kiln::Acceleration::None));
+llvm::cl::opt<bool> splatReduceSh(
+    "splat-reduce-sh",
+    llvm::cl::desc("With --accelerate=splat-prune: first lower the scene's "
+                   "SH degree as far as --quality-budget allows, then prune "
+                   "within what is left"));
 llvm::cl::opt<std::string>
     accelerateReport("accelerate-report",
                      llvm::cl::desc("Write what --accelerate measured (JSON)"),
@@ -396,6 +401,7 @@ void hideOtherOptions() {
       "skip-layers-report", "merge-tokens", "merge-schedule",
       "merge-tokens-per-block", "merge-scope", "prune-tokens", "prune-blocks",
       "prune-tokens-per-block", "prune-importance", "accelerate", "accelerate-report",
+      "splat-reduce-sh",
       "draft-skip-layers", "draft-quantize",
       "draft-tokens", "choose-draft", "draft-report",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
@@ -695,6 +701,7 @@ int main(int argc, char **argv) {
   options.pruneImportance = pruneImportance;
   options.accelerate = accelerate;
   options.accelerateReportPath = accelerateReport;
+  options.reduceSplatShDegree = splatReduceSh;
   options.draftSkipLayers.assign(draftSkipLayers.begin(),
                                  draftSkipLayers.end());
   options.draftQuantization = draftQuantization;
