@@ -40,6 +40,8 @@ bool isImported(const std::string &domain, const std::string &opType) {
     return lookupOpImporter(opType) != nullptr;
   if (domain == "com.microsoft")
     return lookupMicrosoftOpImporter(opType) != nullptr;
+  if (domain == kKilnOnnxDomain)
+    return lookupKilnOpImporter(opType) != nullptr;
   return false;
 }
 

@@ -634,6 +634,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     importFn = lookupMicrosoftOpImporter(node.op_type());
   else if (domain == "ai.onnx.preview.training")
     importFn = lookupTrainingOpImporter(node.op_type());
+  else if (domain == kKilnOnnxDomain)
+    importFn = lookupKilnOpImporter(node.op_type());
   // The location names the node; the message names the rest.
   if (!importFn)
     return emitError(loc) << "unsupported ONNX op '" << node.op_type()

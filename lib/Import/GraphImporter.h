@@ -321,6 +321,11 @@ OpImportFn lookupMicrosoftOpImporter(llvm::StringRef opType);
 /// The importer for op `opType` of domain ai.onnx.preview.training
 /// (Gradient), or null.
 OpImportFn lookupTrainingOpImporter(llvm::StringRef opType);
+/// Kiln's own ONNX operators' domain (docs/splatting.md).
+inline constexpr llvm::StringLiteral kKilnOnnxDomain = "ai.kiln";
+/// The importer for Kiln's own op `opType` (domain ai.kiln: SplatRender),
+/// or null.
+OpImportFn lookupKilnOpImporter(llvm::StringRef opType);
 
 } // namespace kiln
 
