@@ -166,7 +166,11 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   // and their pairs are contiguous, so each band writes its own slices.
   // Each band walks every visible splat in depth order, so its tiles'
   // lists come out sorted; the splats' tile rectangles are computed once.
+  // Under exact culling, also the rows of pixels the reach ellipse spans,
+  // for the blend's cheap first test of a row.
   SmallVector<Type> rectTypes(4, indices(count));
+  if (reaches)
+    rectTypes.append(2, RankedTensorType::get({count}, rewriter.getF32Type()));
   SmallVector<Value> rectInits;
   for (Type type : rectTypes)
     rectInits.push_back(
@@ -174,18 +178,25 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   ValueRange rects =
       linalg::GenericOp::create(
           rewriter, loc, rectTypes, ValueRange{}, rectInits,
-          SmallVector<AffineMap>(4, rewriter.getMultiDimIdentityMap(1)),
+          SmallVector<AffineMap>(rectTypes.size(),
+                                 rewriter.getMultiDimIdentityMap(1)),
           ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
           [&](OpBuilder &nb, Location l, ValueRange) {
             Arith g{nb, l};
             SplatCover cover =
                 coverOf(g, splats, reaches, linalg::IndexOp::create(nb, l, 0),
                         tilesX, tilesY);
-            linalg::YieldOp::create(nb, l,
-                                    ValueRange{g.toI32(cover.columnsBegin),
-                                               g.toI32(cover.columnsEnd),
-                                               g.toI32(cover.rowsBegin),
-                                               g.toI32(cover.rowsEnd)});
+            SmallVector<Value> results = {
+                g.toI32(cover.columnsBegin), g.toI32(cover.columnsEnd),
+                g.toI32(cover.rowsBegin), g.toI32(cover.rowsEnd)};
+            if (cover.exact) {
+              // Float rounding of the half height is a few ulps; the
+              // reach's own margin covers the blend's.
+              Value half = g.add(g.mul(cover.halfY, g.f(1.001)), g.f(0.01));
+              results.push_back(g.sub(cover.meanY, half));
+              results.push_back(g.add(cover.meanY, half));
+            }
+            linalg::YieldOp::create(nb, l, results);
           })
           .getResults();
   // The bands' walks end at the visible count, bounded by the splat count
@@ -364,5 +375,11 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         return std::make_tuple(local, g.toIndex(start), bandPairs);
       });
 
-  return {splats, reaches, order, ranges, entries, pairs};
+  SplatBins bins{splats, reaches, Value(), Value(),
+                 order,  ranges,  entries, pairs};
+  if (reaches) {
+    bins.spanTop = rects[4];
+    bins.spanBottom = rects[5];
+  }
+  return bins;
 }

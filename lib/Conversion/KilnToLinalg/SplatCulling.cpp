@@ -3,7 +3,7 @@
 // The reference binning gives a splat every tile of its 3-sigma square;
 // exact culling keeps those where its alpha can reach 1/255 at a pixel
 // centre: the tiles of its reach ellipse's box, each tested exactly, and in
-// the blend each row of 16 pixels (docs/splatting.md).
+// the blend the rows the ellipse spans (docs/splatting.md).
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/KilnToLinalg/SplatLowering.h"
@@ -106,6 +106,7 @@ SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n,
     Value none = g.fcmp(arith::CmpFPredicate::OLT, cover.reach, g.f(0));
     end = g.select(none, begin, end);
   };
+  cover.halfY = halfY;
   snug(cover.meanX, halfX, tilesX, cover.columnsBegin, cover.columnsEnd);
   snug(cover.meanY, halfY, tilesY, cover.rowsBegin, cover.rowsEnd);
   return cover;

@@ -166,6 +166,8 @@ struct SplatCover {
   /// Exact culling: the mean, the conic and the largest a x^2 + 2 b x y +
   /// c y^2 at which the splat's alpha can still reach 1/255.
   Value meanX, meanY, a, b, c, reach;
+  /// Exact culling (from coverOf): half the height of the reach ellipse.
+  Value halfY;
 
   /// Whether tile (tx, ty) has a pixel centre within the reach: the least
   /// quadratic form over the tile's square of pixel centres (0 where it
@@ -187,6 +189,10 @@ struct SplatBins {
   Value splats;
   /// Under exact culling, each sorted splat's reach (reachOf); else null.
   Value reaches;
+  /// Under exact culling, the rows of pixels each sorted splat's reach
+  /// ellipse spans (f32 [N], top and bottom, widened by 0.1% + 0.01 for
+  /// float rounding); else null.
+  Value spanTop, spanBottom;
   /// For each sorted splat, its index in the op's splats (i32 [N]).
   Value order;
   /// Tile t's list is entries[ranges[t], ranges[t + 1]) (i32 [tiles + 1]).
