@@ -2,9 +2,12 @@
 //
 // kiln.splat_rasterize and kiln.splat_contributions bin their splats
 // (SplatBinning.cpp), then blend them: a parallel loop over tiles, each a
-// loop over the tile's 16 rows, each row 16 pixels wide as vectors, which
-// walks the tile's splats until the range ends or every pixel's
-// transmittance has run out.
+// walk over the tile's splats in depth order until the list ends or every
+// pixel's transmittance has run out. Each splat blends into the rows of
+// the tile its reach ellipse spans (all 16 under square culling), each row
+// 16 pixels wide as vectors; the tile's transmittance, colour and ended
+// pixels are planes of 16 x 16 that the rows read and write. A splat's
+// fields are read once per tile, and rows it cannot reach cost nothing.
 //
 // The rasterization's tiles write a channel-major image padded to whole
 // tiles, which a last generic transposes and crops to [H, W, 3]. The
@@ -25,10 +28,15 @@ using namespace kiln::splat;
 
 namespace {
 
-/// The walk over a tile row's splats carries these values; the colour of
-/// the three channels (rasterization) or the tile's pair weights
-/// (contributions) follow them.
-enum WalkState : unsigned { kPosition = 0, kTransmittance, kLive, kRest };
+/// The planes of a tile's blending state, 16 x 16 pixels each: the
+/// transmittance, the colour so far, and 1 where a pixel has ended (its
+/// transmittance ran out, or it lies in the padding).
+enum Plane : int64_t {
+  kTransmittancePlane = 0,
+  kRedPlane,
+  kEndedPlane = kRedPlane + 3,
+  kPlanes
+};
 
 /// Blends the splats of `bins` tile by tile, in parallel over tiles, for
 /// an image of `width` x `height` pixels. With a `background` (three f32
@@ -43,17 +51,14 @@ Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
   bool pairWeights = background.empty();
   Arith a{rewriter, loc};
   Value zero = a.idx(0);
-  Value splats = bins.splats, reaches = bins.reaches;
-  auto field = [](Arith &g, Value s, int64_t f, Value splat) {
-    return g.extract(s, ValueRange{g.idx(f), splat});
-  };
+  Value splats = bins.splats;
   Type f32 = rewriter.getF32Type();
   auto weightsType = RankedTensorType::get({ShapedType::kDynamic}, f32);
   auto paddedType =
       RankedTensorType::get({3, tilesY * kTile, tilesX * kTile}, f32);
   auto tileType = RankedTensorType::get({3, kTile, kTile}, f32);
+  auto stateType = RankedTensorType::get({kPlanes, kTile, kTile}, f32);
   auto lanes = VectorType::get({kTile}, f32);
-  auto laneMask = VectorType::get({kTile}, rewriter.getI1Type());
   SmallVector<float> laneOffsets;
   for (int64_t i = 0; i < kTile; ++i)
     laneOffsets.push_back(static_cast<float>(i));
@@ -81,143 +86,223 @@ Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
   Value end =
       g.toIndex(g.extract(bins.ranges, ValueRange{g.add(tile, g.idx(1))}));
   Value tilePairs = g.sub(end, first);
+  Value rowStartY = arith::UIToFPOp::create(rewriter, loc, f32,
+                                            g.toI32(rowStart));
   Value columnX =
       arith::UIToFPOp::create(rewriter, loc, f32, g.toI32(columnStart));
   Value pixelX =
       g.add(vector::BroadcastOp::create(rewriter, loc, lanes, columnX),
             laneOffsetsConstant);
 
-  Value tileInit = pairWeights
-                       ? createFilledTensor(rewriter, loc, weightsType, g.f(0),
-                                            ValueRange{tilePairs})
-                       : createEmptyTensor(rewriter, loc, tileType);
-  Loops rows{rewriter, loc};
-  Value tileResult = rows.forLoop(
-      zero, g.idx(kTile), ValueRange{tileInit},
-      [&](OpBuilder &rb, Location rl, Value row, ValueRange rowArgs) {
-        Arith h{rb, rl};
-        Value rowY =
-            arith::UIToFPOp::create(rb, rl, f32, h.toI32(h.add(rowStart, row)));
-        Value pixelY = vector::BroadcastOp::create(rb, rl, lanes, rowY);
-        // Pixels of the padding blend nothing.
+  auto read = [&](Arith &w, Value state, int64_t plane, Value row) {
+    return vector::TransferReadOp::create(
+               w.b, w.loc, lanes, state,
+               ValueRange{w.idx(plane), row, w.idx(0)}, w.f(0),
+               ArrayRef<bool>{true})
+        .getResult();
+  };
+  auto write = [&](Arith &w, Value vector, Value state, int64_t plane,
+                   Value row) {
+    return vector::TransferWriteOp::create(
+               w.b, w.loc, vector, state,
+               ValueRange{w.idx(plane), row, w.idx(0)}, ArrayRef<bool>{true})
+        .getResult();
+  };
+  auto isLive = [&](Arith &w, Value ended) {
+    return w.fcmp(arith::CmpFPredicate::OEQ, ended, w.fv(0, kTile));
+  };
+  auto anyOf = [&](Arith &w, Value mask) {
+    return vector::ReductionOp::create(w.b, w.loc, vector::CombiningKind::OR,
+                                       mask)
+        .getResult();
+  };
+
+  // T = 1 and no colour; the padding's pixels have ended. Every row in the
+  // image has a live pixel.
+  Loops loops{rewriter, loc};
+  Value inImageColumns =
+      g.fcmp(arith::CmpFPredicate::OLT, pixelX, g.fv(width, kTile));
+  Value state = loops.forLoop(
+      zero, g.idx(kTile),
+      ValueRange{createEmptyTensor(rewriter, loc, stateType)},
+      [&](OpBuilder &nb, Location l, Value row, ValueRange args) {
+        Arith h{nb, l};
+        Value inImageRow = h.icmp(arith::CmpIPredicate::ult,
+                                  h.add(rowStart, row), h.idx(height));
         Value inside = h.andI(
-            h.fcmp(arith::CmpFPredicate::OLT, pixelX, h.fv(width, kTile)),
-            h.fcmp(arith::CmpFPredicate::OLT, pixelY, h.fv(height, kTile)));
-        SmallVector<Value> state = {first, h.fv(1, kTile), inside};
-        if (pairWeights)
-          state.push_back(rowArgs[0]);
-        else
-          state.append(3, h.fv(0, kTile));
-        SmallVector<Type> stateTypes = llvm::to_vector(
-            llvm::map_range(state, [](Value v) { return v.getType(); }));
-        // One splat over the row's 16 pixels: the next walk state.
-        auto blend = [&](Arith &w, ValueRange args,
-                         Value splat) -> SmallVector<Value> {
-          auto splatField = [&](int64_t f) {
-            return vector::BroadcastOp::create(w.b, w.loc, lanes,
-                                               field(w, splats, f, splat));
-          };
-          Value dx = w.sub(splatField(kMeanX), pixelX);
-          Value dy = w.sub(splatField(kMeanY), pixelY);
-          Value power =
-              w.sub(w.mul(w.fv(-0.5, kTile),
-                          w.add(w.mul(splatField(kConicA), w.mul(dx, dx)),
-                                w.mul(splatField(kConicC), w.mul(dy, dy)))),
-                    w.mul(splatField(kConicB), w.mul(dx, dy)));
-          Value alpha = w.min(w.fv(kAlphaMax, kTile),
-                              w.mul(splatField(kOpacity), w.exp(power)));
-          Value transmittance = args[kTransmittance];
-          Value used = w.andI(
-              args[kLive],
-              w.andI(w.fcmp(arith::CmpFPredicate::OLE, power, w.fv(0, kTile)),
-                     w.fcmp(arith::CmpFPredicate::OGE, alpha,
-                            w.fv(kAlphaMin, kTile))));
-          Value after = w.mul(transmittance, w.sub(w.fv(1, kTile), alpha));
-          Value ends = w.andI(used, w.fcmp(arith::CmpFPredicate::OLT, after,
-                                           w.fv(kTransmittanceMin, kTile)));
-          Value allSet = arith::ConstantOp::create(
-              w.b, w.loc, DenseElementsAttr::get(laneMask, true));
-          Value notEnds = arith::XOrIOp::create(w.b, w.loc, ends, allSet);
-          used = w.andI(used, notEnds);
-          Value weight = w.mul(alpha, transmittance);
-          SmallVector<Value> next = {w.add(args[kPosition], w.idx(1)),
-                                     w.select(used, after, transmittance),
-                                     w.andI(args[kLive], notEnds)};
-          if (pairWeights) {
-            Value rowWeight = vector::ReductionOp::create(
-                w.b, w.loc, vector::CombiningKind::ADD,
-                w.select(used, weight, w.fv(0, kTile)));
-            Value at = w.sub(args[kPosition], first);
-            Value sum =
-                w.add(w.extract(args[kRest], ValueRange{at}), rowWeight);
-            next.push_back(w.insert(sum, args[kRest], ValueRange{at}));
-            return next;
-          }
-          for (int64_t c = 0; c < 3; ++c) {
-            Value added =
-                w.add(args[kRest + c], w.mul(weight, splatField(kRed + c)));
-            next.push_back(w.select(used, added, args[kRest + c]));
-          }
-          return next;
-        };
-        auto walk = scf::WhileOp::create(
-            rb, rl, stateTypes, state,
-            [&](OpBuilder &wb, Location wl, ValueRange args) {
-              Arith w{wb, wl};
-              Value more =
-                  w.icmp(arith::CmpIPredicate::ult, args[kPosition], end);
-              Value anyLive = vector::ReductionOp::create(
-                  wb, wl, vector::CombiningKind::OR, args[kLive]);
-              scf::ConditionOp::create(wb, wl, w.andI(more, anyLive), args);
-            },
-            [&](OpBuilder &wb, Location wl, ValueRange args) {
-              Arith w{wb, wl};
-              Value splat = w.toIndex(
-                  w.extract(bins.entries, ValueRange{args[kPosition]}));
-              if (!reaches) {
-                scf::YieldOp::create(wb, wl, blend(w, args, splat));
-                return;
-              }
-              // Exact culling: a splat whose reach ellipse does not span
-              // this row skips it at every pixel. Two compares tell; the
-              // exact test along the row (the tile's columns too) skipped
-              // a few more rows but cost more in mispredicted branches
-              // than the blends it saved.
-              auto skip = [&](OpBuilder &eb, Location el) {
-                Arith e{eb, el};
-                SmallVector<Value> same(args);
-                same[kPosition] = e.add(args[kPosition], e.idx(1));
-                scf::YieldOp::create(eb, el, same);
-              };
-              Value spanned =
-                  w.andI(w.fcmp(arith::CmpFPredicate::OGE, rowY,
-                                w.extract(bins.spanTop, ValueRange{splat})),
-                         w.fcmp(arith::CmpFPredicate::OLE, rowY,
-                                w.extract(bins.spanBottom, ValueRange{splat})));
-              auto step = scf::IfOp::create(
-                  wb, wl, spanned,
-                  [&](OpBuilder &sb, Location sl) {
-                    Arith t{sb, sl};
-                    scf::YieldOp::create(sb, sl, blend(t, args, splat));
-                  },
-                  skip);
-              scf::YieldOp::create(wb, wl, step.getResults());
-            });
-        if (pairWeights)
-          return SmallVector<Value>{walk.getResult(kRest)};
-        Value image = rowArgs[0];
-        for (int64_t c = 0; c < 3; ++c) {
-          Value pixel = h.add(
-              walk.getResult(kRest + c),
-              h.mul(walk.getResult(kTransmittance),
-                    vector::BroadcastOp::create(rb, rl, lanes, background[c])));
-          image = vector::TransferWriteOp::create(
-                      rb, rl, pixel, image, ValueRange{h.idx(c), row, h.idx(0)},
-                      ArrayRef<bool>{true})
-                      .getResult();
-        }
-        return SmallVector<Value>{image};
+            inImageColumns,
+            vector::BroadcastOp::create(
+                nb, l, VectorType::get({kTile}, nb.getI1Type()), inImageRow));
+        Value next = write(h, h.fv(1, kTile), args[0], kTransmittancePlane,
+                           row);
+        for (int64_t c = 0; c < 3; ++c)
+          next = write(h, h.fv(0, kTile), next, kRedPlane + c, row);
+        next = write(h, h.select(inside, h.fv(0, kTile), h.fv(1, kTile)),
+                     next, kEndedPlane, row);
+        return SmallVector<Value>{next};
       })[0];
+  Value liveRows = arith::MinUIOp::create(
+      rewriter, loc, g.sub(g.idx(height), rowStart), g.idx(kTile));
+
+  SmallVector<Value> walkInit = {first, state, liveRows};
+  if (pairWeights)
+    walkInit.push_back(createFilledTensor(rewriter, loc, weightsType, g.f(0),
+                                          ValueRange{tilePairs}));
+  SmallVector<Type> walkTypes = llvm::to_vector(
+      llvm::map_range(walkInit, [](Value v) { return v.getType(); }));
+  auto walk = scf::WhileOp::create(
+      rewriter, loc, walkTypes, walkInit,
+      [&](OpBuilder &wb, Location wl, ValueRange args) {
+        Arith w{wb, wl};
+        Value more = w.andI(w.icmp(arith::CmpIPredicate::ult, args[0], end),
+                            w.icmp(arith::CmpIPredicate::ugt, args[2],
+                                   w.idx(0)));
+        scf::ConditionOp::create(wb, wl, more, args);
+      },
+      [&](OpBuilder &wb, Location wl, ValueRange args) {
+        Arith w{wb, wl};
+        Value splat =
+            w.toIndex(w.extract(bins.entries, ValueRange{args[0]}));
+        auto scalar = [&](int64_t f) {
+          return w.extract(splats, ValueRange{w.idx(f), splat});
+        };
+        auto broadcast = [&](Value value) {
+          return vector::BroadcastOp::create(wb, wl, lanes, value).getResult();
+        };
+        // The tile's rows the splat's reach ellipse spans (exact culling),
+        // clamped in float so that far-off splats stay in range.
+        Value rowBegin = w.idx(0), rowEnd = w.idx(kTile);
+        if (bins.spanTop) {
+          auto toRow = [&](Value y) {
+            Value clamped =
+                w.min(w.max(w.sub(y, rowStartY), w.f(0)), w.f(kTile));
+            return w.toIndex(
+                arith::FPToSIOp::create(wb, wl, wb.getI32Type(), clamped));
+          };
+          rowBegin = toRow(math::CeilOp::create(
+              wb, wl, w.extract(bins.spanTop, ValueRange{splat})));
+          rowEnd = toRow(w.add(
+              math::FloorOp::create(
+                  wb, wl, w.extract(bins.spanBottom, ValueRange{splat})),
+              w.f(1)));
+        }
+        Value meanY = scalar(kMeanY);
+        Value dx = w.sub(broadcast(scalar(kMeanX)), pixelX);
+        Value conicA = broadcast(scalar(kConicA));
+        Value conicB = broadcast(scalar(kConicB));
+        Value conicC = broadcast(scalar(kConicC));
+        Value opacity = broadcast(scalar(kOpacity));
+        SmallVector<Value> colour;
+        for (int64_t c = 0; c < 3; ++c)
+          colour.push_back(broadcast(scalar(kRed + c)));
+        Loops rows{wb, wl};
+        ValueRange blended = rows.forLoop(
+            rowBegin, rowEnd, ValueRange{args[1], args[2], w.f(0)},
+            [&](OpBuilder &rb, Location rl, Value row, ValueRange rowArgs) {
+              Arith h{rb, rl};
+              Value ended = read(h, rowArgs[0], kEndedPlane, row);
+              Value live = isLive(h, ended);
+              auto step = scf::IfOp::create(
+                  rb, rl, anyOf(h, live),
+                  [&](OpBuilder &tb, Location tl) {
+                    Arith t{tb, tl};
+                    Value rowY = arith::UIToFPOp::create(
+                        tb, tl, f32, t.toI32(t.add(rowStart, row)));
+                    Value dy = broadcast(t.sub(meanY, rowY));
+                    Value power = t.sub(
+                        t.mul(t.fv(-0.5, kTile),
+                              t.add(t.mul(conicA, t.mul(dx, dx)),
+                                    t.mul(conicC, t.mul(dy, dy)))),
+                        t.mul(conicB, t.mul(dx, dy)));
+                    Value alpha = t.min(t.fv(kAlphaMax, kTile),
+                                        t.mul(opacity, t.exp(power)));
+                    // Every plane is read before any is written, so that
+                    // the writes update the state in place.
+                    Value transmittance =
+                        read(t, rowArgs[0], kTransmittancePlane, row);
+                    SmallVector<Value> sums;
+                    for (int64_t c = 0; c < 3; ++c)
+                      sums.push_back(read(t, rowArgs[0], kRedPlane + c, row));
+                    Value used = t.andI(
+                        live,
+                        t.andI(t.fcmp(arith::CmpFPredicate::OLE, power,
+                                      t.fv(0, kTile)),
+                               t.fcmp(arith::CmpFPredicate::OGE, alpha,
+                                      t.fv(kAlphaMin, kTile))));
+                    Value after =
+                        t.mul(transmittance, t.sub(t.fv(1, kTile), alpha));
+                    Value ends =
+                        t.andI(used, t.fcmp(arith::CmpFPredicate::OLT, after,
+                                            t.fv(kTransmittanceMin, kTile)));
+                    Value allSet = arith::ConstantOp::create(
+                        tb, tl,
+                        DenseElementsAttr::get(
+                            VectorType::get({kTile}, tb.getI1Type()), true));
+                    Value notEnds = arith::XOrIOp::create(tb, tl, ends, allSet);
+                    used = t.andI(used, notEnds);
+                    Value weight = t.mul(alpha, transmittance);
+                    Value next = write(t, t.select(used, after, transmittance),
+                                       rowArgs[0], kTransmittancePlane, row);
+                    for (int64_t c = 0; c < 3; ++c) {
+                      Value added = t.add(sums[c], t.mul(weight, colour[c]));
+                      next = write(t, t.select(used, added, sums[c]), next,
+                                   kRedPlane + c, row);
+                    }
+                    next = write(t, t.select(ends, t.fv(1, kTile), ended),
+                                 next, kEndedPlane, row);
+                    // A row whose last live pixels end leaves the walk.
+                    Value stillLive = anyOf(t, t.andI(live, notEnds));
+                    Value rowsLeft = t.select(
+                        stillLive, rowArgs[1], t.sub(rowArgs[1], t.idx(1)));
+                    Value rowWeight = vector::ReductionOp::create(
+                        tb, tl, vector::CombiningKind::ADD,
+                        t.select(used, weight, t.fv(0, kTile)));
+                    scf::YieldOp::create(
+                        tb, tl,
+                        ValueRange{next, rowsLeft,
+                                   t.add(rowArgs[2], rowWeight)});
+                  },
+                  [&](OpBuilder &eb, Location el) {
+                    scf::YieldOp::create(eb, el, rowArgs);
+                  });
+              return SmallVector<Value>(step.getResults());
+            });
+        SmallVector<Value> next = {w.add(args[0], w.idx(1)), blended[0],
+                                   blended[1]};
+        if (pairWeights) {
+          Value at = w.sub(args[0], first);
+          next.push_back(w.insert(blended[2], args[3], ValueRange{at}));
+        }
+        scf::YieldOp::create(wb, wl, next);
+      });
+
+  Value tileResult;
+  if (pairWeights) {
+    tileResult = walk.getResult(3);
+  } else {
+    Value blendedState = walk.getResult(1);
+    tileResult = loops.forLoop(
+        zero, g.idx(kTile),
+        ValueRange{createEmptyTensor(rewriter, loc, tileType)},
+        [&](OpBuilder &nb, Location l, Value row, ValueRange args) {
+          Arith h{nb, l};
+          Value transmittance =
+              read(h, blendedState, kTransmittancePlane, row);
+          Value image = args[0];
+          for (int64_t c = 0; c < 3; ++c) {
+            Value pixel = h.add(
+                read(h, blendedState, kRedPlane + c, row),
+                h.mul(transmittance, vector::BroadcastOp::create(
+                                         nb, l, lanes, background[c])));
+            image = vector::TransferWriteOp::create(
+                        nb, l, pixel, image,
+                        ValueRange{h.idx(c), row, h.idx(0)},
+                        ArrayRef<bool>{true})
+                        .getResult();
+          }
+          return SmallVector<Value>{image};
+        })[0];
+  }
 
   rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
   if (pairWeights) {
