@@ -40,17 +40,25 @@
 // CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xi32>)
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<?xi32>
-// Blending: tiles in parallel, rows of 16 pixels as vectors, each walking
-// its tile's splats while any pixel is live.
+// Blending: tiles in parallel, each walking its splats while a row of the
+// tile is live; each splat over its rows (all 16 under square culling),
+// each row 16 pixels as vectors read from and written to the tile's
+// planes (transmittance, colour, ended). Pixels of the padding (rows from
+// 30, columns from 40) start ended.
 // CHECK: %[[PADDED:.*]] = scf.forall (%{{.*}}) in (6) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<3x32x48xf32>)
-// CHECK: scf.for {{.*}} -> (tensor<3x16x16xf32>)
-// Pixels of the padding (rows from 30) start dead.
 // CHECK: arith.cmpf olt, %{{.*}}, %cst{{.*}} : vector<16xf32>
-// CHECK: scf.while {{.*}} : (index, vector<16xf32>, vector<16xi1>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: scf.for {{.*}} -> (tensor<5x16x16xf32>)
+// CHECK: arith.minui
+// CHECK: scf.while {{.*}} : (index, tensor<5x16x16xf32>, index)
+// CHECK-NOT: math.ceil
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} {{.*}} -> (tensor<5x16x16xf32>, index, f32)
+// CHECK: vector.transfer_read %{{.*}}[%c4{{.*}}, %{{.*}}, %c0{{.*}}]
 // CHECK: vector.reduction <or>, %{{.*}} : vector<16xi1> into i1
-// CHECK-NOT: scf.if
+// CHECK: scf.if %{{.*}} -> (tensor<5x16x16xf32>, index, f32)
 // CHECK: math.exp %{{.*}} : vector<16xf32>
 // CHECK: vector.transfer_write
+// The pixels: colour + T background.
+// CHECK: scf.for {{.*}} -> (tensor<3x16x16xf32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[0, %{{.*}}, %{{.*}}] [3, 16, 16] [1, 1, 1]
 // The padded channel-major image cropped and transposed to [H, W, 3].
 // CHECK: %[[CROPPED:.*]] = tensor.extract_slice %[[PADDED]][0, 0, 0] [3, 30, 40] [1, 1, 1]
@@ -65,8 +73,8 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
 
 // Exact culling: each splat's reach (2 ln(255 opacity), with a margin) in
 // one generic, gathered with the splats; the rectangles are the reach
-// ellipse's boxes; binning tests each of their tiles, blending each row of
-// a tile.
+// ellipse's boxes; binning tests each of their tiles, and each splat blends
+// the rows of the tile its ellipse spans.
 // CHECK-LABEL: func.func @exact
 // CHECK: %[[REACH:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<5xf32>) outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.log
@@ -80,7 +88,9 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: scf.while
-// CHECK: scf.if %{{.*}} -> (index, vector<16xf32>, vector<16xi1>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK: math.ceil
+// CHECK: math.floor
+// CHECK: scf.if %{{.*}} -> (tensor<5x16x16xf32>, index, f32)
 // CHECK: math.exp %{{.*}} : vector<16xf32>
 func.func @exact(%splats: tensor<11x5xf32>, %bg: tensor<3xf32>) -> tensor<30x40x3xf32> {
   %image = kiln.splat_rasterize %splats, %bg culling = exact : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
@@ -95,8 +105,9 @@ func.func @exact(%splats: tensor<11x5xf32>, %bg: tensor<3xf32>) -> tensor<30x40x
 // CHECK: scf.for {{.*}} -> (tensor<7xi32>, i32)
 // CHECK: %[[WEIGHTS:.*]] = scf.forall (%{{.*}}) in (6) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xf32>)
 // CHECK: linalg.fill {{.*}} -> tensor<?xf32>
-// CHECK: scf.while {{.*}} : (index, vector<16xf32>, vector<16xi1>, tensor<?xf32>)
+// CHECK: scf.while {{.*}} : (index, tensor<5x16x16xf32>, index, tensor<?xf32>)
 // CHECK: vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
+// CHECK: tensor.insert %{{.*}} into %{{.*}}[%{{.*}}] : tensor<?xf32>
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xf32> into tensor<?xf32>
 // CHECK: %[[SUMS:.*]] = scf.for {{.*}} -> (tensor<5xf32>)
 // CHECK: tensor.extract %[[WEIGHTS]]
