@@ -304,6 +304,10 @@ struct CompileOptions {
   /// With accelerate == SplatPrune: first lower the scene's SH degree as
   /// far as the budget allows, then prune within what is left.
   bool reduceSplatShDegree = false;
+  /// With accelerate == SplatPrune: store the scene's scales, rotations,
+  /// opacities and SH coefficients as float16 if the budget allows (after
+  /// reduceSplatShDegree, before pruning); positions stay float32.
+  bool halfSplatAttributes = false;
   /// With maxContext: also make the entry `draft(input_ids)`, `decode`
   /// with these blocks dropped, sharing its cache, for self-speculative
   /// decoding (kiln_generate_options.draft_tokens). Empty: no draft.

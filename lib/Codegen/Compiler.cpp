@@ -155,10 +155,11 @@ LogicalResult kiln::compileModule(ModuleOp module,
           << "\n";
   }
   // A splatting scene's Gaussians, pruned within the budget.
-  if (options.reduceSplatShDegree &&
+  if ((options.reduceSplatShDegree || options.halfSplatAttributes) &&
       options.accelerate != Acceleration::SplatPrune)
-    return emitError(loc) << "lowering the SH degree within the budget is "
-                             "part of splat pruning (--accelerate=splat-prune)";
+    return emitError(loc) << "lowering the SH degree and float16 attributes "
+                             "within the budget are part of splat pruning "
+                             "(--accelerate=splat-prune)";
   if (options.accelerate == Acceleration::SplatPrune) {
     if (options.calibrationDir.empty() ||
         options.qualityMetric != QualityMetric::Psnr ||

@@ -28,6 +28,7 @@ CompileOptions kiln::candidateOptions(const CompileOptions &options,
   candidate.accelerate = Acceleration::None;
   candidate.accelerateReportPath.clear();
   candidate.reduceSplatShDegree = false;
+  candidate.halfSplatAttributes = false;
   candidate.configurePassManager = nullptr;
   candidate.timing = nullptr;
   return candidate;

@@ -91,9 +91,10 @@ ArrayRef<float> constantFloats(OpOperand &operand) {
           bytes->size() / sizeof(float)};
 }
 
-/// A copy of `module` for the search: the entry takes the opacity logits
-/// and the SH coefficients as a fourth and fifth input, and a second entry
-/// (same inputs) returns each Gaussian's summed blending weight.
+/// A copy of `module` for the search: the entry takes the opacity logits,
+/// the SH coefficients, the log scales and the rotations as its fourth to
+/// seventh inputs, and a second entry (same inputs) returns each
+/// Gaussian's summed blending weight.
 FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
   OwningOpRef<ModuleOp> search = module.clone();
   MLIRContext *ctx = module.getContext();
@@ -105,7 +106,9 @@ FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
   Location loc = scene->project.getLoc();
   std::pair<OpOperand *, StringRef> inputs[] = {
       {&scene->project.getOpacityLogitsMutable(), "opacity_logits"},
-      {&scene->project.getShMutable(), "sh"}};
+      {&scene->project.getShMutable(), "sh"},
+      {&scene->project.getLogScalesMutable(), "log_scales"},
+      {&scene->project.getRotationsMutable(), "rotations"}};
   for (auto [operand, inputName] : inputs) {
     Operation *constant = operand->get().getDefiningOp();
     NamedAttribute name(StringAttr::get(ctx, kNameAttr),
@@ -136,6 +139,60 @@ FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
   measure.setResultAttr(0, kNameAttr, StringAttr::get(ctx, "contributions"));
   return search;
 }
+
+/// Rounds `value` to float16 and back (to nearest, ties to even).
+float roundToHalf(float value) {
+  return static_cast<float>(static_cast<_Float16>(value));
+}
+
+/// The Gaussians' attributes a candidate changes, as the search artifact's
+/// run-time inputs (in its order: opacity logits, SH, log scales,
+/// rotations), and the scene's own values.
+struct CandidateInputs {
+  std::vector<TensorPtr> tensors;
+  SmallVector<ArrayRef<float>> scene;
+  int64_t gaussians = 0, coefficients = 0;
+
+  LogicalResult create(SplatScene &splats, Location loc) {
+    gaussians = splats.count();
+    OpOperand *operands[] = {&splats.project.getOpacityLogitsMutable(),
+                             &splats.project.getShMutable(),
+                             &splats.project.getLogScalesMutable(),
+                             &splats.project.getRotationsMutable()};
+    for (OpOperand *operand : operands) {
+      scene.push_back(constantFloats(*operand));
+      SmallVector<int64_t> dims(
+          cast<RankedTensorType>(operand->get().getType()).getShape());
+      kiln_tensor *tensor = nullptr;
+      if (kiln_tensor_create(KILN_DTYPE_F32, dims.size(), dims.data(),
+                             &tensor) != KILN_OK)
+        return emitError(loc) << "splat pruning: " << kiln_last_error();
+      tensors.emplace_back(tensor);
+    }
+    coefficients = scene[1].size() / (3 * gaussians);
+    return success();
+  }
+
+  /// The scene with its `pruned` least contributing Gaussians (`order`
+  /// ranks them) at opacity 0, which culls them, its SH cut to `kept`
+  /// coefficients (zeros add exactly nothing), and with `half` its
+  /// attributes rounded to float16: this renders what the scene compiled
+  /// that way does.
+  void set(ArrayRef<int64_t> order, int64_t pruned, int64_t kept, bool half) {
+    for (auto [tensor, values] : llvm::zip(tensors, scene)) {
+      float *data = static_cast<float *>(kiln_tensor_data(tensor.get()));
+      for (size_t i = 0; i < values.size(); ++i)
+        data[i] = half ? roundToHalf(values[i]) : values[i];
+    }
+    auto *opacity = static_cast<float *>(kiln_tensor_data(tensors[0].get()));
+    for (int64_t i = 0; i < pruned; ++i)
+      opacity[order[i]] = -std::numeric_limits<float>::infinity();
+    auto *sh = static_cast<float *>(kiln_tensor_data(tensors[1].get()));
+    for (int64_t n = 0; n < gaussians; ++n)
+      std::fill(sh + (n * coefficients + kept) * 3,
+                sh + (n + 1) * coefficients * 3, 0.0f);
+  }
+};
 
 /// The SH degree of `coefficients` per channel (1, 4, 9 or 16).
 int64_t shDegree(int64_t coefficients) {
@@ -216,46 +273,24 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
                               << "': " << error;
     }
   }
-  // The candidate's opacities and SH coefficients, run-time inputs.
-  ArrayRef<float> logits =
-      constantFloats(scene->project.getOpacityLogitsMutable());
-  ArrayRef<float> sh = constantFloats(scene->project.getShMutable());
-  int64_t coefficients = sh.size() / (3 * gaussians);
-  int64_t shDims[] = {gaussians, coefficients, 3};
-  kiln_tensor *opacityTensor = nullptr, *shTensor = nullptr;
-  if (kiln_tensor_create(KILN_DTYPE_F32, 1, &gaussians, &opacityTensor) !=
-          KILN_OK ||
-      kiln_tensor_create(KILN_DTYPE_F32, 3, shDims, &shTensor) != KILN_OK)
-    return emitError(loc) << "splat pruning: " << kiln_last_error();
-  TensorPtr ownedOpacity(opacityTensor), ownedSh(shTensor);
-  float *opacityData = static_cast<float *>(kiln_tensor_data(opacityTensor));
-  float *shData = static_cast<float *>(kiln_tensor_data(shTensor));
-  // The scene with its `pruned` least contributing Gaussians at opacity 0
-  // (`order` ranks them) and its SH cut to `kept` coefficients: zeros
-  // contribute exactly nothing, so this renders what the cut scene does.
+  CandidateInputs candidate;
+  if (failed(candidate.create(*scene, loc)))
+    return failure();
+  int64_t coefficients = candidate.coefficients;
   std::vector<int64_t> order(gaussians);
-  auto setCandidate = [&](int64_t pruned, int64_t kept) {
-    std::copy(logits.begin(), logits.end(), opacityData);
-    for (int64_t i = 0; i < pruned; ++i)
-      opacityData[order[i]] = -std::numeric_limits<float>::infinity();
-    std::copy(sh.begin(), sh.end(), shData);
-    for (int64_t n = 0; n < gaussians; ++n)
-      std::fill(shData + (n * coefficients + kept) * 3,
-                shData + (n + 1) * coefficients * 3, 0.0f);
-  };
   auto run = [&](ArtifactRunner &runner,
                  size_t view) -> FailureOr<std::vector<TensorPtr>> {
     std::vector<const kiln_tensor *> inputs;
     for (const TensorPtr &input : views[view])
       inputs.push_back(input.get());
-    inputs.push_back(opacityTensor);
-    inputs.push_back(shTensor);
+    for (const TensorPtr &input : candidate.tensors)
+      inputs.push_back(input.get());
     return runner.run(inputs,
                       llvm::sys::path::parent_path((*sets)[view].front()));
   };
 
   // Rank on the even views, with every Gaussian; render the odd ones.
-  setCandidate(0, coefficients);
+  candidate.set(order, 0, coefficients, false);
   std::vector<double> contribution(gaussians, 0);
   std::vector<TensorPtr> references;
   llvm::json::Array rankingViews, heldOutViews;
@@ -287,9 +322,10 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
 
   // The least PSNR over the held-out views of a candidate.
   llvm::json::Array tried;
-  auto measure = [&](int64_t percent, int64_t kept) -> FailureOr<double> {
+  auto measure = [&](int64_t percent, int64_t kept,
+                     bool half) -> FailureOr<double> {
     int64_t pruned = gaussians * percent / 100;
-    setCandidate(pruned, kept);
+    candidate.set(order, pruned, kept, half);
     double least = std::numeric_limits<double>::infinity();
     llvm::json::Array perView;
     for (size_t h = 0; h < references.size(); ++h) {
@@ -303,6 +339,7 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
     tried.push_back(llvm::json::Object{{"pruned_percent", percent},
                                        {"pruned", pruned},
                                        {"sh_degree", shDegree(kept)},
+                                       {"half_attributes", half},
                                        {"psnr_min", reportPsnr(least)},
                                        {"psnr", std::move(perView)}});
     return least;
@@ -313,7 +350,7 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
   if (options.reduceSplatShDegree) {
     for (int64_t degree = shDegree(coefficients) - 1; degree >= 0; --degree) {
       int64_t fewer = (degree + 1) * (degree + 1);
-      FailureOr<double> least = measure(0, fewer);
+      FailureOr<double> least = measure(0, fewer, false);
       if (failed(least))
         return failure();
       if (*least < options.qualityBudget)
@@ -322,11 +359,21 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
       keptPsnr = *least;
     }
   }
+  // Float16 attributes, if asked and within the budget, before pruning.
+  bool half = false;
+  if (options.halfSplatAttributes) {
+    FailureOr<double> least = measure(0, keptCoefficients, true);
+    if (failed(least))
+      return failure();
+    half = *least >= options.qualityBudget;
+    if (half)
+      keptPsnr = *least;
+  }
   // Bisection between 0% (the scene itself) and 100% (nothing left).
   int64_t kept = 0, broken = 100;
   while (broken - kept > 1) {
     int64_t middle = (kept + broken) / 2;
-    FailureOr<double> least = measure(middle, keptCoefficients);
+    FailureOr<double> least = measure(middle, keptCoefficients, half);
     if (failed(least))
       return failure();
     if (*least >= options.qualityBudget) {
@@ -339,6 +386,7 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
 
   SplatPruneChoice choice;
   choice.shCoefficients = keptCoefficients;
+  choice.halfAttributes = half;
   choice.keep.assign(gaussians, true);
   int64_t pruned = gaussians * kept / 100;
   for (int64_t i = 0; i < pruned; ++i)
@@ -360,6 +408,7 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
                          {"kept", gaussians - pruned},
                          {"sh_degree_given", shDegree(coefficients)},
                          {"sh_degree", shDegree(keptCoefficients)},
+                         {"half_attributes", half},
                          {"psnr_min", reportPsnr(keptPsnr)},
                          {"pruned_indices", std::move(prunedIndices)}};
   return choice;
@@ -375,37 +424,54 @@ LogicalResult kiln::pruneSplats(ModuleOp module,
   assert(static_cast<int64_t>(keep.size()) == gaussians &&
          "a keep flag per Gaussian");
   int64_t kept = llvm::count(keep, true);
-  IRRewriter rewriter(module.getContext());
+  MLIRContext *ctx = module.getContext();
+  IRRewriter rewriter(ctx);
   for (OpOperand *operand : scene->gaussians()) {
     auto constant = operand->get().getDefiningOp<ConstantOp>();
     ElementsAttr value = constant.getValue();
     auto type = cast<RankedTensorType>(value.getType());
-    std::optional<ArrayRef<char>> bytes = getRawBytes(value);
-    assert(bytes && "a scene's Gaussians are raw f32 constants");
-    size_t rowBytes = bytes->size() / gaussians;
+    ArrayRef<float> floats = constantFloats(*operand);
+    int64_t rowFloats = floats.size() / gaussians;
     // The SH coefficients of the kept degree lead each Gaussian's row.
-    size_t keptBytes = rowBytes;
+    int64_t keptFloats = rowFloats;
     SmallVector<int64_t> shape(type.getShape());
     shape[0] = kept;
     if (operand == &scene->project.getShMutable()) {
-      keptBytes = rowBytes / shape[1] * choice.shCoefficients;
+      keptFloats = rowFloats / shape[1] * choice.shCoefficients;
       shape[1] = choice.shCoefficients;
     }
+    // Positions stay float32: float16 would move a mean by up to 1/2048
+    // of its distance from the origin.
+    bool half = choice.halfAttributes &&
+                operand != &scene->project.getPositionsMutable();
+    Type element = half ? Type(Float16Type::get(ctx)) : type.getElementType();
     ElementsAttr pruned = createElements(
-        RankedTensorType::get(shape, type.getElementType()),
-        [&](MutableArrayRef<char> out) {
-          char *next = out.data();
-          for (int64_t n = 0; n < gaussians; ++n)
-            if (keep[n]) {
-              std::memcpy(next, bytes->data() + n * rowBytes, keptBytes);
-              next += keptBytes;
+        RankedTensorType::get(shape, element), [&](MutableArrayRef<char> out) {
+          auto *halfs = reinterpret_cast<_Float16 *>(out.data());
+          auto *singles = reinterpret_cast<float *>(out.data());
+          int64_t next = 0;
+          for (int64_t n = 0; n < gaussians; ++n) {
+            if (!keep[n])
+              continue;
+            for (int64_t i = 0; i < keptFloats; ++i, ++next) {
+              float x = floats[n * rowFloats + i];
+              if (half)
+                halfs[next] = static_cast<_Float16>(x);
+              else
+                singles[next] = x;
             }
+          }
         });
     rewriter.setInsertionPoint(constant);
-    operand->set(ConstantOp::create(rewriter, constant.getLoc(), pruned));
+    Value replacement = ConstantOp::create(rewriter, constant.getLoc(), pruned);
+    if (half)
+      replacement = CastOp::create(
+          rewriter, constant.getLoc(),
+          RankedTensorType::get(shape, type.getElementType()), replacement);
+    operand->set(replacement);
     eraseIfUnused(rewriter, constant, value);
   }
   scene->project.getSplats().setType(
-      RankedTensorType::get({11, kept}, Float32Type::get(module.getContext())));
+      RankedTensorType::get({11, kept}, Float32Type::get(ctx)));
   return success();
 }

@@ -26,6 +26,9 @@ struct SplatPruneChoice {
   /// The SH coefficients per channel each Gaussian keeps (1, 4, 9 or 16:
   /// degree 0-3), the lowest of its degree's.
   int64_t shCoefficients = 0;
+  /// Whether the scales, rotations, opacities and SH coefficients are
+  /// stored as float16.
+  bool halfAttributes = false;
   /// What the search measured: the views, each fraction tried with its
   /// PSNR on every held-out view, the choice and the pruned Gaussians'
   /// indices.
@@ -47,14 +50,18 @@ struct SplatPruneChoice {
 /// as inputs: a pruned Gaussian gets opacity 0, which culls it, and a cut
 /// degree zero coefficients, so each candidate renders exactly as the
 /// pruned scene does. With options.reduceSplatShDegree the search first
-/// lowers the SH degree while the unpruned scene keeps the budget, then
-/// prunes within what is left. `module` is not changed.
+/// lowers the SH degree while the unpruned scene keeps the budget; with
+/// options.halfSplatAttributes it then rounds the scales, rotations,
+/// opacities and SH coefficients to float16 if that keeps the budget (the
+/// candidates round their inputs as the stored scene will be rounded);
+/// then it prunes within what is left. `module` is not changed.
 mlir::FailureOr<SplatPruneChoice>
 chooseSplatPruning(mlir::ModuleOp module, const CompileOptions &options);
 
 /// Removes the Gaussians `choice` does not keep from the scene's constants
 /// in `module` (which chooseSplatPruning accepted), and their SH
-/// coefficients past the kept degree.
+/// coefficients past the kept degree; with choice.halfAttributes stores
+/// all but the positions as float16, widened by kiln.cast when rendering.
 mlir::LogicalResult pruneSplats(mlir::ModuleOp module,
                                 const SplatPruneChoice &choice);
 

@@ -15,19 +15,20 @@ must be the same at 1 and 2 threads, and under square and exact culling.
 
 2. Pruning: a procedural scene (.ply) compiled with --accelerate=splat-prune
 --quality-budget psnr=35 on eight orbit views, and again with
---splat-reduce-sh. The pruned artifacts' renders of the held-out views
+--splat-reduce-sh and with --splat-half-attributes. The pruned artifacts' renders of the held-out views
 (the odd ones), measured here against the unpruned artifact's, must keep
 35 dB, and the least of them must be the PSNR the search reports (its
 candidates render exactly what the pruned scene renders). Something must
 be pruned, the next percent the search tried must have broken the budget,
-and --splat-reduce-sh must lower the degree. The reduced artifact must
-render a held-out view as the reference renderer renders the scene less
-the Gaussians the report lists as pruned, with SH cut to the reported
-degree.
+--splat-reduce-sh must lower the degree and --splat-half-attributes take
+float16. Those artifacts must render a held-out view as the reference
+renderer renders the scene less the Gaussians the report lists as pruned,
+with SH cut to the reported degree, or its attributes but the positions
+rounded to float16.
 
 3. Misuse: pruning a scene with run-time Gaussians, one view, a cosine
-budget, a PSNR budget without pruning, --splat-reduce-sh without pruning,
-views of the wrong shape: exit 1, one error line saying what is wrong, no
+budget, a PSNR budget without pruning, --splat-reduce-sh or
+--splat-half-attributes without pruning, views of the wrong shape: exit 1, one error line saying what is wrong, no
 output file.
 """
 import json
@@ -151,7 +152,9 @@ def check_pruning(kiln_bin, runtime, work, failures):
                         f"{result.stderr[-2000:]}")
         return
     for label, options in (("pruning", []),
-                           ("pruning and SH", ["--splat-reduce-sh"])):
+                           ("pruning and SH", ["--splat-reduce-sh"]),
+                           ("pruning and float16",
+                            ["--splat-half-attributes"])):
         stem = os.path.join(work, label.replace(" ", "-"))
         result = run_compile(kiln_bin, ply, image, "-o", stem + ".so",
                              "--accelerate=splat-prune",
@@ -164,21 +167,28 @@ def check_pruning(kiln_bin, runtime, work, failures):
             continue
         report = check_pruned(runtime, stem, full_so, cameras, label,
                               failures)
-        if options and not report["sh_degree"] < 3:
+        if "--splat-reduce-sh" in options and not report["sh_degree"] < 3:
             failures.append(f"{label}: the SH degree stayed 3")
+        if report["half_attributes"] != ("--splat-half-attributes" in
+                                         options):
+            failures.append(f"{label}: float16 attributes "
+                            f"{report['half_attributes']}")
         if options:
             check_against_reference(runtime, stem + ".so", scene, report,
-                                    cameras[1], failures)
+                                    cameras[1], label, failures)
     return ply, views
 
 
-def check_against_reference(runtime, artifact, scene, report, camera,
+def check_against_reference(runtime, artifact, scene, report, camera, label,
                             failures):
     keep = np.ones(PRUNE_GAUSSIANS, bool)
     keep[report["pruned_indices"]] = False
     coefficients = (report["sh_degree"] + 1) ** 2
     cut = {name: value[keep] for name, value in scene.items()}
     cut["sh"] = cut["sh"][:, :coefficients]
+    if report["half_attributes"]:
+        for name in ("log_scales", "rotations", "opacity_logits", "sh"):
+            cut[name] = cut[name].astype(np.float16).astype(np.float32)
     expected, _, fragile = reference.render(
         cut, np.array(camera["view"]), camera["intrinsics"], PRUNE_WIDTH,
         PRUNE_HEIGHT, np.zeros(3))
@@ -190,11 +200,12 @@ def check_against_reference(runtime, artifact, scene, report, camera,
     error = np.abs(got - expected).max(2)
     robust = float(np.where(fragile, 0, error).max())
     if not robust <= 1e-4:
-        failures.append(f"the pruned scene renders {robust:.2e} off the "
-                        "reference render of the scene less the reported "
-                        "Gaussians")
-    print(f"pruned and cut scene against the reference: largest error "
-          f"{robust:.1e} ({int(fragile.sum())} pixels near a threshold)")
+        failures.append(f"{label}: the pruned scene renders {robust:.2e} off "
+                        "the reference render of the scene less the "
+                        "reported Gaussians")
+    print(f"{label}, against the reference render of the reported scene: "
+          f"largest error {robust:.1e} ({int(fragile.sum())} pixels near a "
+          "threshold)")
 
 
 def check_pruned(runtime, stem, full_so, cameras, label, failures):
@@ -261,6 +272,8 @@ def check_misuse(kiln_bin, work, ply, views, failures):
                                    "splat pruning (--accelerate=splat-prune)"),
         "SH without pruning": (["--splat-reduce-sh"],
                                "part of splat pruning"),
+        "float16 without pruning": (["--splat-half-attributes"],
+                                    "part of splat pruning"),
         "wrong view shape": ([f"--calibration={bad_views}"] + prune,
                              "intrinsics"),
     }

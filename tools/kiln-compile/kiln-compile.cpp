@@ -258,6 +258,11 @@ llvm::cl::opt<bool> splatReduceSh(
     llvm::cl::desc("With --accelerate=splat-prune: first lower the scene's "
                    "SH degree as far as --quality-budget allows, then prune "
                    "within what is left"));
+llvm::cl::opt<bool> splatHalfAttributes(
+    "splat-half-attributes",
+    llvm::cl::desc("With --accelerate=splat-prune: store the scene's "
+                   "scales, rotations, opacities and SH coefficients as "
+                   "float16 if --quality-budget allows (before pruning)"));
 llvm::cl::opt<std::string>
     accelerateReport("accelerate-report",
                      llvm::cl::desc("Write what --accelerate measured (JSON)"),
@@ -401,7 +406,7 @@ void hideOtherOptions() {
       "skip-layers-report", "merge-tokens", "merge-schedule",
       "merge-tokens-per-block", "merge-scope", "prune-tokens", "prune-blocks",
       "prune-tokens-per-block", "prune-importance", "accelerate", "accelerate-report",
-      "splat-reduce-sh",
+      "splat-reduce-sh", "splat-half-attributes",
       "draft-skip-layers", "draft-quantize",
       "draft-tokens", "choose-draft", "draft-report",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
@@ -702,6 +707,7 @@ int main(int argc, char **argv) {
   options.accelerate = accelerate;
   options.accelerateReportPath = accelerateReport;
   options.reduceSplatShDegree = splatReduceSh;
+  options.halfSplatAttributes = splatHalfAttributes;
   options.draftSkipLayers.assign(draftSkipLayers.begin(),
                                  draftSkipLayers.end());
   options.draftQuantization = draftQuantization;
