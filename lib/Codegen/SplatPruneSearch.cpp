@@ -255,13 +255,13 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
   if (failed(compileCandidate(**search, candidateOptions(options, path))))
     return failure();
   FailureOr<ArtifactRunner> renderer = ArtifactRunner::open(
-      path, scene->entry.getName(), "the scene with run-time opacities", loc);
+      path, scene->entry.getName(), "the scene with run-time attributes", loc);
   FailureOr<ArtifactRunner> measurer = ArtifactRunner::open(
       path, kContributionsEntry, "the scene's contributions", loc);
   if (failed(renderer) || failed(measurer))
     return failure();
 
-  // Each view's camera, and the opacities as one more input.
+  // Each view's camera inputs; the candidate's attributes follow them.
   std::vector<std::vector<TensorPtr>> views;
   for (const std::vector<std::string> &files : *sets) {
     views.emplace_back();
@@ -463,12 +463,7 @@ LogicalResult kiln::pruneSplats(ModuleOp module,
           }
         });
     rewriter.setInsertionPoint(constant);
-    Value replacement = ConstantOp::create(rewriter, constant.getLoc(), pruned);
-    if (half)
-      replacement = CastOp::create(
-          rewriter, constant.getLoc(),
-          RankedTensorType::get(shape, type.getElementType()), replacement);
-    operand->set(replacement);
+    operand->set(ConstantOp::create(rewriter, constant.getLoc(), pruned));
     eraseIfUnused(rewriter, constant, value);
   }
   scene->project.getSplats().setType(

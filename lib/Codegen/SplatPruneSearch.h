@@ -61,7 +61,8 @@ chooseSplatPruning(mlir::ModuleOp module, const CompileOptions &options);
 /// Removes the Gaussians `choice` does not keep from the scene's constants
 /// in `module` (which chooseSplatPruning accepted), and their SH
 /// coefficients past the kept degree; with choice.halfAttributes stores
-/// all but the positions as float16, widened by kiln.cast when rendering.
+/// all but the positions as float16, which the projection widens as it
+/// reads them.
 mlir::LogicalResult pruneSplats(mlir::ModuleOp module,
                                 const SplatPruneChoice &choice);
 

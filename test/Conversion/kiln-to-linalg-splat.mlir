@@ -116,3 +116,13 @@ func.func @contributions(%splats: tensor<11x5xf32>) -> tensor<5xf32> {
   %weights = kiln.splat_contributions %splats width = 40 height = 30 : tensor<11x5xf32> -> tensor<5xf32>
   return %weights : tensor<5xf32>
 }
+
+// Attributes stored as float16 widen inside the projection's generic.
+// CHECK-LABEL: func.func @half_attributes
+// CHECK: linalg.generic {{.*}} ins({{.*}} : tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf16>, tensor<5xf16>, tensor<5xf16>
+// CHECK-COUNT-3: arith.extf %{{.*}} : f16 to f32
+func.func @half_attributes(%p: tensor<5x3xf32>, %s: tensor<5x3xf16>, %r: tensor<5x4xf16>, %o: tensor<5xf16>,
+                           %sh: tensor<5x1x3xf16>, %view: tensor<4x4xf32>, %k: tensor<4xf32>) -> tensor<11x5xf32> {
+  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 : tensor<5x3xf32>, tensor<5x3xf16>, tensor<5x4xf16>, tensor<5xf16>, tensor<5x1x3xf16>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  return %splats : tensor<11x5xf32>
+}

@@ -52,6 +52,8 @@ def Kiln_BitsTensor : RankedTensorOf<[I1, I64, I32]>;
 // The composite ops (convolution, attention, normalization, ...) and their
 // kernels compute in f32; elementwise float math also in f64.
 def Kiln_FloatTensor : RankedTensorOf<[F32]>;
+// Values kept in memory at half precision and widened where they are read.
+def Kiln_StoredFloatTensor : RankedTensorOf<[F32, F16]>;
 def Kiln_RealTensor : RankedTensorOf<[F32, F64]>;
 def Kiln_IndexTensor : RankedTensorOf<[I64]>;
 // Quantized values and their zero points (8-bit), and integer products.

@@ -24,7 +24,9 @@ def Kiln_SplatProjectOp : Kiln_Op<"splat_project", [Pure]> {
     log scales (`log_scales`, [N, 3]), a rotation (`rotations`, [N, 4], a
     quaternion w, x, y, z of any non-zero length), an opacity logit
     (`opacity_logits`, [N]) and spherical-harmonics colour coefficients
-    (`sh`, [N, K, 3] with K = 1, 4, 9 or 16: degree 0 to 3).
+    (`sh`, [N, K, 3] with K = 1, 4, 9 or 16: degree 0 to 3). The log
+    scales, rotations, opacity logits and SH may be float16, stored at half
+    the bytes and widened to float32 as the projection reads them.
 
     `splats` is [11, N], one row per field, so that each field is
     contiguous: 0-1 the mean in pixels (x, y); 2-4 the inverse of the 2D
@@ -39,10 +41,10 @@ def Kiln_SplatProjectOp : Kiln_Op<"splat_project", [Pure]> {
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$positions,
-                       Kiln_FloatTensor:$log_scales,
-                       Kiln_FloatTensor:$rotations,
-                       Kiln_FloatTensor:$opacity_logits,
-                       Kiln_FloatTensor:$sh, Kiln_FloatTensor:$view,
+                       Kiln_StoredFloatTensor:$log_scales,
+                       Kiln_StoredFloatTensor:$rotations,
+                       Kiln_StoredFloatTensor:$opacity_logits,
+                       Kiln_StoredFloatTensor:$sh, Kiln_FloatTensor:$view,
                        Kiln_FloatTensor:$intrinsics, I64Attr:$width,
                        I64Attr:$height);
   let results = (outs Kiln_FloatTensor:$splats);

@@ -118,8 +118,16 @@ struct SplatProjectLowering : OpConversionPattern<SplatProjectOp> {
     AffineMap identity = rewriter.getMultiDimIdentityMap(1);
     SmallVector<AffineMap> maps(inputs.size() + inits.size(), identity);
 
-    auto body = [&](OpBuilder &nb, Location l, ValueRange args) {
+    auto body = [&](OpBuilder &nb, Location l, ValueRange stored) {
       Arith g{nb, l};
+      // Attributes stored as float16 widen as they are read.
+      SmallVector<Value> args;
+      for (Value value : stored)
+        args.push_back(
+            value.getType().isF16()
+                ? arith::ExtFOp::create(nb, l, nb.getF32Type(), value)
+                      .getResult()
+                : value);
       Value p[3] = {args[0], args[1], args[2]};
       Value cam[3];
       for (int64_t i = 0; i < 3; ++i)
