@@ -375,8 +375,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         return std::make_tuple(local, g.toIndex(start), bandPairs);
       });
 
-  SplatBins bins{splats, reaches, Value(), Value(),
-                 order,  ranges,  entries, pairs};
+  SplatBins bins{splats, Value(), Value(), order, ranges, entries, pairs};
   if (reaches) {
     bins.spanTop = rects[4];
     bins.spanBottom = rects[5];

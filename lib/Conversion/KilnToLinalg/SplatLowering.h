@@ -187,8 +187,6 @@ struct SplatBins {
   /// The visible splats' fields ([11, N]) in increasing depth; rows past
   /// the visible count are never read.
   Value splats;
-  /// Under exact culling, each sorted splat's reach (reachOf); else null.
-  Value reaches;
   /// Under exact culling, the rows of pixels each sorted splat's reach
   /// ellipse spans (f32 [N], top and bottom, widened by 0.1% + 0.01 for
   /// float rounding); else null.
