@@ -255,6 +255,33 @@ static kiln_status validate_tensors(const char *path,
   return KILN_OK;
 }
 
+/* Each dimension an input's value sets names an element of a fixed-length
+ * int64 vector input and a dimension the inputs set. */
+static kiln_status validate_value_dims(const char *path,
+                                       const kiln_abi_artifact *desc,
+                                       const kiln_abi_entry *entry) {
+  int64_t count = kiln_descriptor_num_value_dims(desc, entry);
+  if (count < 0 || count > KILN_MAX_VALUE_DIMS)
+    return malformed(path, "malformed table of dimensions set by values",
+                     entry->name);
+  for (int64_t v = 0; v < count; ++v) {
+    const kiln_abi_value_dim *value = &entry->value_dims[v];
+    if (value->input < 0 || value->input >= entry->num_inputs ||
+        value->dim < 0 || value->dim >= (int64_t)desc->num_dims ||
+        kiln_descriptor_dim_expr(desc, (uint32_t)value->dim))
+      return malformed(path, "malformed table of dimensions set by values",
+                       entry->name);
+    const kiln_abi_tensor *t = &entry->inputs[value->input];
+    if (t->dtype != KILN_DTYPE_I64 || t->rank != 1 || t->dims[0] < 0 ||
+        value->element < 0 || value->element >= t->dims[0])
+      return kiln_fail(KILN_ERROR_INCOMPATIBLE,
+                       "%s: entry '%s' input '%s' sets a dimension but is not "
+                       "a fixed-length int64 vector of that many elements",
+                       path, entry->name, t->name);
+  }
+  return KILN_OK;
+}
+
 kiln_status kiln_validate_descriptor(const char *path,
                                      const kiln_abi_artifact *desc) {
   if (!desc)
@@ -264,7 +291,7 @@ kiln_status kiln_validate_descriptor(const char *path,
                      "%s: artifact ABI version %u, this runtime supports %d",
                      path, desc->abi_version, KILN_ABI_VERSION);
   if (desc->size < offsetof(kiln_abi_artifact, cpu_features) ||
-      desc->entry_size < sizeof(kiln_abi_entry))
+      desc->entry_size < offsetof(kiln_abi_entry, num_value_dims))
     return malformed(path, "the descriptor is smaller than version 3's",
                      NULL);
   kiln_status features = check_cpu_features(path, descriptor_cpu_features(desc));
@@ -304,10 +331,21 @@ kiln_status kiln_validate_descriptor(const char *path,
     if (status == KILN_OK)
       status = validate_tensors(path, desc, entry->name, "output",
                                 entry->num_outputs, entry->outputs);
+    if (status == KILN_OK)
+      status = validate_value_dims(path, desc, entry);
     if (status != KILN_OK)
       return status;
   }
   return KILN_OK;
+}
+
+int64_t kiln_descriptor_num_value_dims(const kiln_abi_artifact *desc,
+                                       const kiln_abi_entry *entry) {
+  if (desc->entry_size <
+          offsetof(kiln_abi_entry, value_dims) + sizeof(entry->value_dims) ||
+      !entry->value_dims)
+    return 0;
+  return entry->num_value_dims;
 }
 
 const kiln_abi_entry *kiln_descriptor_entry(const kiln_abi_artifact *desc,

@@ -46,6 +46,12 @@ const kiln_abi_entry *kiln_artifact_get_entry(const kiln_artifact *artifact,
 const kiln_abi_entry *kiln_descriptor_entry(const kiln_abi_artifact *desc,
                                             uint32_t index);
 
+/* The dimensions entry's inputs' values set (0 for an artifact whose
+ * entry_size predates the table). */
+#define KILN_MAX_VALUE_DIMS 4096
+int64_t kiln_descriptor_num_value_dims(const kiln_abi_artifact *desc,
+                                       const kiln_abi_entry *entry);
+
 /* Dimension k's program (kiln/abi.h's kiln_abi_expr_op) when the compiler
  * computes it, NULL when the inputs set it. */
 const int64_t *kiln_descriptor_dim_expr(const kiln_abi_artifact *desc,

@@ -213,6 +213,39 @@ static kiln_status check_tensor(const kiln_session *session,
   return KILN_OK;
 }
 
+/* Binds the dimensions the inputs' values set (kiln_abi_value_dim), after
+ * their shapes have set theirs. */
+static kiln_status bind_value_dims(const kiln_session *session,
+                                   const kiln_abi_entry *entry,
+                                   const kiln_tensor *const *inputs,
+                                   int64_t *dim_values) {
+  const kiln_abi_artifact *desc = session->artifact->desc;
+  int64_t count = kiln_descriptor_num_value_dims(desc, entry);
+  for (int64_t v = 0; v < count; ++v) {
+    const kiln_abi_value_dim *set = &entry->value_dims[v];
+    const char *input = entry->inputs[set->input].name;
+    const kiln_abi_dim *dim = &desc->dims[set->dim];
+    int64_t value = ((const int64_t *)kiln_tensor_const_data(
+        inputs[set->input]))[set->element];
+    if (value < dim->min || value > dim->max)
+      return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
+                       "%s: input '%s' element %d ('%s') is %lld, outside the "
+                       "range %lld..%lld it was compiled for",
+                       entry->name, input, set->element, dim->name,
+                       (long long)value, (long long)dim->min,
+                       (long long)dim->max);
+    if (dim_values[set->dim] >= 0 && dim_values[set->dim] != value)
+      return kiln_fail(KILN_ERROR_SHAPE_MISMATCH,
+                       "%s: input '%s' element %d ('%s') is %lld, but '%s' "
+                       "is %lld elsewhere",
+                       entry->name, input, set->element, dim->name,
+                       (long long)value, dim->name,
+                       (long long)dim_values[set->dim]);
+    dim_values[set->dim] = value;
+  }
+  return KILN_OK;
+}
+
 KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
                                          int32_t entry_index,
                                          const kiln_tensor *const *inputs,
@@ -251,6 +284,9 @@ KILN_EXPORT kiln_status kiln_session_run(kiln_session *session,
     input_buffers[i].data = (void *)(uintptr_t)kiln_tensor_const_data(inputs[i]);
     input_buffers[i].dims = kiln_tensor_dims(inputs[i]);
   }
+  kiln_status set = bind_value_dims(session, entry, inputs, dim_values);
+  if (set != KILN_OK)
+    return set;
   /* The dimensions the compiler computes follow from the inputs'. */
   for (uint32_t k = 0; k < desc->num_dims; ++k) {
     const int64_t *expr = kiln_descriptor_dim_expr(desc, k);

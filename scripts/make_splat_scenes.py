@@ -194,19 +194,24 @@ def orbit_cameras(views, width, height, radius=6.0, height_above=2.5,
     return cameras
 
 
-def write_views(folder, cameras, background=(0.0, 0.0, 0.0)):
+def write_views(folder, cameras, background=(0.0, 0.0, 0.0),
+                image_size=None):
     """Each camera as a folder of the renderer's inputs (view_00/input_0.pb
-    the view matrix, input_1.pb the intrinsics, input_2.pb the background),
-    the layout kiln-compile's --calibration reads."""
+    the view matrix, input_1.pb the intrinsics, input_2.pb the background,
+    and with `image_size` (height, width) input_3.pb, for a renderer
+    compiled with --splat-size-input), the layout kiln-compile's
+    --calibration reads."""
     from onnx import numpy_helper
     for i, camera in enumerate(cameras):
         view_dir = os.path.join(folder, f"view_{i:02d}")
         os.makedirs(view_dir, exist_ok=True)
-        inputs = [("view", camera["view"]),
-                  ("intrinsics", camera["intrinsics"]),
-                  ("background", background)]
+        inputs = [("view", np.array(camera["view"], np.float32)),
+                  ("intrinsics", np.array(camera["intrinsics"], np.float32)),
+                  ("background", np.array(background, np.float32))]
+        if image_size is not None:
+            inputs.append(("image_size", np.array(image_size, np.int64)))
         for k, (name, value) in enumerate(inputs):
-            tensor = numpy_helper.from_array(np.array(value, np.float32), name)
+            tensor = numpy_helper.from_array(value, name)
             with open(os.path.join(view_dir, f"input_{k}.pb"), "wb") as f:
                 f.write(tensor.SerializeToString())
 
@@ -223,6 +228,9 @@ def main():
     parser.add_argument("--views-dir",
                         help="a folder to write the cameras to as inputs "
                              "(view_NN/input_0-2.pb), for --calibration")
+    parser.add_argument("--views-image-size", action="store_true",
+                        help="also write the image size (input_3.pb), for "
+                             "a renderer compiled with --splat-size-input")
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
     args = parser.parse_args()
@@ -232,7 +240,9 @@ def main():
         with open(args.cameras, "w") as f:
             json.dump(cameras, f, indent=1)
     if args.views_dir:
-        write_views(args.views_dir, cameras)
+        write_views(args.views_dir, cameras,
+                    image_size=((args.height, args.width)
+                                if args.views_image_size else None))
 
 
 if __name__ == "__main__":

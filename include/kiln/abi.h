@@ -108,6 +108,16 @@ typedef struct kiln_abi_tensor {
   const int64_t *dims; /* rank values: sizes, or KILN_ABI_DIM_REF(k) */
 } kiln_abi_tensor;
 
+/* A dimension an entry takes from an input's value instead of its shape (a
+ * renderer's image size): element `element` of input `input`, a rank-1
+ * int64 tensor of fixed length. The caller checks the value against the
+ * dimension's range, as for one a shape sets. */
+typedef struct kiln_abi_value_dim {
+  int32_t input;
+  int32_t element;
+  int64_t dim; /* index into kiln_abi_artifact.dims */
+} kiln_abi_value_dim;
+
 /* Runs `body(closure, begin, end)` over disjoint ranges that together cover
  * [0, count), possibly on several threads at once, and returns when every
  * range is done. */
@@ -156,6 +166,10 @@ typedef struct kiln_abi_entry {
   int32_t num_errors;
   const char *const *errors;
   uint64_t scratch_size; /* bytes of scratch memory a call uses */
+  /* The dimensions the inputs' values set; 0 and NULL for none (and in
+   * artifacts whose entry_size ends before these fields). */
+  int64_t num_value_dims;
+  const kiln_abi_value_dim *value_dims;
 } kiln_abi_entry;
 
 typedef struct kiln_abi_artifact {

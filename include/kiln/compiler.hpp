@@ -418,12 +418,16 @@ struct SplatSceneOptions {
   /// log_scales [N, 3], rotations [N, 4], opacity_logits [N], sh
   /// [N, K, 3]) instead of constants compiled into the artifact.
   bool gaussiansAsInputs = false;
+  /// The image's size as the entry's last input, `image_size` (int64
+  /// [height, width]), at most width x height: the image is [height, width,
+  /// 3] at the call's size.
+  bool imageSizeInput = false;
 };
 
 /// Reads the 3DGS scene at `path` (a binary .ply whose vertices carry x y z,
 /// f_dc_0-2, f_rest_* for SH degree 1-3, opacity, scale_0-2, rot_0-3) and
-/// builds `func.func @main(view [4, 4], intrinsics [4], background [3]) ->
-/// image [height, width, 3]` from kiln.splat_project and
+/// builds `func.func @main(view [4, 4], intrinsics [4], background [3]
+/// [, image_size [2]]) -> image [height, width, 3]` from kiln.splat_project and
 /// kiln.splat_rasterize (docs/splatting.md). A malformed file (its header,
 /// property list or size, a non-finite value, a quaternion that cannot be
 /// normalized) is an error naming what and where. Returns null after any

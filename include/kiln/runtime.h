@@ -171,7 +171,10 @@ kiln_status kiln_session_reset(kiln_session *session);
 /* Runs entry point `entry`. `inputs` holds num_inputs tensors in signature
  * order, each checked against the signature's dtype and shape: a named
  * dimension must lie in its range and have one size throughout the call.
- * For each output, a NULL slot receives a new tensor of the call's shape
+ * Some entries take a dimension from an input's value instead (a
+ * renderer's `image_size`, int64 [height, width]: kiln/abi.h's
+ * kiln_abi_value_dim); that value is checked against the range the same
+ * way. For each output, a NULL slot receives a new tensor of the call's shape
  * (the caller destroys it); a non-NULL slot must match the signature and is
  * written in place. Output tensors must not be inputs. On failure, slots the
  * call filled are destroyed and reset to NULL. */

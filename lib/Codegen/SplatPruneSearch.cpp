@@ -63,12 +63,15 @@ FailureOr<SplatScene> findScene(ModuleOp module) {
   auto fail = [&]() -> FailureOr<SplatScene> {
     return emitError(module.getLoc())
            << "splat pruning needs one Gaussian splatting scene whose "
-              "Gaussians are constants, rendered by an entry of three inputs "
-              "(view, intrinsics, background): a .ply compiled without "
-              "--splat-inputs";
+              "Gaussians are constants, rendered by an entry whose inputs "
+              "are view, intrinsics, background (and image_size with "
+              "--splat-size-input): a .ply compiled without --splat-inputs";
   };
-  if (projections != 1 || scene.entry.getNumArguments() != 3 ||
-      scene.entry.getNumResults() != 1 || !scene.project->hasOneUse())
+  if (projections != 1 || scene.entry.getNumResults() != 1 ||
+      !scene.project->hasOneUse())
+    return fail();
+  unsigned cameraInputs = scene.project.getImageSize().empty() ? 3 : 4;
+  if (scene.entry.getNumArguments() != cameraInputs)
     return fail();
   for (OpOperand *operand : scene.gaussians())
     if (!operand->get().getDefiningOp<ConstantOp>() ||
@@ -127,10 +130,15 @@ FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
   search->push_back(measure);
   SplatRasterizeOp rasterize = *measure.getOps<SplatRasterizeOp>().begin();
   auto imageType = cast<RankedTensorType>(rasterize.getImage().getType());
+  int64_t width = imageType.getDimSize(1), height = imageType.getDimSize(0);
+  if (std::optional<ArrayRef<int64_t>> bound = rasterize.getMaxSize()) {
+    height = (*bound)[0];
+    width = (*bound)[1];
+  }
   OpBuilder b(rasterize);
   Value weights = SplatContributionsOp::create(
       b, loc, RankedTensorType::get({scene->count()}, Float32Type::get(ctx)),
-      rasterize.getSplats(), imageType.getDimSize(1), imageType.getDimSize(0),
+      rasterize.getSplats(), width, height, rasterize.getImageSize(),
       rasterize.getCulling());
   measure.getBody().front().getTerminator()->setOperand(0, weights);
   rasterize.erase();
@@ -231,8 +239,8 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
   if (failed(scene))
     return failure();
   int64_t gaussians = scene->count();
-  FailureOr<std::vector<std::vector<std::string>>> sets =
-      findCalibrationSets(options.calibrationDir, 3, loc);
+  FailureOr<std::vector<std::vector<std::string>>> sets = findCalibrationSets(
+      options.calibrationDir, scene->entry.getNumArguments(), loc);
   if (failed(sets))
     return failure();
   if (sets->size() < 2)

@@ -95,11 +95,12 @@ LogicalResult importSplatRender(NodeImporter &node) {
   auto f32 = [&](ArrayRef<int64_t> shape) {
     return RankedTensorType::get(shape, node.b.getF32Type());
   };
-  Value splats =
-      SplatProjectOp::create(node.b, node.loc, f32({11, count}), in[0], in[1],
-                             in[2], in[3], in[4], in[5], in[6], width, height);
+  Value splats = SplatProjectOp::create(
+      node.b, node.loc, f32({11, count}), in[0], in[1], in[2], in[3], in[4],
+      in[5], in[6], width, height, ValueRange{});
   node.results.push_back(SplatRasterizeOp::create(
-      node.b, node.loc, f32({height, width, 3}), splats, in[7]));
+      node.b, node.loc, f32({height, width, 3}), splats, in[7], ValueRange{},
+      DenseI64ArrayAttr(), SplatCulling::Square));
   return success();
 }
 

@@ -16,7 +16,9 @@
 #include "dialects/Kiln/IR/Weights.h"
 #include "kiln/compiler.hpp"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -270,7 +272,8 @@ Value constant(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 OwningOpRef<ModuleOp> kiln::importSplatScene(StringRef path,
                                              MLIRContext &context,
                                              const SplatSceneOptions &options) {
-  context.loadDialect<kiln::KilnDialect, func::FuncDialect>();
+  context.loadDialect<kiln::KilnDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
   Location loc = FileLineColLoc::get(&context, path, 0, 0);
   for (int64_t side : {options.width, options.height})
     if (side < 1 || side > kiln::kMaxSplatImageSide) {
@@ -311,7 +314,12 @@ OwningOpRef<ModuleOp> kiln::importSplatScene(StringRef path,
   inputs.append({{"view", f32({4, 4})},
                  {"intrinsics", f32({4})},
                  {"background", f32({3})}});
-  auto imageType = f32({options.height, options.width, 3});
+  if (options.imageSizeInput)
+    inputs.push_back(
+        {"image_size", RankedTensorType::get({2}, b.getI64Type())});
+  auto imageType = options.imageSizeInput
+                       ? f32({ShapedType::kDynamic, ShapedType::kDynamic, 3})
+                       : f32({options.height, options.width, 3});
   SmallVector<Type> inputTypes = llvm::to_vector(llvm::map_range(
       inputs, [](const auto &input) -> Type { return input.second; }));
   auto func = func::FuncOp::create(b, loc, "main",
@@ -320,6 +328,18 @@ OwningOpRef<ModuleOp> kiln::importSplatScene(StringRef path,
   for (auto [i, input] : llvm::enumerate(inputs))
     func.setArgAttr(i, kNameAttr, b.getStringAttr(input.first));
   func.setResultAttr(0, kNameAttr, b.getStringAttr("image"));
+  if (options.imageSizeInput) {
+    // The image's sides are named dimensions that the image_size input's
+    // elements set.
+    (*module)->setAttr(
+        kDimsAttr,
+        b.getArrayAttr({DimAttr::get(&context, "height", 1, options.height),
+                        DimAttr::get(&context, "width", 1, options.width)}));
+    func.setArgAttr(inputs.size() - 1, kDimValuesAttr,
+                    b.getStrArrayAttr({"height", "width"}));
+    func.setResultAttr(0, kDimNamesAttr,
+                       b.getStrArrayAttr({"height", "width", ""}));
+  }
   b.setInsertionPointToEnd(body);
 
   SmallVector<Value> gaussians;
@@ -333,13 +353,26 @@ OwningOpRef<ModuleOp> kiln::importSplatScene(StringRef path,
                  constant(b, loc, {n}, scene->opacityLogits),
                  constant(b, loc, {n, k, 3}, scene->sh)};
   }
-  ValueRange camera = body->getArguments().take_back(3);
+  ValueRange camera =
+      body->getArguments().drop_front(options.gaussiansAsInputs ? 5 : 0);
+  SmallVector<Value> size;
+  DenseI64ArrayAttr maxSize;
+  if (options.imageSizeInput) {
+    for (int64_t side = 0; side < 2; ++side)
+      size.push_back(arith::IndexCastOp::create(
+          b, loc, b.getIndexType(),
+          tensor::ExtractOp::create(
+              b, loc, camera[3],
+              ValueRange{arith::ConstantIndexOp::create(b, loc, side)})));
+    maxSize = b.getDenseI64ArrayAttr({options.height, options.width});
+  }
   Value splats = kiln::SplatProjectOp::create(
       b, loc, f32({11, n}), gaussians[0], gaussians[1], gaussians[2],
       gaussians[3], gaussians[4], camera[0], camera[1], options.width,
-      options.height);
+      options.height, size);
   Value image =
-      kiln::SplatRasterizeOp::create(b, loc, imageType, splats, camera[2]);
+      kiln::SplatRasterizeOp::create(b, loc, imageType, splats, camera[2], size,
+                                     maxSize, kiln::SplatCulling::Square);
   func::ReturnOp::create(b, loc, image);
   return module;
 }

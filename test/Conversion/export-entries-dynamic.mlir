@@ -1,4 +1,4 @@
-// RUN: kiln-opt %s -split-input-file -kiln-export-entries | FileCheck %s
+// RUN: kiln-opt %s -split-input-file -kiln-export-entries -verify-diagnostics | FileCheck %s
 
 // A dynamic dimension is one of the module's named dimensions: the
 // wrapper reads its size from the call's dims (kiln_abi_buffer field 1)
@@ -48,6 +48,43 @@ module attributes {kiln.dims = [#kiln.dim<"seq", 1, 512>, #kiln.dim<"seq * 2", 2
   func.func @twice(%x: memref<1x?xf32> {kiln.name = "x", kiln.dim_names = ["", "seq"]},
                   %y: memref<1x?xf32> {bufferize.result, kiln.name = "y", kiln.dim_names = ["", "seq * 2"]},
                   %status: memref<i32> {bufferize.result, kiln.status}) {
+    return
+  }
+}
+
+// -----
+
+// A renderer's image sides are dimensions its image_size input's elements
+// set: the entry's value-dims table holds (input 1, element 0, dimension
+// 0) and (input 1, element 1, dimension 1); the output refers to both.
+// CHECK: llvm.func internal @kiln_entry.render
+// CHECK-DAG: llvm.mlir.global private constant @{{.*}}(dense<[-1, -2, 3]> : tensor<3xi64>)
+// CHECK: llvm.mlir.global private constant @[[VALUES:kiln.abi.[0-9]+]]() {{.*}} : !llvm.array<2 x struct<(i32, i32, i64)>>
+// CHECK: llvm.mlir.constant(1 : i32)
+// CHECK-NEXT: llvm.mlir.constant(0 : i32)
+// CHECK-NEXT: llvm.mlir.constant(0 : i64)
+// CHECK: llvm.mlir.constant(1 : i32)
+// CHECK-NEXT: llvm.mlir.constant(1 : i32)
+// CHECK-NEXT: llvm.mlir.constant(1 : i64)
+// CHECK: llvm.mlir.global private constant @{{.*}}() {{.*}} : !llvm.array<1 x struct<(ptr, ptr, i32, i32, ptr, ptr, i32, ptr, i64, i64, ptr)>>
+// CHECK: llvm.mlir.constant(2 : i64)
+// CHECK-NEXT: llvm.mlir.addressof @[[VALUES]]
+module attributes {kiln.dims = [#kiln.dim<"height", 1, 1080>, #kiln.dim<"width", 1, 1920>]} {
+  func.func @render(%view: memref<4x4xf32> {kiln.name = "view"},
+                    %size: memref<2xi64> {kiln.name = "image_size", kiln.dim_values = ["height", "width"]},
+                    %image: memref<?x?x3xf32> {bufferize.result, kiln.name = "image", kiln.dim_names = ["height", "width", ""]},
+                    %status: memref<i32> {bufferize.result, kiln.status}) {
+    return
+  }
+}
+
+// -----
+
+// The attribute belongs on a fixed-length int64 vector.
+// expected-error@+2 {{input 'size' sets dimensions but is not a fixed-length int64 vector with one name per element}}
+module attributes {kiln.dims = [#kiln.dim<"height", 1, 1080>]} {
+  func.func @render(%size: memref<2xi32> {kiln.name = "size", kiln.dim_values = ["height", ""]},
+                    %status: memref<i32> {bufferize.result, kiln.status}) {
     return
   }
 }

@@ -49,14 +49,14 @@ func.func private @helper(%a: memref<4xf32>) {
 
 // The descriptor: names, dims, tensor tables, the error table, the entry
 // (name, wrapper, 2 inputs, 1 output, tables, 1 error, 256 bytes of
-// scratch) and the artifact (version 3, its own size and the entry's).
+// scratch, no dimensions set by values) and the artifact (version 3, its own size and the entry's).
 // CHECK-DAG: llvm.mlir.global private constant @[[MAIN:kiln.abi.[0-9]+]]("main\00")
 // CHECK-DAG: llvm.mlir.global private constant @{{.*}}("x\00")
 // CHECK-DAG: llvm.mlir.global private constant @{{.*}}(dense<[2, 3]> : tensor<2xi64>) {{.*}} : !llvm.array<2 x i64>
 // CHECK-DAG: llvm.mlir.global private constant @{{.*}}("input_1\00")
 // CHECK-DAG: llvm.mlir.global private constant @{{.*}}("y\00")
 // CHECK-DAG: llvm.mlir.global private constant @{{.*}}("Gather index out of range at node 'g'\00")
-// CHECK: llvm.mlir.global private constant @[[ENTRIES:kiln.abi.[0-9]+]]() {{.*}} : !llvm.array<1 x struct<(ptr, ptr, i32, i32, ptr, ptr, i32, ptr, i64)>>
+// CHECK: llvm.mlir.global private constant @[[ENTRIES:kiln.abi.[0-9]+]]() {{.*}} : !llvm.array<1 x struct<(ptr, ptr, i32, i32, ptr, ptr, i32, ptr, i64, i64, ptr)>>
 // CHECK: llvm.mlir.addressof @kiln_entry.main
 // CHECK: llvm.mlir.constant(256 : i64)
 // CHECK: llvm.mlir.global private constant @{{.*}}("kiln {{[0-9.]+}}\00")
@@ -66,7 +66,7 @@ func.func private @helper(%a: memref<4xf32>) {
 // FEATURES-NEXT: llvm.mlir.global private constant @{{.*}}("avx2,fma\00")
 // CHECK: llvm.mlir.global private constant @[[ARTIFACT:kiln.abi.[0-9]+]]() {{.*}} : !llvm.struct<(i32, i32, i32, i32, ptr, i32, ptr, i64, ptr, ptr, ptr, ptr, i64)>
 // CHECK: llvm.mlir.constant(3 : i32)
-// CHECK: llvm.mlir.constant(64 : i32)
+// CHECK: llvm.mlir.constant(80 : i32)
 // CHECK: llvm.func @kiln_artifact_v3() -> !llvm.ptr
 // CHECK: %[[ADDR:.*]] = llvm.mlir.addressof @[[ARTIFACT]]
 // CHECK: llvm.return %[[ADDR]]

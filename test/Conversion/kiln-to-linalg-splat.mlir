@@ -126,3 +126,28 @@ func.func @half_attributes(%p: tensor<5x3xf32>, %s: tensor<5x3xf16>, %r: tensor<
   %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 : tensor<5x3xf32>, tensor<5x3xf16>, tensor<5x4xf16>, tensor<5xf16>, tensor<5x1x3xf16>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
   return %splats : tensor<11x5xf32>
 }
+
+// An image sized at run time, at most 40 x 30: the layout is the bound's
+// (3 x 2 tiles, the padded image 48 x 32), the sizes are clamped to it,
+// the bands, the tiles' ranges and the blended tiles are the run-time
+// image's rows of tiles (affine in the sizes, or clamped, so that the
+// parallel loops' outlining sees their width), and the crop is to the
+// run-time size.
+// CHECK-LABEL: func.func @sized
+// CHECK: %[[W:.*]] = affine.min #{{.*}}()[%arg3]
+// CHECK: %[[H:.*]] = affine.min #{{.*}}()[%arg2]
+// CHECK: %[[ROWS:.*]] = affine.apply #{{.*}}()[%[[H]]]
+// CHECK: %[[BAND_ROWS:.*]] = affine.apply #{{.*}}()[%[[ROWS]]]
+// CHECK: %[[QUOTIENT:.*]] = arith.ceildivui %[[ROWS]], %[[BAND_ROWS]] : index
+// CHECK: %[[BANDS:.*]] = affine.min #{{.*}}()[%[[QUOTIENT]]]
+// CHECK: scf.forall (%{{.*}}) in (%[[BANDS]]) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<6xi32>)
+// CHECK: %[[SCAN:.*]]:2 = scf.for %{{.*}} = %c0{{.*}} to %[[TILES:.*]] step %{{.*}} -> (tensor<7xi32>, i32)
+// CHECK: tensor.insert %[[SCAN]]#1 into %[[SCAN]]#0[%[[TILES]]] : tensor<7xi32>
+// CHECK: scf.forall (%{{.*}}) in (%[[BANDS]]) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xi32>)
+// CHECK: scf.forall (%{{.*}}) in (%{{.*}}) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<3x32x48xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0] [3, %[[H]], %[[W]]] [1, 1, 1] : tensor<3x32x48xf32> to tensor<3x?x?xf32>
+// CHECK: tensor.empty(%[[H]], %[[W]]) : tensor<?x?x3xf32>
+func.func @sized(%splats: tensor<11x5xf32>, %bg: tensor<3xf32>, %h: index, %w: index) -> tensor<?x?x3xf32> {
+  %image = kiln.splat_rasterize %splats, %bg size(%h, %w) max_size = [30, 40] culling = exact : tensor<11x5xf32>, tensor<3xf32> -> tensor<?x?x3xf32>
+  return %image : tensor<?x?x3xf32>
+}

@@ -809,6 +809,38 @@ func.func @splat_rasterize_image(%s: tensor<11x5xf32>, %bg: tensor<3xf32>) {
 
 // -----
 
+func.func @splat_rasterize_sized_static(%s: tensor<11x5xf32>, %bg: tensor<3xf32>, %h: index, %w: index) {
+  // expected-error @+1 {{image must be a [?, ?, 3] tensor, not 'tensor<30x40x3xf32>'}}
+  %0 = kiln.splat_rasterize %s, %bg size(%h, %w) max_size = [30, 40] : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>
+  return
+}
+
+// -----
+
+func.func @splat_rasterize_dynamic_unsized(%s: tensor<11x5xf32>, %bg: tensor<3xf32>) {
+  // expected-error @+1 {{image must be a static [H, W, 3] tensor, not 'tensor<?x?x3xf32>'}}
+  %0 = kiln.splat_rasterize %s, %bg : tensor<11x5xf32>, tensor<3xf32> -> tensor<?x?x3xf32>
+  return
+}
+
+// -----
+
+func.func @splat_rasterize_size_one_side(%s: tensor<11x5xf32>, %bg: tensor<3xf32>, %h: index) {
+  // expected-error @+1 {{size and max_size take a height and a width}}
+  %0 = kiln.splat_rasterize %s, %bg size(%h) max_size = [30, 40] : tensor<11x5xf32>, tensor<3xf32> -> tensor<?x?x3xf32>
+  return
+}
+
+// -----
+
+func.func @splat_rasterize_bound(%s: tensor<11x5xf32>, %bg: tensor<3xf32>, %h: index, %w: index) {
+  // expected-error @+1 {{image sides must be 1 to 16384 pixels, not 20000}}
+  %0 = kiln.splat_rasterize %s, %bg size(%h, %w) max_size = [30, 20000] : tensor<11x5xf32>, tensor<3xf32> -> tensor<?x?x3xf32>
+  return
+}
+
+// -----
+
 func.func @splat_rasterize_splats(%s: tensor<10x5xf32>, %bg: tensor<3xf32>) {
   // expected-error @+1 {{splats must be a static [11, N] tensor, not 'tensor<10x5xf32>'}}
   %0 = kiln.splat_rasterize %s, %bg : tensor<10x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>

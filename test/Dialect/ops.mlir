@@ -314,3 +314,17 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
   %weights = kiln.splat_contributions %splats width = 40 height = 30 culling = exact : tensor<11x5xf32> -> tensor<5xf32>
   return %image : tensor<30x40x3xf32>
 }
+
+// An image sized at run time, within 40 x 30.
+// CHECK-LABEL: func.func @splatting_sized
+// CHECK: %[[S:.*]] = kiln.splat_project %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6 width = 40 height = 30 size(%arg8, %arg9) : tensor<5x3xf32>
+// CHECK: kiln.splat_rasterize %[[S]], %arg7 size(%arg8, %arg9) max_size = [30, 40] culling = exact : tensor<11x5xf32>, tensor<3xf32> -> tensor<?x?x3xf32>
+// CHECK: kiln.splat_contributions %[[S]] width = 40 height = 30 size(%arg8, %arg9) : tensor<11x5xf32> -> tensor<5xf32>
+func.func @splatting_sized(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf32>, %o: tensor<5xf32>,
+                           %sh: tensor<5x16x3xf32>, %view: tensor<4x4xf32>, %k: tensor<4xf32>,
+                           %bg: tensor<3xf32>, %h: index, %w: index) -> tensor<?x?x3xf32> {
+  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 size(%h, %w) : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x16x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  %image = kiln.splat_rasterize %splats, %bg size(%h, %w) max_size = [30, 40] culling = exact : tensor<11x5xf32>, tensor<3xf32> -> tensor<?x?x3xf32>
+  %weights = kiln.splat_contributions %splats width = 40 height = 30 size(%h, %w) : tensor<11x5xf32> -> tensor<5xf32>
+  return %image : tensor<?x?x3xf32>
+}

@@ -24,7 +24,9 @@ be pruned, the next percent the search tried must have broken the budget,
 float16. Those artifacts must render a held-out view as the reference
 renderer renders the scene less the Gaussians the report lists as pruned,
 with SH cut to the reported degree, or its attributes but the positions
-rounded to float16.
+rounded to float16. A renderer whose image size is an input
+(--splat-size-input) prunes on views that carry their size, and renders as
+the reference does.
 
 3. Misuse: pruning a scene with run-time Gaussians, one view, a cosine
 budget, a PSNR budget without pruning, --splat-reduce-sh or
@@ -179,8 +181,37 @@ def check_pruning(kiln_bin, runtime, work, failures):
     return ply, views
 
 
+def check_sized_pruning(kiln_bin, runtime, work, ply, failures):
+    """Pruning a renderer whose image size is an input (--splat-size-input):
+    the views carry their size, below the compiled bound, and the pruned
+    artifact renders a view at that size as the reference renders the
+    scene less the reported Gaussians."""
+    scene = scenes.make_scene(PRUNE_GAUSSIANS, 11, 3)
+    views = os.path.join(work, "prune-sized-views")
+    cameras = scenes.orbit_cameras(4, PRUNE_WIDTH, PRUNE_HEIGHT)
+    scenes.write_views(views, cameras,
+                       image_size=(PRUNE_HEIGHT, PRUNE_WIDTH))
+    stem = os.path.join(work, "pruning-sized")
+    result = run_compile(
+        kiln_bin, ply, f"--splat-image={PRUNE_WIDTH + 40}x{PRUNE_HEIGHT + 24}",
+        "--splat-size-input", "-o", stem + ".so", "--accelerate=splat-prune",
+        f"--calibration={views}", f"--quality-budget=psnr={BUDGET}",
+        f"--accelerate-report={stem}.json")
+    if result.returncode != 0:
+        failures.append(f"sized pruning failed to compile: "
+                        f"{result.stderr[-2000:]}")
+        return
+    with open(stem + ".json") as f:
+        report = json.load(f)
+    if not 0 < report["pruned"] < PRUNE_GAUSSIANS:
+        failures.append(f"sized pruning pruned {report['pruned']} Gaussians")
+    check_against_reference(runtime, stem + ".so", scene, report, cameras[1],
+                            "sized pruning", failures,
+                            image_size=(PRUNE_HEIGHT, PRUNE_WIDTH))
+
+
 def check_against_reference(runtime, artifact, scene, report, camera, label,
-                            failures):
+                            failures, image_size=None):
     keep = np.ones(PRUNE_GAUSSIANS, bool)
     keep[report["pruned_indices"]] = False
     coefficients = (report["sh_degree"] + 1) ** 2
@@ -193,9 +224,12 @@ def check_against_reference(runtime, artifact, scene, report, camera, label,
         cut, np.array(camera["view"]), camera["intrinsics"], PRUNE_WIDTH,
         PRUNE_HEIGHT, np.zeros(3))
     session = Session(runtime, artifact)
-    got = session.run("main", [np.array(camera["view"], np.float32),
-                               np.array(camera["intrinsics"], np.float32),
-                               np.zeros(3, np.float32)])[0]
+    inputs = [np.array(camera["view"], np.float32),
+              np.array(camera["intrinsics"], np.float32),
+              np.zeros(3, np.float32)]
+    if image_size is not None:
+        inputs.append(np.array(image_size, np.int64))
+    got = session.run("main", inputs)[0]
     session.close()
     error = np.abs(got - expected).max(2)
     robust = float(np.where(fragile, 0, error).max())
@@ -301,6 +335,7 @@ def main():
         check_contributions(kiln_bin, runtime, work, name, edit, failures)
     scene = check_pruning(kiln_bin, runtime, work, failures)
     if scene:
+        check_sized_pruning(kiln_bin, runtime, work, scene[0], failures)
         check_misuse(kiln_bin, work, *scene, failures)
     if failures:
         print("\n".join(["FAILED:"] + failures))

@@ -27,8 +27,10 @@ description with the camera given as a view matrix and pinhole intrinsics:
   T *= 1 - alpha. The pixel is colour + T background.
 
 `render` also marks the pixels that a decision within float32 rounding of
-its threshold may change (`CLOSE`: the distances, absolute): a float32
-render may differ from this one there by a skipped or added splat.
+its threshold may change (`CLOSE`: the distances, absolute but for the
+depths' relative one): a float32 render may differ from this one there by
+a skipped or added splat, or two splats of nearly equal depth blended in
+the other order.
 """
 import numpy as np
 
@@ -85,7 +87,10 @@ def rotations(q):
 # may flip: the radius's extent near a whole pixel, the depth near the near
 # plane, alpha near 1/255, the transmittance near 1e-4, the power near 0.
 CLOSE = {"radius": 1e-3, "near plane": 1e-4, "alpha": 1e-6,
-         "transmittance": 1e-8, "power": 1e-5}
+         "transmittance": 1e-8, "power": 1e-5, "depth": 3e-7}
+# Two Gaussians of close depths change a pixel by less than this when
+# blended in the other order: too little to mark it.
+SWAP_TOLERANCE = 1e-5
 
 
 def tile_rectangles(mean, radius, width, height):
@@ -196,6 +201,12 @@ def _blend(scene, view, intrinsics, width, height, background):
     g = project(scene, view, intrinsics, width, height)
     order = np.argsort(g["depth"], kind="stable")
     order = order[g["radius"][order] > 0]
+    # A Gaussian whose depth lies within float32 rounding (relative) of the
+    # one before it may blend before it: its predecessor, else -1.
+    sorted_depth = g["depth"][order]
+    tie = np.abs(np.diff(sorted_depth)) < CLOSE["depth"] * sorted_depth[1:]
+    tied_after = np.full(len(g["depth"]), -1)
+    tied_after[order[1:][tie]] = order[:-1][tie]
     tiles_x = (width + TILE - 1) // TILE
     tiles_y = (height + TILE - 1) // TILE
     image = np.zeros((tiles_y * TILE, tiles_x * TILE, 3))
@@ -229,6 +240,7 @@ def _blend(scene, view, intrinsics, width, height, background):
             live = np.ones(TILE * TILE, bool)
             close = fragile[ty * TILE:(ty + 1) * TILE,
                             tx * TILE:(tx + 1) * TILE].ravel().copy()
+            previous = -1
             for i in members:
                 dx, dy = g["mean"][i, 0] - px, g["mean"][i, 1] - py
                 a, b, c = g["conic"][i]
@@ -239,10 +251,19 @@ def _blend(scene, view, intrinsics, width, height, background):
                 close |= live & ((np.abs(power) < CLOSE["power"]) |
                                  (np.abs(alpha - ALPHA_MIN) < CLOSE["alpha"]))
                 close |= use & (np.abs(after - T_MIN) < CLOSE["transmittance"])
+                if tied_after[i] >= 0 and tied_after[i] == previous:
+                    # Blended the other way round, the pair changes the
+                    # pixel by T alpha_j alpha_i |colour_j - colour_i|.
+                    swing = (previous_t * previous_alpha * alpha *
+                             np.abs(g["colour"][i] -
+                                    g["colour"][previous]).max())
+                    close |= use & previous_use & (swing > SWAP_TOLERANCE)
                 bound[i] += alpha[close & inside].sum()
                 ends = use & (after < T_MIN)
                 live &= ~ends
                 use &= ~ends
+                previous, previous_use = i, use
+                previous_t, previous_alpha = t, alpha
                 weights[i] += (alpha * t)[use & inside].sum()
                 colour[use] += g["colour"][i] * (alpha[use] * t[use])[:, None]
                 t = np.where(use, after, t)

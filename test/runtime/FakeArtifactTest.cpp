@@ -128,6 +128,50 @@ TEST_F(FakeArtifactTest, ComputesDimensionsFromTheInputs) {
   kiln_tensor_destroy(x);
 }
 
+// ones's "rows" is its input's element 1: checked against the range like a
+// shape's, sizing the output.
+TEST_F(FakeArtifactTest, TakesADimensionFromAnInputsValue) {
+  int32_t ones = -1;
+  ASSERT_EQ(kiln_artifact_find_entry(artifact, "ones", &ones), KILN_OK);
+  int64_t two[] = {2};
+  kiln_tensor *shape = nullptr;
+  ASSERT_EQ(kiln_tensor_create(KILN_DTYPE_I64, 1, two, &shape), KILN_OK);
+  int64_t *value = static_cast<int64_t *>(kiln_tensor_data(shape));
+  const kiln_tensor *inputs[] = {shape};
+  for (int64_t n : {1, 5, 8}) {
+    value[0] = 100; // not a dimension
+    value[1] = n;
+    kiln_tensor *y = nullptr;
+    ASSERT_EQ(kiln_session_run(session, ones, inputs, 1, &y, 1), KILN_OK)
+        << kiln_last_error();
+    ASSERT_EQ(kiln_tensor_rank(y), 2);
+    EXPECT_EQ(kiln_tensor_dims(y)[0], n);
+    const float *out = static_cast<const float *>(kiln_tensor_data(y));
+    for (int64_t i = 0; i < n * 2; ++i)
+      EXPECT_EQ(out[i], 1.0f);
+    kiln_tensor_destroy(y);
+  }
+  for (int64_t n : {0, 9, -1}) {
+    value[1] = n;
+    kiln_tensor *y = nullptr;
+    EXPECT_EQ(kiln_session_run(session, ones, inputs, 1, &y, 1),
+              KILN_ERROR_SHAPE_MISMATCH);
+    EXPECT_EQ(std::string(kiln_last_error()),
+              "ones: input 'shape' element 1 ('rows') is " + std::to_string(n) +
+                  ", outside the range 1..8 it was compiled for");
+    EXPECT_EQ(y, nullptr);
+  }
+  // An output the caller passes must agree with the value.
+  value[1] = 3;
+  kiln_tensor *wrong = rows(4);
+  EXPECT_EQ(kiln_session_run(session, ones, inputs, 1, &wrong, 1),
+            KILN_ERROR_SHAPE_MISMATCH);
+  EXPECT_STREQ(kiln_last_error(), "ones: output 'y' dimension 0 ('rows') is "
+                                  "4, but 'rows' is 3 in an earlier tensor");
+  kiln_tensor_destroy(wrong);
+  kiln_tensor_destroy(shape);
+}
+
 TEST_F(FakeArtifactTest, ChecksDimensionsAgainstTheirRange) {
   kiln_tensor *x = rows(9);
   const kiln_tensor *inputs[] = {x};
@@ -258,6 +302,21 @@ TEST(FakeArtifactRefused, AnUnknownDimension) {
 
 TEST(FakeArtifactRefused, AComputedDimensionReadingAComputedOne) {
   expectRefused(8, "dimension 'rows * 2' has a malformed computation");
+}
+
+TEST(FakeArtifactRefused, AValueDimensionOfANonInt64Input) {
+  expectRefused(9, "entry 'ones' input 'shape' sets a dimension but is not a "
+                   "fixed-length int64 vector");
+}
+
+// Entries as long as before the value dims were appended still open; their
+// dims come from shapes alone.
+TEST(FakeArtifact, OpensEntriesFromBeforeValueDims) {
+  kiln_artifact *artifact = nullptr;
+  ASSERT_EQ(kiln_artifact_open(fakePath(10).c_str(), &artifact), KILN_OK)
+      << kiln_last_error();
+  EXPECT_EQ(kiln_artifact_num_entries(artifact), 1);
+  kiln_artifact_close(artifact);
 }
 
 TEST(FakeArtifactRefused, ACpuFeatureTheRuntimeCannotCheck) {

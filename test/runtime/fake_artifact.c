@@ -7,7 +7,9 @@
  *   count() -> n: i64[]                          n = the counter
  *   widen(a: i8[rows, 2], b: i4[rows, 2]) -> c: i32[rows, 2]   c = a + b
  *   flatten(x: f32[rows, 2]) -> y: f32[rows * 2]   y = x's elements
- * where "rows * 2" is a dimension the runtime computes.
+ *   ones(shape: i64[2]) -> y: f32[rows, 2]        y = 1; rows = shape[1]
+ * where "rows * 2" is a dimension the runtime computes and ones's "rows" is
+ * set by its input's value.
  * Its code is written by hand so the runtime's side of ABI v3 is tested
  * without the compiler. It needs no CPU features.
  *===----------------------------------------------------------------------===*/
@@ -24,6 +26,8 @@
 #define FAKE_BEFORE_FEATURES 6
 #define FAKE_EVERY_FEATURE 7
 #define FAKE_BAD_EXPR 8
+#define FAKE_BAD_VALUE_DIM 9
+#define FAKE_BEFORE_VALUE_DIMS 10
 #ifndef FAKE_CASE
 #define FAKE_CASE FAKE_VALID
 #endif
@@ -70,6 +74,15 @@ static int32_t flatten(const kiln_abi_call *call) {
   return 0;
 }
 
+static int32_t ones(const kiln_abi_call *call) {
+  int64_t rows = ((const int64_t *)call->inputs[0].data)[1];
+  if (call->outputs[0].dims[0] != rows)
+    return 1;
+  for (int64_t i = 0; i < rows * 2; ++i)
+    ((float *)call->outputs[0].data)[i] = 1;
+  return 0;
+}
+
 static const kiln_abi_dim dims[] = {{"rows", 1, 8}, {"rows * 2", 2, 16}};
 #if FAKE_CASE == FAKE_BAD_EXPR
 /* Reads itself, a computed dimension. */
@@ -99,6 +112,15 @@ static const kiln_abi_tensor widen_outputs[] = {
     {"c", KILN_DTYPE_I32, 2, rows_by_2}};
 static const kiln_abi_tensor flatten_outputs[] = {
     {"y", KILN_DTYPE_F32, 1, flat}};
+static const int64_t two[] = {2};
+#if FAKE_CASE == FAKE_BAD_VALUE_DIM
+static const kiln_abi_tensor ones_inputs[] = {
+    {"shape", KILN_DTYPE_I32, 1, two}};
+#else
+static const kiln_abi_tensor ones_inputs[] = {
+    {"shape", KILN_DTYPE_I64, 1, two}};
+#endif
+static const kiln_abi_value_dim ones_rows[] = {{0, 1, 0}};
 #if FAKE_CASE == FAKE_NULL_ERROR
 static const char *const errors[] = {NULL};
 #else
@@ -107,14 +129,17 @@ static const char *const errors[] = {"scale: not called right"};
 static const int64_t initial_count = 100;
 
 static const kiln_abi_entry entries[] = {
-    {"scale", scale, 1, 1, scale_inputs, scale_outputs, 1, errors, 0},
+    {"scale", scale, 1, 1, scale_inputs, scale_outputs, 1, errors, 0, 0, NULL},
 #if FAKE_CASE == FAKE_DUPLICATE_ENTRY
-    {"scale", count, 0, 1, NULL, count_outputs, 0, NULL, 0},
+    {"scale", count, 0, 1, NULL, count_outputs, 0, NULL, 0, 0, NULL},
 #else
-    {"count", count, 0, 1, NULL, count_outputs, 0, NULL, 0},
+    {"count", count, 0, 1, NULL, count_outputs, 0, NULL, 0, 0, NULL},
 #endif
-    {"widen", widen, 2, 1, widen_inputs, widen_outputs, 0, NULL, 0},
-    {"flatten", flatten, 1, 1, scale_inputs, flatten_outputs, 1, errors, 0},
+    {"widen", widen, 2, 1, widen_inputs, widen_outputs, 0, NULL, 0, 0, NULL},
+    {"flatten", flatten, 1, 1, scale_inputs, flatten_outputs, 1, errors, 0, 0,
+     NULL},
+    {"ones", ones, 1, 1, ones_inputs, scale_outputs, 1, errors, 0, 1,
+     ones_rows},
 };
 
 #if FAKE_CASE == FAKE_UNKNOWN_FEATURE
@@ -135,8 +160,15 @@ static const kiln_abi_artifact artifact = {
 #else
     .size = sizeof(kiln_abi_artifact),
 #endif
+#if FAKE_CASE == FAKE_BEFORE_VALUE_DIMS
+    /* Entries from before the value dims were appended: the runtime reads
+     * none, so "ones" has an output no input sets. */
+    .entry_size = offsetof(kiln_abi_entry, num_value_dims),
+    .num_entries = 1,
+#else
     .entry_size = sizeof(kiln_abi_entry),
-    .num_entries = 4,
+    .num_entries = 5,
+#endif
     .entries = entries,
     .num_dims = 2,
     .dims = dims,

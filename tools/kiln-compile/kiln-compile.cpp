@@ -69,6 +69,11 @@ llvm::cl::opt<std::string> splatImage(
     llvm::cl::desc("The image a Gaussian splatting scene (.ply) renders: "
                    "WIDTHxHEIGHT pixels (default 1920x1080)"),
     llvm::cl::value_desc("WxH"), llvm::cl::init("1920x1080"));
+llvm::cl::opt<bool> splatSizeInput(
+    "splat-size-input",
+    llvm::cl::desc("Take a .ply renderer's image size at run time, as its "
+                   "last input image_size (int64 [height, width]), up to "
+                   "--splat-image"));
 llvm::cl::opt<bool> splatInputs(
     "splat-inputs",
     llvm::cl::desc("Take a .ply scene's Gaussians as the renderer's inputs "
@@ -411,7 +416,7 @@ void hideOtherOptions() {
       "draft-tokens", "choose-draft", "draft-report",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
       "cache-interval", "cache-threshold", "cache-forecast", "cache-blocks",
-      "choose-cache", "cache-report", "splat-image", "splat-inputs",
+      "choose-cache", "cache-report", "splat-image", "splat-size-input", "splat-inputs",
       "splat-square-culling",
       "target-cpu", "op-stats",
       "mlir-timing", "mlir-timing-display", "mlir-print-ir-after-all",
@@ -656,6 +661,7 @@ int main(int argc, char **argv) {
   } else if (StringRef(inputPath).ends_with(".ply")) {
     kiln::SplatSceneOptions sceneOptions;
     sceneOptions.gaussiansAsInputs = splatInputs;
+    sceneOptions.imageSizeInput = splatSizeInput;
     auto [width, height] = StringRef(splatImage).split('x');
     if (width.getAsInteger(10, sceneOptions.width) ||
         height.getAsInteger(10, sceneOptions.height)) {

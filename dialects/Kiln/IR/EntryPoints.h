@@ -22,6 +22,9 @@ inline constexpr llvm::StringLiteral kNameAttr = "kiln.name";
 inline constexpr llvm::StringLiteral kDimNamesAttr = "kiln.dim_names";
 /// Marks an entry's 8-bit argument or result as ONNX uint8 (Kiln's integer
 /// types are signless; unmarked, it is int8).
+/// On a rank-1 int64 entry argument: the named dimension (#kiln.dim) each
+/// of its elements sets, "" for none (kiln_abi_value_dim).
+inline constexpr llvm::StringLiteral kDimValuesAttr = "kiln.dim_values";
 inline constexpr llvm::StringLiteral kUnsignedAttr = "kiln.unsigned";
 /// The module's named dimensions: an array of #kiln.dim.
 inline constexpr llvm::StringLiteral kDimsAttr = "kiln.dims";

@@ -39,6 +39,8 @@ LogicalResult SplatProjectOp::verify() {
       failed(verifyShape(*this, getIntrinsics(), {4}, "intrinsics")) ||
       failed(verifyShape(*this, getSplats(), {11, count}, "splats")))
     return failure();
+  if (!getImageSize().empty() && getImageSize().size() != 2)
+    return emitOpError("size takes a height and a width");
   for (int64_t side : {getWidth(), getHeight()})
     if (side < 1 || side > kMaxSplatImageSide)
       return emitOpError("image sides must be 1 to ")
@@ -55,11 +57,19 @@ LogicalResult SplatRasterizeOp::verify() {
   if (failed(verifyShape(*this, getBackground(), {3}, "background")))
     return failure();
   auto image = cast<RankedTensorType>(getImage().getType());
-  if (image.getRank() != 3 || !image.hasStaticShape() ||
-      image.getDimSize(2) != 3)
-    return emitOpError("image must be a static [H, W, 3] tensor, not ")
+  bool sized = !getImageSize().empty();
+  if (sized != static_cast<bool>(getMaxSize()))
+    return emitOpError("size and max_size go together");
+  if (sized && (getImageSize().size() != 2 || getMaxSize()->size() != 2))
+    return emitOpError("size and max_size take a height and a width");
+  bool shapeOk = image.getRank() == 3 && image.getDimSize(2) == 3 &&
+                 (sized ? image.isDynamicDim(0) && image.isDynamicDim(1)
+                        : image.hasStaticShape());
+  if (!shapeOk)
+    return emitOpError(sized ? "image must be a [?, ?, 3] tensor, not "
+                             : "image must be a static [H, W, 3] tensor, not ")
            << image;
-  for (int64_t side : image.getShape().drop_back())
+  for (int64_t side : sized ? *getMaxSize() : image.getShape().drop_back())
     if (side < 1 || side > kMaxSplatImageSide)
       return emitOpError("image sides must be 1 to ")
              << kMaxSplatImageSide << " pixels, not " << side;
@@ -75,6 +85,8 @@ LogicalResult SplatContributionsOp::verify() {
   if (failed(verifyShape(*this, getContributions(), {splats.getDimSize(1)},
                          "contributions")))
     return failure();
+  if (!getImageSize().empty() && getImageSize().size() != 2)
+    return emitOpError("size takes a height and a width");
   for (int64_t side : {getWidth(), getHeight()})
     if (side < 1 || side > kMaxSplatImageSide)
       return emitOpError("image sides must be 1 to ")

@@ -20,7 +20,9 @@ def Kiln_SplatProjectOp : Kiln_Op<"splat_project", [Pure]> {
     Projects `N` Gaussians through a pinhole camera: `view` ([4, 4], world
     to camera, camera z forward, y down) and `intrinsics` (`fx, fy, cx,
     cy`, in pixels; pixel centres at integer coordinates) for an image of
-    `width` x `height` pixels. A Gaussian has a mean (`positions`, [N, 3]),
+    `width` x `height` pixels, or, with `size(%height, %width)`, of the
+    size those index values give at run time, at most `width` x `height`
+    (the caller checks the bound). A Gaussian has a mean (`positions`, [N, 3]),
     log scales (`log_scales`, [N, 3]), a rotation (`rotations`, [N, 4], a
     quaternion w, x, y, z of any non-zero length), an opacity logit
     (`opacity_logits`, [N]) and spherical-harmonics colour coefficients
@@ -38,6 +40,7 @@ def Kiln_SplatProjectOp : Kiln_Op<"splat_project", [Pure]> {
 
     ```mlir
     %splats = kiln.splat_project %pos, %scales, %rot, %opacity, %sh, %view, %k width = 640 height = 480 : tensor<1000x3xf32>, tensor<1000x3xf32>, tensor<1000x4xf32>, tensor<1000xf32>, tensor<1000x16x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x1000xf32>
+    %sized = kiln.splat_project %pos, %scales, %rot, %opacity, %sh, %view, %k width = 640 height = 480 size(%h, %w) : tensor<1000x3xf32>, tensor<1000x3xf32>, tensor<1000x4xf32>, tensor<1000xf32>, tensor<1000x16x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x1000xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$positions,
@@ -46,11 +49,12 @@ def Kiln_SplatProjectOp : Kiln_Op<"splat_project", [Pure]> {
                        Kiln_StoredFloatTensor:$opacity_logits,
                        Kiln_StoredFloatTensor:$sh, Kiln_FloatTensor:$view,
                        Kiln_FloatTensor:$intrinsics, I64Attr:$width,
-                       I64Attr:$height);
+                       I64Attr:$height, Variadic<Index>:$image_size);
   let results = (outs Kiln_FloatTensor:$splats);
   let assemblyFormat = [{
     $positions `,` $log_scales `,` $rotations `,` $opacity_logits `,` $sh `,`
-    $view `,` $intrinsics `width` `=` $width `height` `=` $height attr-dict
+    $view `,` $intrinsics `width` `=` $width `height` `=` $height
+    (`size` `(` $image_size^ `)`)? attr-dict
     `:` type($positions) `,` type($log_scales) `,` type($rotations) `,`
     type($opacity_logits) `,` type($sh) `,` type($view) `,`
     type($intrinsics) `->` type($splats)
@@ -80,18 +84,27 @@ def Kiln_SplatRasterizeOp : Kiln_Op<"splat_rasterize", [Pure]> {
     centres. A tile left out would have skipped the splat at every pixel,
     so the image is the same.
 
+    With `size(%height, %width)` the image is of the size those index
+    values give at run time, at most `max_size` = [height, width] (the
+    caller checks the bound), and the result's first two dims are dynamic.
+
     ```mlir
     %image = kiln.splat_rasterize %splats, %background : tensor<11x1000xf32>, tensor<3xf32> -> tensor<480x640x3xf32>
     %fast = kiln.splat_rasterize %splats, %background culling = exact : tensor<11x1000xf32>, tensor<3xf32> -> tensor<480x640x3xf32>
+    %sized = kiln.splat_rasterize %splats, %background size(%h, %w) max_size = [480, 640] : tensor<11x1000xf32>, tensor<3xf32> -> tensor<?x?x3xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$splats,
                        Kiln_FloatTensor:$background,
+                       Variadic<Index>:$image_size,
+                       OptionalAttr<DenseI64ArrayAttr>:$max_size,
                        DefaultValuedAttr<Kiln_SplatCullingAttr,
                                          "::kiln::SplatCulling::Square">:$culling);
   let results = (outs Kiln_FloatTensor:$image);
   let assemblyFormat = [{
-    $splats `,` $background (`culling` `=` $culling^)? attr-dict `:`
+    $splats `,` $background
+    (`size` `(` $image_size^ `)` `max_size` `=` $max_size)?
+    (`culling` `=` $culling^)? attr-dict `:`
     type($splats) `,` type($background) `->` type($image)
   }];
   let hasVerifier = 1;
@@ -107,20 +120,21 @@ def Kiln_SplatContributionsOp : Kiln_Op<"splat_contributions", [Pure]> {
     splat that is culled or blends nowhere. A splat's total over a set of
     views ranks how much the scene needs it, which pruning uses.
     `culling` bins as kiln.splat_rasterize's does; the sums do not depend
-    on it.
+    on it. With `size(%height, %width)` the image is of that size, at most
+    `width` x `height`, as for kiln.splat_project.
 
     ```mlir
     %weights = kiln.splat_contributions %splats width = 640 height = 480 culling = exact : tensor<11x1000xf32> -> tensor<1000xf32>
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$splats, I64Attr:$width,
-                       I64Attr:$height,
+                       I64Attr:$height, Variadic<Index>:$image_size,
                        DefaultValuedAttr<Kiln_SplatCullingAttr,
                                          "::kiln::SplatCulling::Square">:$culling);
   let results = (outs Kiln_FloatTensor:$contributions);
   let assemblyFormat = [{
     $splats `width` `=` $width `height` `=` $height
-    (`culling` `=` $culling^)? attr-dict `:` type($splats) `->`
+    (`size` `(` $image_size^ `)`)? (`culling` `=` $culling^)? attr-dict `:` type($splats) `->`
     type($contributions)
   }];
   let hasVerifier = 1;

@@ -24,12 +24,23 @@ using namespace kiln;
 using namespace kiln::splat;
 
 SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
-                                 Value splats, bool exact, int64_t tilesX,
-                                 int64_t tilesY) {
+                                 Value splats, bool exact,
+                                 const ImageExtent &image) {
   Arith a{rewriter, loc};
   Loops loops{rewriter, loc};
   int64_t count = cast<RankedTensorType>(splats.getType()).getDimSize(1);
-  int64_t tiles = tilesX * tilesY;
+  // Tile (tx, ty) is ty * tilesX + tx, in rows of the bound's length; the
+  // run-time image's tiles are the first imageTiles.
+  int64_t tilesX = image.maxTilesX();
+  int64_t tiles = tilesX * image.maxTilesY();
+  Value tilesY = image.tilesY(a);
+  Value imageTiles = a.mul(tilesY, a.idx(tilesX));
+  auto asFloat = [&](Value index) {
+    if (std::optional<int64_t> constant = getConstantIntValue(index))
+      return a.f(static_cast<double>(*constant));
+    return a.indexToFloat(index);
+  };
+  Value gridX = asFloat(image.tilesX(a)), gridY = asFloat(tilesY);
   Type i32 = rewriter.getI32Type();
   auto indices = [&](int64_t size) {
     return RankedTensorType::get({size}, i32);
@@ -185,7 +196,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
             Arith g{nb, l};
             SplatCover cover =
                 coverOf(g, splats, reaches, linalg::IndexOp::create(nb, l, 0),
-                        tilesX, tilesY);
+                        gridX, gridY);
             SmallVector<Value> results = {
                 g.toI32(cover.columnsBegin), g.toI32(cover.columnsEnd),
                 g.toI32(cover.rowsBegin), g.toI32(cover.rowsEnd)};
@@ -208,8 +219,25 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                       rewriter.getAffineConstantExpr(count)},
                      rewriter.getContext()),
       ValueRange{visibleCount});
-  int64_t rowsPerBand = (tilesY + kBinningBands - 1) / kBinningBands;
-  int64_t bands = (tilesY + rowsPerBand - 1) / rowsPerBand;
+  Value rowsPerBand = a.ceilDiv(tilesY, kBinningBands);
+  OpFoldResult bands;
+  if (auto rows = getConstantIntValue(rowsPerBand)) {
+    bands = rewriter.getIndexAttr((*getConstantIntValue(tilesY) + *rows - 1) /
+                                  *rows);
+  } else {
+    // A quotient of two sizes, which ValueBounds cannot bound: the clamp
+    // (a no-op) tells the parallel loop's outlining how wide it is.
+    Value quotient =
+        arith::CeilDivUIOp::create(rewriter, loc, tilesY, rowsPerBand);
+    bands = affine::AffineMinOp::create(
+                rewriter, loc,
+                AffineMap::get(0, 1,
+                               {rewriter.getAffineSymbolExpr(0),
+                                rewriter.getAffineConstantExpr(kBinningBands)},
+                               rewriter.getContext()),
+                ValueRange{quotient})
+                .getResult();
+  }
   using Step = function_ref<SmallVector<Value>(Arith &, Value, ValueRange)>;
   // Calls `step` with each tile of the band's rows [rowBegin, rowEnd) that
   // splat i covers, numbered from the band's first tile.
@@ -277,15 +305,15 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
       [&](Value output,
           function_ref<std::tuple<Value, Value, Value>(Arith &, Value, Value)>
               body) {
-        auto forall = scf::ForallOp::create(
-            rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(bands)},
-            ValueRange{output}, std::nullopt);
+        auto forall =
+            scf::ForallOp::create(rewriter, loc, ArrayRef<OpFoldResult>{bands},
+                                  ValueRange{output}, std::nullopt);
         OpBuilder::InsertionGuard guard(rewriter);
         rewriter.setInsertionPointToStart(forall.getBody());
         Arith g{rewriter, loc};
-        Value rowBegin = g.mul(forall.getInductionVar(0), g.idx(rowsPerBand));
+        Value rowBegin = g.mul(forall.getInductionVar(0), rowsPerBand);
         Value rowEnd = arith::MinUIOp::create(
-            rewriter, loc, g.add(rowBegin, g.idx(rowsPerBand)), g.idx(tilesY));
+            rewriter, loc, g.add(rowBegin, rowsPerBand), tilesY);
         auto [slice, offset, size] = body(g, rowBegin, rowEnd);
         rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
         tensor::ParallelInsertSliceOp::create(
@@ -320,9 +348,9 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                                bandTiles);
       });
   // Each tile's range starts at the count of the tiles before it; the
-  // last entry is the number of splat-tile pairs.
+  // entry after the image's tiles is the number of splat-tile pairs.
   ValueRange scanned = loops.forLoop(
-      zero, a.idx(tiles),
+      zero, imageTiles,
       ValueRange{createEmptyTensor(rewriter, loc, indices(tiles + 1)),
                  a.i32(0)},
       [&](OpBuilder &nb, Location l, Value t, ValueRange args) {
@@ -331,7 +359,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         return SmallVector<Value>{g.insert(args[1], args[0], t), next};
       });
   Value pairs = scanned[1];
-  Value ranges = a.insert(pairs, scanned[0], ValueRange{a.idx(tiles)});
+  Value ranges = a.insert(pairs, scanned[0], ValueRange{imageTiles});
   Value entries = overBands(
       createEmptyTensor(rewriter, loc, dynamicIndices,
                         ValueRange{a.toIndex(pairs)}),

@@ -8,15 +8,33 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/KilnToLinalg/SplatLowering.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+
 using namespace mlir;
 
 namespace kiln::splat {
 
+ImageExtent getImageExtent(Arith &a, int64_t maxWidth, int64_t maxHeight,
+                           ValueRange size) {
+  if (size.empty())
+    return {maxWidth, maxHeight, a.idx(maxWidth), a.idx(maxHeight)};
+  auto clamp = [&](Value side, int64_t bound) -> Value {
+    return affine::AffineMinOp::create(
+        a.b, a.loc,
+        AffineMap::get(
+            0, 1,
+            {a.b.getAffineSymbolExpr(0), a.b.getAffineConstantExpr(bound)},
+            a.b.getContext()),
+        ValueRange{side});
+  };
+  return {maxWidth, maxHeight, clamp(size[1], maxWidth),
+          clamp(size[0], maxHeight)};
+}
+
 std::pair<Value, Value> tileRange(Arith &a, Value mean, Value radius,
-                                  int64_t tiles) {
+                                  Value tiles) {
   auto toTile = [&](Value coordinate) {
-    Value clamped = a.min(a.max(a.div(coordinate, a.f(kTile)), a.f(0)),
-                          a.f(static_cast<double>(tiles)));
+    Value clamped = a.min(a.max(a.div(coordinate, a.f(kTile)), a.f(0)), tiles);
     return a.toIndex(
         arith::FPToSIOp::create(a.b, a.loc, a.b.getI32Type(), clamped));
   };
@@ -65,8 +83,8 @@ Value SplatCover::reaches(Arith &h, Value tx, Value ty) const {
   return arith::OrIOp::create(h.b, h.loc, holdsMean, le(least, reach));
 }
 
-SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n,
-                   int64_t tilesX, int64_t tilesY) {
+SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n, Value tilesX,
+                   Value tilesY) {
   auto field = [&](int64_t f) {
     return g.extract(splats, ValueRange{g.idx(f), n});
   };
@@ -90,11 +108,11 @@ SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n,
   Value det = g.sub(g.mul(cover.a, cover.c), g.mul(cover.b, cover.b));
   Value halfX = g.sqrt(g.div(g.mul(reach, cover.c), det));
   Value halfY = g.sqrt(g.div(g.mul(reach, cover.a), det));
-  auto snug = [&](Value mean, Value half, int64_t tiles, Value &begin,
+  auto snug = [&](Value mean, Value half, Value tiles, Value &begin,
                   Value &end) {
     auto toTile = [&](Value coordinate) {
-      Value clamped = g.min(g.max(g.div(coordinate, g.f(kTile)), g.f(0)),
-                            g.f(static_cast<double>(tiles)));
+      Value clamped =
+          g.min(g.max(g.div(coordinate, g.f(kTile)), g.f(0)), tiles);
       return g.toIndex(
           arith::FPToSIOp::create(g.b, g.loc, g.b.getI32Type(), clamped));
     };

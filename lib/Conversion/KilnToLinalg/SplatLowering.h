@@ -7,10 +7,12 @@
 #ifndef KILN_CONVERSION_KILNTOLINALG_SPLATLOWERING_H
 #define KILN_CONVERSION_KILNTOLINALG_SPLATLOWERING_H
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 
@@ -100,6 +102,19 @@ struct Arith {
   Value toI32(Value indexValue) {
     return arith::IndexCastOp::create(b, loc, b.getI32Type(), indexValue);
   }
+  /// A non-negative index as f32.
+  Value indexToFloat(Value indexValue) {
+    return arith::UIToFPOp::create(b, loc, b.getF32Type(), toI32(indexValue));
+  }
+  /// ceil(x / d) of a non-negative index, folded when x is a constant;
+  /// affine, so that a bound of x bounds it (ValueBounds).
+  Value ceilDiv(Value x, int64_t d) {
+    if (std::optional<int64_t> constant = getConstantIntValue(x))
+      return idx((*constant + d - 1) / d);
+    AffineExpr s0 = b.getAffineSymbolExpr(0);
+    return affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(0, 1, s0.ceilDiv(d)), ValueRange{x});
+  }
   /// A sum of products x[i] * y[i].
   Value dot(ArrayRef<Value> x, ArrayRef<Value> y) {
     Value sum = mul(x[0], y[0]);
@@ -141,11 +156,34 @@ struct Loops {
   }
 };
 
+/// The size of the image a splat op draws: fixed, or chosen at run time up
+/// to a bound. The bound fixes the layout (the tile grid's row length, the
+/// padded image); the run-time size, which tiles get splats and which
+/// pixels are drawn.
+struct ImageExtent {
+  int64_t maxWidth, maxHeight;
+  /// Index values, constants for a fixed size.
+  Value width, height;
+
+  int64_t maxTilesX() const { return (maxWidth + kTile - 1) / kTile; }
+  int64_t maxTilesY() const { return (maxHeight + kTile - 1) / kTile; }
+  Value tilesX(Arith &a) const { return a.ceilDiv(width, kTile); }
+  Value tilesY(Arith &a) const { return a.ceilDiv(height, kTile); }
+};
+
+/// The extent of an image of at most `maxWidth` x `maxHeight`, of `size`
+/// (index height and width) when given. The run-time size is clamped to
+/// the bound, which the caller has checked: the clamp changes nothing but
+/// bounds what is sized by it.
+ImageExtent getImageExtent(Arith &a, int64_t maxWidth, int64_t maxHeight,
+                           ValueRange size);
+
 /// The tile range [first, end) a splat's square of `radius` around
-/// `mean` covers along one axis of `tiles` tiles (the reference's integer
-/// truncation; clamped in float so that far-off means stay in range).
+/// `mean` covers along one axis of `tiles` tiles (f32; the reference's
+/// integer truncation; clamped in float so that far-off means stay in
+/// range).
 std::pair<Value, Value> tileRange(Arith &a, Value mean, Value radius,
-                                  int64_t tiles);
+                                  Value tiles);
 
 /// The largest a x^2 + 2 b x y + c y^2 at which a splat of `opacity` still
 /// reaches alpha 1/255: opacity exp(-q / 2) >= 1/255 where q <= 2 ln(255
@@ -179,8 +217,8 @@ struct SplatCover {
 /// The cover of splat `n` of `splats` ([11, N]): the tiles of the square of
 /// its radius, and with `reaches` (exact culling: each splat's reachOf)
 /// those of the box of its reach ellipse among them.
-SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n,
-                   int64_t tilesX, int64_t tilesY);
+SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n, Value tilesX,
+                   Value tilesY);
 
 /// The splats in the order the tiles blend them, and each tile's list.
 struct SplatBins {
@@ -202,11 +240,11 @@ struct SplatBins {
 };
 
 /// Compacts the visible splats of `splats` ([11, N]), sorts them by depth
-/// (stable) and bins them into tiles of a `tilesX` x `tilesY` grid, each
-/// tile's list in depth order; under `exact` culling only to the tiles
-/// each can reach.
+/// (stable) and bins them into the 16x16 tiles of `image`, each tile's
+/// list in depth order; under `exact` culling only to the tiles each can
+/// reach. Tiles are numbered row by row in rows of the bound's length.
 SplatBins binSplats(OpBuilder &b, Location loc, Value splats, bool exact,
-                    int64_t tilesX, int64_t tilesY);
+                    const ImageExtent &image);
 
 void addSplatProjectLowering(mlir::RewritePatternSet &patterns);
 void addSplatRasterizeLowering(mlir::RewritePatternSet &patterns);

@@ -91,8 +91,14 @@ struct SplatProjectLowering : OpConversionPattern<SplatProjectOp> {
     Value cx = a.extractAt(adaptor.getIntrinsics(), {2});
     Value cy = a.extractAt(adaptor.getIntrinsics(), {3});
     // The Jacobian is taken at most 1.3 half fields of view off axis.
-    Value limitX = a.div(a.f(0.65 * op.getWidth()), fx);
-    Value limitY = a.div(a.f(0.65 * op.getHeight()), fy);
+    ImageExtent image = getImageExtent(a, op.getWidth(), op.getHeight(),
+                                       adaptor.getImageSize());
+    auto halfFov = [&](Value size, int64_t fixed) {
+      return op.getImageSize().empty() ? a.f(0.65 * static_cast<double>(fixed))
+                                       : a.mul(a.f(0.65), a.indexToFloat(size));
+    };
+    Value limitX = a.div(halfFov(image.width, op.getWidth()), fx);
+    Value limitY = a.div(halfFov(image.height, op.getHeight()), fy);
     // The camera centre, -R^T t.
     Value centre[3];
     for (int64_t j = 0; j < 3; ++j)

@@ -38,18 +38,22 @@ enum Plane : int64_t {
   kPlanes
 };
 
-/// Blends the splats of `bins` tile by tile, in parallel over tiles, for
-/// an image of `width` x `height` pixels. With a `background` (three f32
-/// scalars): the image, channel-major, padded to whole tiles ([3, tilesY
-/// 16, tilesX 16]; the padding is background). Without: each pair's weight
-/// alpha T summed over its tile's pixels in the image (f32 [pairs], in
-/// entries' order).
+/// Blends the splats of `bins` tile by tile, in parallel over the tiles of
+/// `image`. With a `background` (three f32 scalars): the image,
+/// channel-major, padded to the bound's whole tiles ([3, tilesY 16, tilesX
+/// 16]; the padding within the image's tiles is background, the rest
+/// undefined). Without: each pair's weight alpha T summed over its tile's
+/// pixels in the image (f32 [pairs], in entries' order).
 Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
-                 int64_t width, int64_t height, ValueRange background) {
-  int64_t tilesX = (width + kTile - 1) / kTile;
-  int64_t tilesY = (height + kTile - 1) / kTile;
+                 const ImageExtent &image, ValueRange background) {
+  int64_t tilesX = image.maxTilesX(), tilesY = image.maxTilesY();
   bool pairWeights = background.empty();
   Arith a{rewriter, loc};
+  // The tiles of the image's rows, of the bound's row length: those past
+  // the image's columns get no splats.
+  OpFoldResult imageTiles = rewriter.getIndexAttr(tilesX * tilesY);
+  if (!getConstantIntValue(image.height))
+    imageTiles = a.mul(image.tilesY(a), a.idx(tilesX));
   Value zero = a.idx(0);
   Value splats = bins.splats;
   Type f32 = rewriter.getF32Type();
@@ -70,10 +74,9 @@ Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
                      ? createEmptyTensor(rewriter, loc, weightsType,
                                          ValueRange{a.toIndex(bins.pairs)})
                      : createEmptyTensor(rewriter, loc, paddedType);
-  auto forall = scf::ForallOp::create(
-      rewriter, loc,
-      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(tilesX * tilesY)},
-      ValueRange{output}, std::nullopt);
+  auto forall =
+      scf::ForallOp::create(rewriter, loc, ArrayRef<OpFoldResult>{imageTiles},
+                            ValueRange{output}, std::nullopt);
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(forall.getBody());
   Arith g{rewriter, loc};
@@ -120,15 +123,19 @@ Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
   // T = 1 and no colour; the padding's pixels have ended. Every row in the
   // image has a live pixel.
   Loops loops{rewriter, loc};
-  Value inImageColumns =
-      g.fcmp(arith::CmpFPredicate::OLT, pixelX, g.fv(width, kTile));
+  Value width = getConstantIntValue(image.width)
+                    ? g.fv(static_cast<double>(image.maxWidth), kTile)
+                    : vector::BroadcastOp::create(rewriter, loc, lanes,
+                                                  g.indexToFloat(image.width))
+                          .getResult();
+  Value inImageColumns = g.fcmp(arith::CmpFPredicate::OLT, pixelX, width);
   Value state = loops.forLoop(
       zero, g.idx(kTile),
       ValueRange{createEmptyTensor(rewriter, loc, stateType)},
       [&](OpBuilder &nb, Location l, Value row, ValueRange args) {
         Arith h{nb, l};
         Value inImageRow = h.icmp(arith::CmpIPredicate::ult,
-                                  h.add(rowStart, row), h.idx(height));
+                                  h.add(rowStart, row), image.height);
         Value inside = h.andI(
             inImageColumns,
             vector::BroadcastOp::create(
@@ -142,7 +149,7 @@ Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
         return SmallVector<Value>{next};
       })[0];
   Value liveRows = arith::MinUIOp::create(
-      rewriter, loc, g.sub(g.idx(height), rowStart), g.idx(kTile));
+      rewriter, loc, g.sub(image.height, rowStart), g.idx(kTile));
 
   SmallVector<Value> walkInit = {first, state, liveRows};
   if (pairWeights)
@@ -333,26 +340,34 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
     Location loc = op.getLoc();
     Arith a{rewriter, loc};
     auto imageType = cast<RankedTensorType>(op.getImage().getType());
-    int64_t height = imageType.getDimSize(0), width = imageType.getDimSize(1);
-    SplatBins bins =
-        binSplats(rewriter, loc, adaptor.getSplats(),
-                  op.getCulling() == SplatCulling::Exact,
-                  (width + kTile - 1) / kTile, (height + kTile - 1) / kTile);
+    bool sized = !op.getImageSize().empty();
+    ImageExtent image =
+        sized ? getImageExtent(a, (*op.getMaxSize())[1], (*op.getMaxSize())[0],
+                               adaptor.getImageSize())
+              : getImageExtent(a, imageType.getDimSize(1),
+                               imageType.getDimSize(0), {});
+    SplatBins bins = binSplats(rewriter, loc, adaptor.getSplats(),
+                               op.getCulling() == SplatCulling::Exact, image);
     SmallVector<Value> background;
     for (int64_t c = 0; c < 3; ++c)
       background.push_back(a.extractAt(adaptor.getBackground(), {c}));
-    Value padded = blendTiles(rewriter, loc, bins, width, height, background);
+    Value padded = blendTiles(rewriter, loc, bins, image, background);
 
     // Channel-major and padded to [H, W, 3].
+    OpFoldResult height = getAsOpFoldResult(image.height);
+    OpFoldResult width = getAsOpFoldResult(image.width);
+    SmallVector<Value> sizes;
+    if (sized)
+      sizes = {image.height, image.width};
     Value cropped = tensor::ExtractSliceOp::create(
         rewriter, loc,
-        RankedTensorType::get({3, height, width}, rewriter.getF32Type()),
+        RankedTensorType::get(
+            {3, imageType.getDimSize(0), imageType.getDimSize(1)},
+            rewriter.getF32Type()),
         padded,
         ArrayRef<OpFoldResult>(
             SmallVector<OpFoldResult>(3, rewriter.getIndexAttr(0))),
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(3),
-                               rewriter.getIndexAttr(height),
-                               rewriter.getIndexAttr(width)},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(3), height, width},
         ArrayRef<OpFoldResult>(
             SmallVector<OpFoldResult>(3, rewriter.getIndexAttr(1))));
     MLIRContext *ctx = rewriter.getContext();
@@ -362,15 +377,16 @@ struct SplatRasterizeLowering : OpConversionPattern<SplatRasterizeOp> {
                                    AffineMap::get(3, 0, {h, w, c}, ctx)};
     SmallVector<utils::IteratorType> iterators(3,
                                                utils::IteratorType::parallel);
-    Value image = linalg::GenericOp::create(
-                      rewriter, loc, TypeRange{imageType}, ValueRange{cropped},
-                      ValueRange{createEmptyTensor(rewriter, loc, imageType)},
-                      maps, iterators,
-                      [](OpBuilder &nb, Location l, ValueRange args) {
-                        linalg::YieldOp::create(nb, l, args[0]);
-                      })
-                      .getResult(0);
-    rewriter.replaceOp(op, image);
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{imageType}, ValueRange{cropped},
+            ValueRange{createEmptyTensor(rewriter, loc, imageType, sizes)},
+            maps, iterators,
+            [](OpBuilder &nb, Location l, ValueRange args) {
+              linalg::YieldOp::create(nb, l, args[0]);
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, result);
     return success();
   }
 };
@@ -384,12 +400,11 @@ struct SplatContributionsLowering : OpConversionPattern<SplatContributionsOp> {
     Location loc = op.getLoc();
     Arith a{rewriter, loc};
     Loops loops{rewriter, loc};
-    int64_t width = op.getWidth(), height = op.getHeight();
-    SplatBins bins =
-        binSplats(rewriter, loc, adaptor.getSplats(),
-                  op.getCulling() == SplatCulling::Exact,
-                  (width + kTile - 1) / kTile, (height + kTile - 1) / kTile);
-    Value weights = blendTiles(rewriter, loc, bins, width, height, {});
+    ImageExtent image = getImageExtent(a, op.getWidth(), op.getHeight(),
+                                       adaptor.getImageSize());
+    SplatBins bins = binSplats(rewriter, loc, adaptor.getSplats(),
+                               op.getCulling() == SplatCulling::Exact, image);
+    Value weights = blendTiles(rewriter, loc, bins, image, {});
     auto sumsType = cast<RankedTensorType>(op.getContributions().getType());
     // In pair order, so the sums do not depend on the threads.
     Value sums = loops.forLoop(

@@ -115,6 +115,13 @@ inline constexpr Field kEntryFields[] = {
     KILN_ABI_FIELD(kiln_abi_entry, num_errors),
     KILN_ABI_FIELD(kiln_abi_entry, errors),
     KILN_ABI_FIELD(kiln_abi_entry, scratch_size),
+    KILN_ABI_FIELD(kiln_abi_entry, num_value_dims),
+    KILN_ABI_FIELD(kiln_abi_entry, value_dims),
+};
+inline constexpr Field kValueDimFields[] = {
+    KILN_ABI_FIELD(kiln_abi_value_dim, input),
+    KILN_ABI_FIELD(kiln_abi_value_dim, element),
+    KILN_ABI_FIELD(kiln_abi_value_dim, dim),
 };
 inline constexpr Field kArtifactFields[] = {
     KILN_ABI_FIELD(kiln_abi_artifact, abi_version),
@@ -138,6 +145,7 @@ static_assert(hasNaturalLayout(kExecutorFields, sizeof(kiln_abi_executor)));
 static_assert(hasNaturalLayout(kBufferFields, sizeof(kiln_abi_buffer)));
 static_assert(hasNaturalLayout(kCallFields, sizeof(kiln_abi_call)));
 static_assert(hasNaturalLayout(kEntryFields, sizeof(kiln_abi_entry)));
+static_assert(hasNaturalLayout(kValueDimFields, sizeof(kiln_abi_value_dim)));
 static_assert(hasNaturalLayout(kArtifactFields, sizeof(kiln_abi_artifact)));
 static_assert(KILN_ABI_INDEX(kArtifactFields, kiln_abi_artifact,
                              abi_version) == 0,

@@ -43,6 +43,8 @@ struct TensorArgument {
 struct Entry {
   func::FuncOp func;
   SmallVector<TensorArgument> inputs, outputs;
+  /// (input, element, dimension) of each kiln_abi_value_dim.
+  SmallVector<std::array<int64_t, 3>> valueDims;
   std::optional<unsigned> status, scratch, executor, state;
   SmallVector<std::string> errors;
   int64_t scratchSize = 0;
@@ -71,6 +73,33 @@ FailureOr<int32_t> getDtype(Type element, bool isUnsigned) {
   if (element.isInteger(1))
     return KILN_DTYPE_BOOL;
   return failure();
+}
+
+/// Records the dimensions the last input's elements set (kDimValuesAttr).
+LogicalResult describeValueDims(Entry &entry, ArrayAttr names,
+                                const llvm::StringMap<unsigned> &dimIndex) {
+  const TensorArgument &input = entry.inputs.back();
+  int64_t position = entry.inputs.size() - 1;
+  if (input.type.getRank() != 1 || input.type.isDynamicDim(0) ||
+      input.dtype != KILN_DTYPE_I64 ||
+      static_cast<int64_t>(names.size()) != input.type.getDimSize(0))
+    return entry.func.emitError()
+           << "internal error: input '" << input.name
+           << "' sets dimensions but is not a fixed-length int64 vector "
+              "with one name per element";
+  for (auto [element, name] :
+       llvm::enumerate(names.getAsValueRange<StringAttr>())) {
+    if (name.empty())
+      continue;
+    auto known = dimIndex.find(name);
+    if (known == dimIndex.end())
+      return entry.func.emitError()
+             << "internal error: input '" << input.name << "' sets dimension '"
+             << name << "', which the module does not declare";
+    entry.valueDims.push_back({position, static_cast<int64_t>(element),
+                               static_cast<int64_t>(known->second)});
+  }
+  return success();
 }
 
 FailureOr<Entry> describeEntry(func::FuncOp func,
@@ -136,6 +165,9 @@ FailureOr<Entry> describeEntry(func::FuncOp func,
              << "; artifacts take f32, f16, bf16, i64, i32, i8 and i1 tensors";
     auto name = func.getArgAttrOfType<StringAttr>(i, kNameAttr);
     list.push_back({i, name ? name.str() : fallback, *dtype, type, dims});
+    if (auto setting = func.getArgAttrOfType<ArrayAttr>(i, kDimValuesAttr))
+      if (failed(describeValueDims(entry, setting, dimIndex)))
+        return failure();
   }
   if (!entry.status)
     return func.emitError() << "internal error: entry point '"
@@ -374,6 +406,21 @@ public:
     });
   }
 
+  /// An entry's table of dimensions its inputs' values set, or "" for none.
+  StringRef valueDimTable(ArrayRef<std::array<int64_t, 3>> valueDims) {
+    if (valueDims.empty())
+      return "";
+    auto rowType = abi::getStructType(context, abi::kValueDimFields);
+    auto type = LLVM::LLVMArrayType::get(rowType, valueDims.size());
+    return global(type, [&](LLVMBuilder &llvm) {
+      SmallVector<Value> rows;
+      for (auto [input, element, dim] : valueDims)
+        rows.push_back(llvm.aggregate(
+            rowType, {llvm.i32(input), llvm.i32(element), llvm.i64(dim)}));
+      return llvm.aggregate(type, rows);
+    });
+  }
+
   /// The table of named dimensions, or "" for none.
   StringRef dimTable(ArrayRef<DimAttr> dims) {
     if (dims.empty())
@@ -417,25 +464,27 @@ public:
                      StringRef cpuFeatures, int64_t draftTokens) {
     auto entryType = abi::getStructType(context, abi::kEntryFields);
     struct Tables {
-      StringRef name, inputs, outputs, errors;
+      StringRef name, inputs, outputs, errors, valueDims;
     };
     SmallVector<Tables> tables;
     for (Entry &entry : entries)
       tables.push_back({string(entry.func.getSymName()),
                         tensorTable(entry.inputs), tensorTable(entry.outputs),
-                        stringTable(entry.errors)});
+                        stringTable(entry.errors),
+                        valueDimTable(entry.valueDims)});
     auto entriesType = LLVM::LLVMArrayType::get(entryType, entries.size());
     StringRef entryTable = global(entriesType, [&](LLVMBuilder &llvm) {
       SmallVector<Value> rows;
       for (auto [entry, table] : llvm::zip(entries, tables))
         rows.push_back(llvm.aggregate(
             entryType,
-            {llvm.address(table.name),
-             llvm.address(entry.wrapper.getSymName()),
+            {llvm.address(table.name), llvm.address(entry.wrapper.getSymName()),
              llvm.i32(entry.inputs.size()), llvm.i32(entry.outputs.size()),
              addressOrNull(llvm, table.inputs),
              addressOrNull(llvm, table.outputs), llvm.i32(entry.errors.size()),
-             addressOrNull(llvm, table.errors), llvm.i64(entry.scratchSize)}));
+             addressOrNull(llvm, table.errors), llvm.i64(entry.scratchSize),
+             llvm.i64(entry.valueDims.size()),
+             addressOrNull(llvm, table.valueDims)}));
       return llvm.aggregate(entriesType, rows);
     });
     StringRef dimensions = dimTable(dims);
