@@ -308,6 +308,11 @@ struct CompileOptions {
   /// opacities and SH coefficients as float16 if the budget allows (after
   /// reduceSplatShDegree, before pruning); positions stay float32.
   bool halfSplatAttributes = false;
+  /// With accelerate == SplatPrune: store each of the scene's SH
+  /// coefficients, opacities, rotations and scales as int8 (an affine map
+  /// per column) where the budget allows, one after the other, before
+  /// halfSplatAttributes takes the rest.
+  bool int8SplatAttributes = false;
   /// With maxContext: also make the entry `draft(input_ids)`, `decode`
   /// with these blocks dropped, sharing its cache, for self-speculative
   /// decoding (kiln_generate_options.draft_tokens). Empty: no draft.

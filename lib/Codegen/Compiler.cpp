@@ -155,11 +155,12 @@ LogicalResult kiln::compileModule(ModuleOp module,
           << "\n";
   }
   // A splatting scene's Gaussians, pruned within the budget.
-  if ((options.reduceSplatShDegree || options.halfSplatAttributes) &&
+  if ((options.reduceSplatShDegree || options.halfSplatAttributes ||
+       options.int8SplatAttributes) &&
       options.accelerate != Acceleration::SplatPrune)
-    return emitError(loc) << "lowering the SH degree and float16 attributes "
-                             "within the budget are part of splat pruning "
-                             "(--accelerate=splat-prune)";
+    return emitError(loc) << "lowering the SH degree and float16 or int8 "
+                             "attributes within the budget are part of "
+                             "splat pruning (--accelerate=splat-prune)";
   if (options.accelerate == Acceleration::SplatPrune) {
     if (options.calibrationDir.empty() ||
         options.qualityMetric != QualityMetric::Psnr ||

@@ -29,6 +29,7 @@ CompileOptions kiln::candidateOptions(const CompileOptions &options,
   candidate.accelerateReportPath.clear();
   candidate.reduceSplatShDegree = false;
   candidate.halfSplatAttributes = false;
+  candidate.int8SplatAttributes = false;
   candidate.configurePassManager = nullptr;
   candidate.timing = nullptr;
   return candidate;

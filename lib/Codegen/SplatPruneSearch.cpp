@@ -148,17 +148,14 @@ FailureOr<OwningOpRef<ModuleOp>> buildSearchModule(ModuleOp module) {
   return search;
 }
 
-/// Rounds `value` to float16 and back (to nearest, ties to even).
-float roundToHalf(float value) {
-  return static_cast<float>(static_cast<_Float16>(value));
-}
-
 /// The Gaussians' attributes a candidate changes, as the search artifact's
 /// run-time inputs (in its order: opacity logits, SH, log scales,
 /// rotations), and the scene's own values.
 struct CandidateInputs {
   std::vector<TensorPtr> tensors;
   SmallVector<ArrayRef<float>> scene;
+  /// Each attribute's int8 map, fitted to the whole scene.
+  std::array<SplatInt8Map, 4> int8Maps;
   int64_t gaussians = 0, coefficients = 0;
 
   LogicalResult create(SplatScene &splats, Location loc) {
@@ -178,19 +175,24 @@ struct CandidateInputs {
       tensors.emplace_back(tensor);
     }
     coefficients = scene[1].size() / (3 * gaussians);
+    for (auto [map, values] : llvm::zip(int8Maps, scene))
+      map = SplatInt8Map::fit(values, values.size() / gaussians);
     return success();
   }
 
   /// The scene with its `pruned` least contributing Gaussians (`order`
   /// ranks them) at opacity 0, which culls them, its SH cut to `kept`
-  /// coefficients (zeros add exactly nothing), and with `half` its
-  /// attributes rounded to float16: this renders what the scene compiled
-  /// that way does.
-  void set(ArrayRef<int64_t> order, int64_t pruned, int64_t kept, bool half) {
-    for (auto [tensor, values] : llvm::zip(tensors, scene)) {
+  /// coefficients (zeros add exactly nothing), and its attributes rounded
+  /// as `storage` stores them: this renders what the scene compiled that
+  /// way does.
+  void set(ArrayRef<int64_t> order, int64_t pruned, int64_t kept,
+           ArrayRef<SplatStorage> storage) {
+    for (auto [tensor, values, how, map] :
+         llvm::zip(tensors, scene, storage, int8Maps)) {
       float *data = static_cast<float *>(kiln_tensor_data(tensor.get()));
+      int64_t columns = values.size() / gaussians;
       for (size_t i = 0; i < values.size(); ++i)
-        data[i] = half ? roundToHalf(values[i]) : values[i];
+        data[i] = roundAsStored(values[i], how, map, i % columns);
     }
     auto *opacity = static_cast<float *>(kiln_tensor_data(tensors[0].get()));
     for (int64_t i = 0; i < pruned; ++i)
@@ -298,7 +300,10 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
   };
 
   // Rank on the even views, with every Gaussian; render the odd ones.
-  candidate.set(order, 0, coefficients, false);
+  std::array<SplatStorage, 4> storage = {
+      SplatStorage::Float32, SplatStorage::Float32, SplatStorage::Float32,
+      SplatStorage::Float32};
+  candidate.set(order, 0, coefficients, storage);
   std::vector<double> contribution(gaussians, 0);
   std::vector<TensorPtr> references;
   llvm::json::Array rankingViews, heldOutViews;
@@ -330,10 +335,16 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
 
   // The least PSNR over the held-out views of a candidate.
   llvm::json::Array tried;
+  auto storageReport = [](ArrayRef<SplatStorage> stored) {
+    llvm::json::Object names;
+    for (auto [attribute, how] : llvm::zip(kSplatAttributes, stored))
+      names[attribute] = getSplatStorageName(how);
+    return names;
+  };
   auto measure = [&](int64_t percent, int64_t kept,
-                     bool half) -> FailureOr<double> {
+                     ArrayRef<SplatStorage> stored) -> FailureOr<double> {
     int64_t pruned = gaussians * percent / 100;
-    candidate.set(order, pruned, kept, half);
+    candidate.set(order, pruned, kept, stored);
     double least = std::numeric_limits<double>::infinity();
     llvm::json::Array perView;
     for (size_t h = 0; h < references.size(); ++h) {
@@ -347,7 +358,7 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
     tried.push_back(llvm::json::Object{{"pruned_percent", percent},
                                        {"pruned", pruned},
                                        {"sh_degree", shDegree(kept)},
-                                       {"half_attributes", half},
+                                       {"storage", storageReport(stored)},
                                        {"psnr_min", reportPsnr(least)},
                                        {"psnr", std::move(perView)}});
     return least;
@@ -358,7 +369,7 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
   if (options.reduceSplatShDegree) {
     for (int64_t degree = shDegree(coefficients) - 1; degree >= 0; --degree) {
       int64_t fewer = (degree + 1) * (degree + 1);
-      FailureOr<double> least = measure(0, fewer, false);
+      FailureOr<double> least = measure(0, fewer, storage);
       if (failed(least))
         return failure();
       if (*least < options.qualityBudget)
@@ -367,21 +378,43 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
       keptPsnr = *least;
     }
   }
-  // Float16 attributes, if asked and within the budget, before pruning.
-  bool half = false;
-  if (options.halfSplatAttributes) {
-    FailureOr<double> least = measure(0, keptCoefficients, true);
+  // Int8 attributes, one after the other, the largest first, if asked
+  // and within the budget; then float16 for the rest, if asked and within
+  // the budget; before pruning.
+  auto tryStorage = [&](ArrayRef<SplatStorage> trial) -> FailureOr<bool> {
+    FailureOr<double> least = measure(0, keptCoefficients, trial);
     if (failed(least))
       return failure();
-    half = *least >= options.qualityBudget;
-    if (half)
-      keptPsnr = *least;
+    if (*least < options.qualityBudget)
+      return false;
+    llvm::copy(trial, storage.begin());
+    keptPsnr = *least;
+    return true;
+  };
+  if (options.int8SplatAttributes)
+    for (int64_t attribute : {1, 0, 3, 2}) {
+      std::array<SplatStorage, 4> trial = storage;
+      trial[attribute] = SplatStorage::Int8;
+      if (failed(tryStorage(trial)))
+        return failure();
+    }
+  bool half = false;
+  if (options.halfSplatAttributes &&
+      llvm::is_contained(storage, SplatStorage::Float32)) {
+    std::array<SplatStorage, 4> trial = storage;
+    for (SplatStorage &how : trial)
+      if (how == SplatStorage::Float32)
+        how = SplatStorage::Float16;
+    FailureOr<bool> kept = tryStorage(trial);
+    if (failed(kept))
+      return failure();
+    half = *kept;
   }
   // Bisection between 0% (the scene itself) and 100% (nothing left).
   int64_t kept = 0, broken = 100;
   while (broken - kept > 1) {
     int64_t middle = (kept + broken) / 2;
-    FailureOr<double> least = measure(middle, keptCoefficients, half);
+    FailureOr<double> least = measure(middle, keptCoefficients, storage);
     if (failed(least))
       return failure();
     if (*least >= options.qualityBudget) {
@@ -394,7 +427,8 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
 
   SplatPruneChoice choice;
   choice.shCoefficients = keptCoefficients;
-  choice.halfAttributes = half;
+  choice.storage = storage;
+  choice.int8Maps = candidate.int8Maps;
   choice.keep.assign(gaussians, true);
   int64_t pruned = gaussians * kept / 100;
   for (int64_t i = 0; i < pruned; ++i)
@@ -417,6 +451,7 @@ kiln::chooseSplatPruning(ModuleOp module, const CompileOptions &options) {
                          {"sh_degree_given", shDegree(coefficients)},
                          {"sh_degree", shDegree(keptCoefficients)},
                          {"half_attributes", half},
+                         {"storage", storageReport(storage)},
                          {"psnr_min", reportPsnr(keptPsnr)},
                          {"pruned_indices", std::move(prunedIndices)}};
   return choice;
@@ -434,6 +469,14 @@ LogicalResult kiln::pruneSplats(ModuleOp module,
   int64_t kept = llvm::count(keep, true);
   MLIRContext *ctx = module.getContext();
   IRRewriter rewriter(ctx);
+  SplatProjectOp project = scene->project;
+  // The search's index of each operand's attribute; positions have none.
+  llvm::DenseMap<OpOperand *, int64_t> attributeOf = {
+      {&project.getOpacityLogitsMutable(), 0},
+      {&project.getShMutable(), 1},
+      {&project.getLogScalesMutable(), 2},
+      {&project.getRotationsMutable(), 3}};
+  SmallVector<float> int8Scales, int8Offsets;
   for (OpOperand *operand : scene->gaussians()) {
     auto constant = operand->get().getDefiningOp<ConstantOp>();
     ElementsAttr value = constant.getValue();
@@ -450,21 +493,36 @@ LogicalResult kiln::pruneSplats(ModuleOp module,
     }
     // Positions stay float32: float16 would move a mean by up to 1/2048
     // of its distance from the origin.
-    bool half = choice.halfAttributes &&
-                operand != &scene->project.getPositionsMutable();
-    Type element = half ? Type(Float16Type::get(ctx)) : type.getElementType();
+    auto attribute = attributeOf.find(operand);
+    SplatStorage storage = attribute == attributeOf.end()
+                               ? SplatStorage::Float32
+                               : choice.storage[attribute->second];
+    const SplatInt8Map *map = nullptr;
+    Type element = type.getElementType();
+    if (storage == SplatStorage::Float16)
+      element = Float16Type::get(ctx);
+    if (storage == SplatStorage::Int8) {
+      element = IntegerType::get(ctx, 8);
+      map = &choice.int8Maps[attribute->second];
+      int8Scales.append(map->scales.begin(), map->scales.begin() + keptFloats);
+      int8Offsets.append(map->offsets.begin(),
+                         map->offsets.begin() + keptFloats);
+    }
     ElementsAttr pruned = createElements(
         RankedTensorType::get(shape, element), [&](MutableArrayRef<char> out) {
           auto *halfs = reinterpret_cast<_Float16 *>(out.data());
           auto *singles = reinterpret_cast<float *>(out.data());
+          auto *codes = reinterpret_cast<int8_t *>(out.data());
           int64_t next = 0;
           for (int64_t n = 0; n < gaussians; ++n) {
             if (!keep[n])
               continue;
             for (int64_t i = 0; i < keptFloats; ++i, ++next) {
               float x = floats[n * rowFloats + i];
-              if (half)
+              if (storage == SplatStorage::Float16)
                 halfs[next] = static_cast<_Float16>(x);
+              else if (storage == SplatStorage::Int8)
+                codes[next] = map->quantize(x, i);
               else
                 singles[next] = x;
             }
@@ -474,7 +532,11 @@ LogicalResult kiln::pruneSplats(ModuleOp module,
     operand->set(ConstantOp::create(rewriter, constant.getLoc(), pruned));
     eraseIfUnused(rewriter, constant, value);
   }
-  scene->project.getSplats().setType(
+  if (!int8Scales.empty()) {
+    project.setInt8ScalesAttr(DenseF32ArrayAttr::get(ctx, int8Scales));
+    project.setInt8OffsetsAttr(DenseF32ArrayAttr::get(ctx, int8Offsets));
+  }
+  project.getSplats().setType(
       RankedTensorType::get({11, kept}, Float32Type::get(ctx)));
   return success();
 }

@@ -12,13 +12,19 @@
 #define KILN_LIB_CODEGEN_SPLATPRUNESEARCH_H
 
 #include "kiln/compiler.hpp"
+#include "lib/Codegen/SplatAttributeStorage.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/JSON.h"
 
+#include <array>
 #include <vector>
 
 namespace kiln {
+
+/// The attributes pruning may store at fewer bits, in the search's order.
+inline constexpr llvm::StringLiteral kSplatAttributes[] = {
+    "opacity_logits", "sh", "log_scales", "rotations"};
 
 struct SplatPruneChoice {
   /// For each Gaussian of the scene, whether it stays.
@@ -26,9 +32,13 @@ struct SplatPruneChoice {
   /// The SH coefficients per channel each Gaussian keeps (1, 4, 9 or 16:
   /// degree 0-3), the lowest of its degree's.
   int64_t shCoefficients = 0;
-  /// Whether the scales, rotations, opacities and SH coefficients are
-  /// stored as float16.
-  bool halfAttributes = false;
+  /// How the opacity logits, SH coefficients, log scales and rotations
+  /// are stored (kSplatAttributes' order), and for int8 their maps (over
+  /// every Gaussian and every SH coefficient given).
+  std::array<SplatStorage, 4> storage = {
+      SplatStorage::Float32, SplatStorage::Float32, SplatStorage::Float32,
+      SplatStorage::Float32};
+  std::array<SplatInt8Map, 4> int8Maps;
   /// What the search measured: the views, each fraction tried with its
   /// PSNR on every held-out view, the choice and the pruned Gaussians'
   /// indices.
@@ -54,15 +64,19 @@ struct SplatPruneChoice {
 /// options.halfSplatAttributes it then rounds the scales, rotations,
 /// opacities and SH coefficients to float16 if that keeps the budget (the
 /// candidates round their inputs as the stored scene will be rounded);
-/// then it prunes within what is left. `module` is not changed.
+/// with options.int8SplatAttributes it first tries each of the SH
+/// coefficients, opacities, rotations and scales as int8 in turn (an affine
+/// map per column fitted to the scene), keeping each that keeps the budget
+/// with those kept before; then it prunes within what is left. `module` is
+/// not changed.
 mlir::FailureOr<SplatPruneChoice>
 chooseSplatPruning(mlir::ModuleOp module, const CompileOptions &options);
 
 /// Removes the Gaussians `choice` does not keep from the scene's constants
 /// in `module` (which chooseSplatPruning accepted), and their SH
-/// coefficients past the kept degree; with choice.halfAttributes stores
-/// all but the positions as float16, which the projection widens as it
-/// reads them.
+/// coefficients past the kept degree; stores the other attributes as
+/// choice.storage says (positions stay float32), which the projection
+/// widens as it reads them.
 mlir::LogicalResult pruneSplats(mlir::ModuleOp module,
                                 const SplatPruneChoice &choice);
 

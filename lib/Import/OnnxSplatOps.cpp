@@ -97,7 +97,8 @@ LogicalResult importSplatRender(NodeImporter &node) {
   };
   Value splats = SplatProjectOp::create(
       node.b, node.loc, f32({11, count}), in[0], in[1], in[2], in[3], in[4],
-      in[5], in[6], width, height, ValueRange{});
+      in[5], in[6], width, height, ValueRange{}, DenseF32ArrayAttr(),
+      DenseF32ArrayAttr());
   node.results.push_back(SplatRasterizeOp::create(
       node.b, node.loc, f32({height, width, 3}), splats, in[7], ValueRange{},
       DenseI64ArrayAttr(), SplatCulling::Square));

@@ -369,7 +369,7 @@ OwningOpRef<ModuleOp> kiln::importSplatScene(StringRef path,
   Value splats = kiln::SplatProjectOp::create(
       b, loc, f32({11, n}), gaussians[0], gaussians[1], gaussians[2],
       gaussians[3], gaussians[4], camera[0], camera[1], options.width,
-      options.height, size);
+      options.height, size, DenseF32ArrayAttr(), DenseF32ArrayAttr());
   Value image =
       kiln::SplatRasterizeOp::create(b, loc, imageType, splats, camera[2], size,
                                      maxSize, kiln::SplatCulling::Square);

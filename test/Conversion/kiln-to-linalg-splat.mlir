@@ -127,6 +127,20 @@ func.func @half_attributes(%p: tensor<5x3xf32>, %s: tensor<5x3xf16>, %r: tensor<
   return %splats : tensor<11x5xf32>
 }
 
+// Attributes stored as int8 read as fma(q, scale, offset) of their
+// column's map inside the generic: here the opacity (scale 0.5, offset -1)
+// and the SH's three columns.
+// CHECK-LABEL: func.func @int8_attributes
+// CHECK: linalg.generic {{.*}} ins({{.*}} : tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xf32>, tensor<5xi8>, tensor<5xi8>, tensor<5xi8>, tensor<5xi8>)
+// CHECK: %[[Q:.*]] = arith.sitofp %{{.*}} : i8 to f32
+// CHECK: math.fma %[[Q]], %cst{{.*}}, %cst{{.*}} : f32
+// CHECK-COUNT-3: arith.sitofp %{{.*}} : i8 to f32
+func.func @int8_attributes(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf32>, %o: tensor<5xi8>,
+                           %sh: tensor<5x1x3xi8>, %view: tensor<4x4xf32>, %k: tensor<4xf32>) -> tensor<11x5xf32> {
+  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 {int8_scales = array<f32: 0.5, 0.25, 0.25, 0.25>, int8_offsets = array<f32: -1.0, 0.0, 0.0, 0.0>} : tensor<5x3xf32>, tensor<5x3xf32>, tensor<5x4xf32>, tensor<5xi8>, tensor<5x1x3xi8>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  return %splats : tensor<11x5xf32>
+}
+
 // An image sized at run time, at most 40 x 30: the layout is the bound's
 // (3 x 2 tiles, the padded image 48 x 32), the sizes are clamped to it,
 // the bands, the tiles' ranges and the blended tiles are the run-time

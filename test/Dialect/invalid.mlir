@@ -809,6 +809,15 @@ func.func @splat_rasterize_image(%s: tensor<11x5xf32>, %bg: tensor<3xf32>) {
 
 // -----
 
+func.func @splat_project_int8_map(%p: tensor<5x3xf32>, %s: tensor<5x3xi8>, %r: tensor<5x4xf32>, %o: tensor<5xf32>,
+                                  %sh: tensor<5x1x3xf32>, %view: tensor<4x4xf32>, %k: tensor<4xf32>) {
+  // expected-error @+1 {{int8_scales and int8_offsets need one value per column of the int8 attributes, 3}}
+  %0 = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 {int8_scales = array<f32: 1.0, 1.0>, int8_offsets = array<f32: 0.0, 0.0>} : tensor<5x3xf32>, tensor<5x3xi8>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x1x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  return
+}
+
+// -----
+
 func.func @splat_rasterize_sized_static(%s: tensor<11x5xf32>, %bg: tensor<3xf32>, %h: index, %w: index) {
   // expected-error @+1 {{image must be a [?, ?, 3] tensor, not 'tensor<30x40x3xf32>'}}
   %0 = kiln.splat_rasterize %s, %bg size(%h, %w) max_size = [30, 40] : tensor<11x5xf32>, tensor<3xf32> -> tensor<30x40x3xf32>

@@ -315,6 +315,15 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
   return %image : tensor<30x40x3xf32>
 }
 
+// Int8 log scales: a scale and an offset per column.
+// CHECK-LABEL: func.func @splatting_int8
+// CHECK: kiln.splat_project {{.*}} width = 40 height = 30 {int8_offsets = array<f32: 0.000000e+00, 1.000000e+00, 2.000000e+00>, int8_scales = array<f32: 1.250000e-01, 2.500000e-01, 5.000000e-01>} : tensor<5x3xf32>, tensor<5x3xi8>
+func.func @splatting_int8(%p: tensor<5x3xf32>, %s: tensor<5x3xi8>, %r: tensor<5x4xf32>, %o: tensor<5xf32>,
+                          %sh: tensor<5x16x3xf32>, %view: tensor<4x4xf32>, %k: tensor<4xf32>) -> tensor<11x5xf32> {
+  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 {int8_scales = array<f32: 0.125, 0.25, 0.5>, int8_offsets = array<f32: 0.0, 1.0, 2.0>} : tensor<5x3xf32>, tensor<5x3xi8>, tensor<5x4xf32>, tensor<5xf32>, tensor<5x16x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x5xf32>
+  return %splats : tensor<11x5xf32>
+}
+
 // An image sized at run time, within 40 x 30.
 // CHECK-LABEL: func.func @splatting_sized
 // CHECK: %[[S:.*]] = kiln.splat_project %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6 width = 40 height = 30 size(%arg8, %arg9) : tensor<5x3xf32>

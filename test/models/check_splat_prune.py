@@ -15,7 +15,8 @@ must be the same at 1 and 2 threads, and under square and exact culling.
 
 2. Pruning: a procedural scene (.ply) compiled with --accelerate=splat-prune
 --quality-budget psnr=35 on eight orbit views, and again with
---splat-reduce-sh and with --splat-half-attributes. The pruned artifacts' renders of the held-out views
+--splat-reduce-sh, with --splat-half-attributes and with
+--splat-int8-attributes. The pruned artifacts' renders of the held-out views
 (the odd ones), measured here against the unpruned artifact's, must keep
 35 dB, and the least of them must be the PSNR the search reports (its
 candidates render exactly what the pruned scene renders). Something must
@@ -24,7 +25,8 @@ be pruned, the next percent the search tried must have broken the budget,
 float16. Those artifacts must render a held-out view as the reference
 renderer renders the scene less the Gaussians the report lists as pruned,
 with SH cut to the reported degree, or its attributes but the positions
-rounded to float16. A renderer whose image size is an input
+rounded to float16, or to int8 codes of an affine map per column
+(--splat-int8-attributes: at least the SH coefficients must take int8). A renderer whose image size is an input
 (--splat-size-input) prunes on views that carry their size, and renders as
 the reference does.
 
@@ -156,7 +158,9 @@ def check_pruning(kiln_bin, runtime, work, failures):
     for label, options in (("pruning", []),
                            ("pruning and SH", ["--splat-reduce-sh"]),
                            ("pruning and float16",
-                            ["--splat-half-attributes"])):
+                            ["--splat-half-attributes"]),
+                           ("pruning and int8",
+                            ["--splat-int8-attributes"])):
         stem = os.path.join(work, label.replace(" ", "-"))
         result = run_compile(kiln_bin, ply, image, "-o", stem + ".so",
                              "--accelerate=splat-prune",
@@ -175,6 +179,10 @@ def check_pruning(kiln_bin, runtime, work, failures):
                                          options):
             failures.append(f"{label}: float16 attributes "
                             f"{report['half_attributes']}")
+        if "--splat-int8-attributes" in options and \
+                report["storage"]["sh"] != "int8":
+            failures.append(f"{label}: the SH coefficients stayed "
+                            f"{report['storage']['sh']}")
         if options:
             check_against_reference(runtime, stem + ".so", scene, report,
                                     cameras[1], label, failures)
@@ -216,10 +224,12 @@ def check_against_reference(runtime, artifact, scene, report, camera, label,
     keep[report["pruned_indices"]] = False
     coefficients = (report["sh_degree"] + 1) ** 2
     cut = {name: value[keep] for name, value in scene.items()}
-    cut["sh"] = cut["sh"][:, :coefficients]
-    if report["half_attributes"]:
-        for name in ("log_scales", "rotations", "opacity_logits", "sh"):
+    for name, storage in report["storage"].items():
+        if storage == "float16":
             cut[name] = cut[name].astype(np.float16).astype(np.float32)
+        elif storage == "int8":
+            cut[name] = as_int8(scene[name], keep)
+    cut["sh"] = cut["sh"][:, :coefficients]
     expected, _, fragile = reference.render(
         cut, np.array(camera["view"]), camera["intrinsics"], PRUNE_WIDTH,
         PRUNE_HEIGHT, np.zeros(3))
@@ -240,6 +250,19 @@ def check_against_reference(runtime, artifact, scene, report, camera, label,
     print(f"{label}, against the reference render of the reported scene: "
           f"largest error {robust:.1e} ({int(fragile.sum())} pixels near a "
           "threshold)")
+
+
+def as_int8(values, keep):
+    """`values` ([N, ...]) of the kept Gaussians as int8 storage reads
+    them: each column over all N Gaussians mapped to -127..127 around its
+    range's midpoint, rounded to the nearest code (ties to even)."""
+    rows = values.reshape(len(values), -1).astype(np.float64)
+    low, high = rows.min(0), rows.max(0)
+    scale = ((high - low) / 254).astype(np.float32).astype(np.float64)
+    scale[scale == 0] = 1
+    offset = ((high + low) / 2).astype(np.float32).astype(np.float64)
+    codes = np.clip(np.rint((rows - offset) / scale), -127, 127)
+    return (codes * scale + offset).reshape(values.shape)[keep]
 
 
 def check_pruned(runtime, stem, full_so, cameras, label, failures):
@@ -308,6 +331,8 @@ def check_misuse(kiln_bin, work, ply, views, failures):
                                "part of splat pruning"),
         "float16 without pruning": (["--splat-half-attributes"],
                                     "part of splat pruning"),
+        "int8 without pruning": (["--splat-int8-attributes"],
+                                 "part of splat pruning"),
         "wrong view shape": ([f"--calibration={bad_views}"] + prune,
                              "intrinsics"),
     }

@@ -268,6 +268,12 @@ llvm::cl::opt<bool> splatHalfAttributes(
     llvm::cl::desc("With --accelerate=splat-prune: store the scene's "
                    "scales, rotations, opacities and SH coefficients as "
                    "float16 if --quality-budget allows (before pruning)"));
+llvm::cl::opt<bool> splatInt8Attributes(
+    "splat-int8-attributes",
+    llvm::cl::desc("With --accelerate=splat-prune: store each of the "
+                   "scene's SH coefficients, opacities, rotations and "
+                   "scales as int8 where --quality-budget allows (before "
+                   "pruning)"));
 llvm::cl::opt<std::string>
     accelerateReport("accelerate-report",
                      llvm::cl::desc("Write what --accelerate measured (JSON)"),
@@ -411,7 +417,7 @@ void hideOtherOptions() {
       "skip-layers-report", "merge-tokens", "merge-schedule",
       "merge-tokens-per-block", "merge-scope", "prune-tokens", "prune-blocks",
       "prune-tokens-per-block", "prune-importance", "accelerate", "accelerate-report",
-      "splat-reduce-sh", "splat-half-attributes",
+      "splat-reduce-sh", "splat-half-attributes", "splat-int8-attributes",
       "draft-skip-layers", "draft-quantize",
       "draft-tokens", "choose-draft", "draft-report",
       "pipeline", "sampler", "steps", "cfg-scale", "null-label",
@@ -714,6 +720,7 @@ int main(int argc, char **argv) {
   options.accelerateReportPath = accelerateReport;
   options.reduceSplatShDegree = splatReduceSh;
   options.halfSplatAttributes = splatHalfAttributes;
+  options.int8SplatAttributes = splatInt8Attributes;
   options.draftSkipLayers.assign(draftSkipLayers.begin(),
                                  draftSkipLayers.end());
   options.draftQuantization = draftQuantization;

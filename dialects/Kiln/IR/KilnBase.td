@@ -53,7 +53,9 @@ def Kiln_BitsTensor : RankedTensorOf<[I1, I64, I32]>;
 // kernels compute in f32; elementwise float math also in f64.
 def Kiln_FloatTensor : RankedTensorOf<[F32]>;
 // Values kept in memory at half precision and widened where they are read.
-def Kiln_StoredFloatTensor : RankedTensorOf<[F32, F16]>;
+// A splatting scene's attribute as stored: float, float16, or int8 with an
+// affine map per column.
+def Kiln_SplatAttributeTensor : RankedTensorOf<[F32, F16, I8]>;
 def Kiln_RealTensor : RankedTensorOf<[F32, F64]>;
 def Kiln_IndexTensor : RankedTensorOf<[I64]>;
 // Quantized values and their zero points (8-bit), and integer products.

@@ -41,6 +41,19 @@ LogicalResult SplatProjectOp::verify() {
     return failure();
   if (!getImageSize().empty() && getImageSize().size() != 2)
     return emitOpError("size takes a height and a width");
+  // One scale and one offset per column of the int8 attributes.
+  int64_t int8Columns = 0;
+  for (Value attribute :
+       {getLogScales(), getRotations(), getOpacityLogits(), getSh()}) {
+    auto type = cast<RankedTensorType>(attribute.getType());
+    if (type.getElementType().isInteger(8))
+      int8Columns += type.getNumElements() / count;
+  }
+  for (std::optional<ArrayRef<float>> map : {getInt8Scales(), getInt8Offsets()})
+    if (static_cast<int64_t>(map ? map->size() : 0) != int8Columns)
+      return emitOpError("int8_scales and int8_offsets need one value per "
+                         "column of the int8 attributes, ")
+             << int8Columns;
   for (int64_t side : {getWidth(), getHeight()})
     if (side < 1 || side > kMaxSplatImageSide)
       return emitOpError("image sides must be 1 to ")

@@ -28,7 +28,10 @@ def Kiln_SplatProjectOp : Kiln_Op<"splat_project", [Pure]> {
     (`opacity_logits`, [N]) and spherical-harmonics colour coefficients
     (`sh`, [N, K, 3] with K = 1, 4, 9 or 16: degree 0 to 3). The log
     scales, rotations, opacity logits and SH may be float16, stored at half
-    the bytes and widened to float32 as the projection reads them.
+    the bytes and widened to float32 as the projection reads them, or
+    int8: each column c (of the trailing dims, row-major) of each int8
+    attribute, in operand order, reads as `int8_scales[c] * q +
+    int8_offsets[c]` (one rounding: a fused multiply-add).
 
     `splats` is [11, N], one row per field, so that each field is
     contiguous: 0-1 the mean in pixels (x, y); 2-4 the inverse of the 2D
@@ -44,12 +47,14 @@ def Kiln_SplatProjectOp : Kiln_Op<"splat_project", [Pure]> {
     ```
   }];
   let arguments = (ins Kiln_FloatTensor:$positions,
-                       Kiln_StoredFloatTensor:$log_scales,
-                       Kiln_StoredFloatTensor:$rotations,
-                       Kiln_StoredFloatTensor:$opacity_logits,
-                       Kiln_StoredFloatTensor:$sh, Kiln_FloatTensor:$view,
+                       Kiln_SplatAttributeTensor:$log_scales,
+                       Kiln_SplatAttributeTensor:$rotations,
+                       Kiln_SplatAttributeTensor:$opacity_logits,
+                       Kiln_SplatAttributeTensor:$sh, Kiln_FloatTensor:$view,
                        Kiln_FloatTensor:$intrinsics, I64Attr:$width,
-                       I64Attr:$height, Variadic<Index>:$image_size);
+                       I64Attr:$height, Variadic<Index>:$image_size,
+                       OptionalAttr<DenseF32ArrayAttr>:$int8_scales,
+                       OptionalAttr<DenseF32ArrayAttr>:$int8_offsets);
   let results = (outs Kiln_FloatTensor:$splats);
   let assemblyFormat = [{
     $positions `,` $log_scales `,` $rotations `,` $opacity_logits `,` $sh `,`

@@ -124,16 +124,33 @@ struct SplatProjectLowering : OpConversionPattern<SplatProjectOp> {
     AffineMap identity = rewriter.getMultiDimIdentityMap(1);
     SmallVector<AffineMap> maps(inputs.size() + inits.size(), identity);
 
+    // Each int8 input column's map back to floats, in input order.
+    SmallVector<std::optional<std::pair<float, float>>> int8Maps;
+    int64_t int8Column = 0;
+    for (Value input : inputs) {
+      int8Maps.emplace_back();
+      if (getElementTypeOrSelf(input).isInteger(8)) {
+        int8Maps.back() = {(*op.getInt8Scales())[int8Column],
+                           (*op.getInt8Offsets())[int8Column]};
+        ++int8Column;
+      }
+    }
+
     auto body = [&](OpBuilder &nb, Location l, ValueRange stored) {
       Arith g{nb, l};
-      // Attributes stored as float16 widen as they are read.
+      // Attributes stored as float16 or int8 widen as they are read.
       SmallVector<Value> args;
-      for (Value value : stored)
-        args.push_back(
-            value.getType().isF16()
-                ? arith::ExtFOp::create(nb, l, nb.getF32Type(), value)
-                      .getResult()
-                : value);
+      for (auto [value, int8Map] : llvm::zip(stored, int8Maps)) {
+        if (value.getType().isF16()) {
+          args.push_back(arith::ExtFOp::create(nb, l, nb.getF32Type(), value));
+        } else if (int8Map) {
+          Value q = arith::SIToFPOp::create(nb, l, nb.getF32Type(), value);
+          args.push_back(math::FmaOp::create(nb, l, q, g.f(int8Map->first),
+                                             g.f(int8Map->second)));
+        } else {
+          args.push_back(value);
+        }
+      }
       Value p[3] = {args[0], args[1], args[2]};
       Value cam[3];
       for (int64_t i = 0; i < 3; ++i)
