@@ -4,12 +4,14 @@
   build/bench-venv/bin/python bench/run_splatting.py --bin-dir build/bin --work build/bench
 
 A procedural scene of --count Gaussians (scripts/make_splat_scenes.py, SH
-degree 3) is compiled by kiln-compile into a 1920x1080 renderer twice: with
+degree 3) is compiled by kiln-compile into a 1920x1080 renderer four times: with
 the reference rasterizer's binning (every tile of each splat's 3-sigma
 square, --splat-square-culling), with exact culling (-O2's default), and
 with exact culling and the Gaussians pruned within --budget dB PSNR
 (--accelerate=splat-prune, ranked on 8 calibration views and checked on 8
-others, orbiting between the benchmark's). All run in this process through Kiln's
+others, orbiting between the benchmark's), and pruned within the same
+budget after storing the attributes as int8 where it allows
+(--splat-int8-attributes). All run in this process through Kiln's
 C runtime, taking turns frame by frame over --views cameras orbiting the
 scene, at 1 and 2 threads; each cell is the median over --rounds rounds of
 the views' frame times. The square and exact images must be identical to
@@ -194,10 +196,19 @@ def main():
         f"--calibration={calibration}", f"--quality-budget=psnr={args.budget}",
         f"--accelerate-report={report_path}")
     prune_seconds = time.perf_counter() - start
+    int8_report_path = os.path.join(work, "prune-int8-report.json")
+    artifacts["int8"] = compile_renderer(
+        args.bin_dir, path, os.path.join(work, "pruned-int8.so"), args.width,
+        args.height, "--accelerate=splat-prune", "--splat-int8-attributes",
+        f"--calibration={calibration}", f"--quality-budget=psnr={args.budget}",
+        f"--accelerate-report={int8_report_path}")
     with open(report_path) as f:
         report = json.load(f)
+    with open(int8_report_path) as f:
+        int8_report = json.load(f)
     square_pairs, exact_pairs = mean_pairs(args.count)
     _, pruned_pairs = mean_pairs(args.count, report["pruned_indices"])
+    _, int8_pairs = mean_pairs(args.count, int8_report["pruned_indices"])
     rows = []
     for threads in (1, 2):
         sessions = {n: Session(runtime, a, threads=threads)
@@ -205,9 +216,10 @@ def main():
         medians, images = time_frames(sessions, cameras, args.rounds)
         if not np.array_equal(images["square"], images["exact"]):
             sys.exit("exact culling changed the image")
-        quality = [psnr(sessions["pruned"].run("main", camera_inputs(c))[0],
-                        sessions["exact"].run("main", camera_inputs(c))[0])
-                   for c in cameras]
+        quality, int8_quality = ([
+            psnr(sessions[name].run("main", camera_inputs(c))[0],
+                 sessions["exact"].run("main", camera_inputs(c))[0])
+            for c in cameras] for name in ("pruned", "int8"))
         for session in sessions.values():
             session.close()
         rows.append((threads, medians))
@@ -252,7 +264,18 @@ def main():
         "the search never saw, the pruned renders' PSNR against the exact "
         f"ones is {min(quality):.2f} dB at least (mean "
         f"{np.mean(quality):.2f}). The compile with the search took "
-        f"{prune_seconds:.0f} s."
+        f"{prune_seconds:.0f} s.",
+        "",
+        "With `--splat-int8-attributes` the search first stores the "
+        "attributes as int8 where the budget allows ("
+        + ", ".join(f"{name} {how}" for name, how in
+                    int8_report["storage"].items())
+        + f"; {int8_report['tried'][3]['psnr_min']:.2f} dB unpruned), "
+        f"then prunes {int8_report['pruned_percent']}% (held-out PSNR "
+        f"{int8_report['psnr_min']:.2f} dB; on the benchmark's views "
+        f"{min(int8_quality):.2f} dB at least). Artifacts: "
+        + ", ".join(f"{name} {os.path.getsize(a) / 1e6:.0f} MB"
+                    for name, a in artifacts.items()) + ".",
         "",
         "Pairs are Gaussian-tile pairs per frame (mean over the views, "
         "counted in numpy from a float64 projection). Bound: the frame "
@@ -267,7 +290,8 @@ def main():
         for name, pairs, label in (
                 ("square", square_pairs, "3-sigma squares (reference)"),
                 ("exact", exact_pairs, "exact culling"),
-                ("pruned", pruned_pairs, "exact culling + pruning")):
+                ("pruned", pruned_pairs, "exact culling + pruning"),
+                ("int8", int8_pairs, "exact culling + int8 + pruning")):
             ms = medians[name]
             lines.append(
                 f"| {threads} | {label} | {pairs / 1e6:.2f} M | {ms:.0f} | "

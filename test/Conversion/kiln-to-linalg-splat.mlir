@@ -24,13 +24,19 @@
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} outs(%{{.*}} : tensor<11x5xf32>)
 // CHECK: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>)
 // Binning over the 3 x 2 tiles of 40 x 30 pixels, in parallel over bands
-// of tile rows (2 here), each walking the visible splats (at most 5):
+// of tile rows (2 here). First each band's list of the visible splats (at
+// most 5) its rows meet, in depth order: counts per band, their offsets,
+// the lists. Then each band walks its list (its length bounded by 5):
 // counts per tile of the band, the tiles' ranges, then each splat's
 // position written into the band's ranges of the tiles of its 3-sigma
 // square, in depth order.
 // CHECK: %[[WALK:.*]] = affine.min #{{.*}}()[%[[VISIBLE]]#2]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<17xi32>)
+// CHECK: scf.for {{.*}} -> (tensor<17xi32>, i32)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<?xi32>, tensor<17xi32>)
 // CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<6xi32>)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<?xi32>)
+// CHECK: %[[LENGTH:.*]] = affine.min #{{.*}}()[%{{.*}}]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LENGTH]] {{.*}} -> (tensor<?xi32>)
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>)
 // CHECK: scf.for
 // CHECK: scf.for
@@ -38,7 +44,8 @@
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<6xi32>
 // CHECK: scf.for {{.*}} -> (tensor<7xi32>, i32)
 // CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xi32>)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<?xi32>, tensor<?xi32>)
+// CHECK: %[[LENGTH2:.*]] = affine.min #{{.*}}()[%{{.*}}]
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LENGTH2]] {{.*}} -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<?xi32>
 // Blending: tiles in parallel, each walking its splats while a row of the
 // tile is live; each splat over its rows (all 16 under square culling),
