@@ -250,7 +250,7 @@ def main():
         f"A procedural scene of {args.count:,} Gaussians "
         "(`scripts/make_splat_scenes.py`, SH degree 3) rendered at "
         f"{args.width}x{args.height} from {args.views} cameras orbiting it.",
-        "Kiln's three renderers take turns frame by frame; each cell is the "
+        "Kiln's renderers take turns frame by frame; each cell is the "
         f"median over {args.rounds} rounds of all views. Images of the two "
         "culling modes are identical to the bit (checked).",
         "",
