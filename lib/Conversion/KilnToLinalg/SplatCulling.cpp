@@ -8,8 +8,6 @@
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/KilnToLinalg/SplatLowering.h"
 
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
-
 using namespace mlir;
 
 namespace kiln::splat {
@@ -18,17 +16,8 @@ ImageExtent getImageExtent(Arith &a, int64_t maxWidth, int64_t maxHeight,
                            ValueRange size) {
   if (size.empty())
     return {maxWidth, maxHeight, a.idx(maxWidth), a.idx(maxHeight)};
-  auto clamp = [&](Value side, int64_t bound) -> Value {
-    return affine::AffineMinOp::create(
-        a.b, a.loc,
-        AffineMap::get(
-            0, 1,
-            {a.b.getAffineSymbolExpr(0), a.b.getAffineConstantExpr(bound)},
-            a.b.getContext()),
-        ValueRange{side});
-  };
-  return {maxWidth, maxHeight, clamp(size[1], maxWidth),
-          clamp(size[0], maxHeight)};
+  return {maxWidth, maxHeight, a.clampTo(size[1], maxWidth),
+          a.clampTo(size[0], maxHeight)};
 }
 
 std::pair<Value, Value> tileRange(Arith &a, Value mean, Value radius,

@@ -102,9 +102,20 @@ struct Arith {
   Value toI32(Value indexValue) {
     return arith::IndexCastOp::create(b, loc, b.getI32Type(), indexValue);
   }
-  /// A non-negative index as f32.
+  /// A non-negative index as f32, folded when it is a constant.
   Value indexToFloat(Value indexValue) {
+    if (std::optional<int64_t> constant = getConstantIntValue(indexValue))
+      return f(static_cast<double>(*constant));
     return arith::UIToFPOp::create(b, loc, b.getF32Type(), toI32(indexValue));
+  }
+  /// min(x, bound) of an index as affine.min: a no-op where x is known not
+  /// to exceed the bound, which tells ValueBounds (the parallel loops'
+  /// outlining, the memory plan) how large x can be.
+  Value clampTo(Value x, int64_t bound) {
+    AffineMap map = AffineMap::get(
+        0, 1, {b.getAffineSymbolExpr(0), b.getAffineConstantExpr(bound)},
+        b.getContext());
+    return affine::AffineMinOp::create(b, loc, map, ValueRange{x});
   }
   /// ceil(x / d) of a non-negative index, folded when x is a constant;
   /// affine, so that a bound of x bounds it (ValueBounds).
