@@ -19,9 +19,15 @@
 // CHECK: arith.shrui %{{.*}}, %c8_i32
 // CHECK: arith.shrui %{{.*}}, %c16_i32
 // CHECK: arith.shrui %{{.*}}, %c24_i32
-// The splats gathered into depth order by a parallel generic, then each
+// The splats gathered into depth order field by field, each a generic
+// parallel over the splats, all but the depths (row 5); then each
 // splat's tile rectangle (columns and rows, begin and end).
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} outs(%{{.*}} : tensor<11x5xf32>)
+// CHECK: %[[MEAN_X:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%{{.*}} : tensor<5xf32>)
+// CHECK: tensor.insert_slice %[[MEAN_X]] into %{{.*}}[0, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[4, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
+// CHECK-NOT: into %{{.*}}[5, 0] [1, 5]
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[6, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[10, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
 // CHECK: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>)
 // Binning over the 3 x 2 tiles of 40 x 30 pixels, in parallel over bands
 // of tile rows (2 here). First each band's list of the visible splats (at
@@ -85,7 +91,7 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
 // CHECK-LABEL: func.func @exact
 // CHECK: %[[REACH:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<5xf32>) outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.log
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<11x5xf32>)
+// CHECK-COUNT-10: tensor.insert_slice %{{.*}} : tensor<5xf32> into tensor<11x5xf32>
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.sqrt
 // CHECK: scf.forall {{.*}} -> (tensor<6xi32>)
@@ -171,4 +177,21 @@ func.func @int8_attributes(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<
 func.func @sized(%splats: tensor<11x5xf32>, %bg: tensor<3xf32>, %h: index, %w: index) -> tensor<?x?x3xf32> {
   %image = kiln.splat_rasterize %splats, %bg size(%h, %w) max_size = [30, 40] culling = exact : tensor<11x5xf32>, tensor<3xf32> -> tensor<?x?x3xf32>
   return %image : tensor<?x?x3xf32>
+}
+
+// A constant attribute's columns are the rows of its transpose, made at
+// compile time, so the projection reads each as whole vectors: positions
+// [[1, 2, 3], [4, 5, 6]] give rows [1, 4], [2, 5], [3, 6]. A run-time
+// attribute keeps strided columns of its [N, C] tensor.
+// CHECK-LABEL: func.func @constant_attributes
+// CHECK: %[[ROWS:.*]] = arith.constant dense<{{\[}}[1.000000e+00, 4.000000e+00], [2.000000e+00, 5.000000e+00], [3.000000e+00, 6.000000e+00]]> : tensor<3x2xf32>
+// CHECK: tensor.extract_slice %[[ROWS]][0, 0] [1, 2] [1, 1] : tensor<3x2xf32> to tensor<2xf32>
+// CHECK: tensor.extract_slice %[[ROWS]][2, 0] [1, 2] [1, 1] : tensor<3x2xf32> to tensor<2xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [2, 1] [1, 1] : tensor<2x3xf32> to tensor<2xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, {{.*}}) outs(
+func.func @constant_attributes(%s: tensor<2x3xf32>, %r: tensor<2x4xf32>, %o: tensor<2xf32>, %sh: tensor<2x1x3xf32>,
+                               %view: tensor<4x4xf32>, %k: tensor<4xf32>) -> tensor<11x2xf32> {
+  %p = kiln.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = 40 height = 30 : tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x4xf32>, tensor<2xf32>, tensor<2x1x3xf32>, tensor<4x4xf32>, tensor<4xf32> -> tensor<11x2xf32>
+  return %splats : tensor<11x2xf32>
 }

@@ -9,6 +9,10 @@
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
 #include "lib/Conversion/KilnToLinalg/SplatLowering.h"
 
+#include "dialects/Kiln/IR/Weights.h"
+
+#include <cstdint>
+
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::splat;
@@ -68,6 +72,86 @@ Value column(OpBuilder &b, Location loc, Value tensor,
                                         sizes, strides);
 }
 
+/// The elements of a constant attribute operand (`original` before the
+/// conversion, `converted` after), where their bytes can be read.
+std::optional<ArrayRef<char>> constantBytes(Value original, Value converted) {
+  ElementsAttr elements;
+  if (auto constant = original.getDefiningOp<ConstantOp>())
+    elements = constant.getValue();
+  else if (auto constant = converted.getDefiningOp<arith::ConstantOp>())
+    elements = dyn_cast<ElementsAttr>(constant.getValue());
+  if (!elements)
+    return std::nullopt;
+  return getRawBytes(elements);
+}
+
+/// The columns of an attribute operand ([N] or [N, ...]: one column per
+/// trailing element, row-major), each an [N] tensor. A constant's columns
+/// are the rows of its transpose, made at compile time: contiguous, so the
+/// projection loads each as whole vectors (strided columns of a 2M-Gaussian
+/// scene were read one lane at a time, 45 ns a Gaussian). Run-time inputs
+/// keep strided columns.
+SmallVector<Value> attributeColumns(OpBuilder &b, Location loc, Value original,
+                                    Value converted) {
+  auto type = cast<RankedTensorType>(converted.getType());
+  int64_t count = type.getDimSize(0);
+  int64_t columns = type.getNumElements() / std::max<int64_t>(count, 1);
+  if (type.getRank() == 1)
+    return {converted};
+  std::optional<ArrayRef<char>> bytes = constantBytes(original, converted);
+  SmallVector<Value> result;
+  if (!bytes) {
+    SmallVector<int64_t> position(type.getRank() - 1, 0);
+    for (int64_t c = 0; c < columns; ++c) {
+      int64_t rest = c;
+      for (int64_t d = type.getRank() - 1; d >= 1; --d) {
+        position[d - 1] = rest % type.getDimSize(d);
+        rest /= type.getDimSize(d);
+      }
+      result.push_back(column(b, loc, converted, position));
+    }
+    return result;
+  }
+  auto transposedType =
+      RankedTensorType::get({columns, count}, type.getElementType());
+  // As integers of the element's width (f32, f16, i8), in blocks of rows
+  // that stay in L1 while each column of the block is written.
+  auto transpose = [&](auto *out, const auto *in) {
+    constexpr int64_t block = 64;
+    for (int64_t first = 0; first < count; first += block) {
+      int64_t last = std::min(count, first + block);
+      for (int64_t c = 0; c < columns; ++c)
+        for (int64_t n = first; n < last; ++n)
+          out[c * count + n] = in[n * columns + c];
+    }
+  };
+  ElementsAttr transposed =
+      createElements(transposedType, [&](MutableArrayRef<char> out) {
+        switch (getElementBytes(type.getElementType())) {
+        case 4:
+          return transpose(reinterpret_cast<uint32_t *>(out.data()),
+                           reinterpret_cast<const uint32_t *>(bytes->data()));
+        case 2:
+          return transpose(reinterpret_cast<uint16_t *>(out.data()),
+                           reinterpret_cast<const uint16_t *>(bytes->data()));
+        default:
+          assert(getElementBytes(type.getElementType()) == 1 &&
+                 "splat attributes are f32, f16 or i8");
+          return transpose(reinterpret_cast<uint8_t *>(out.data()),
+                           reinterpret_cast<const uint8_t *>(bytes->data()));
+        }
+      });
+  Value rows = arith::ConstantOp::create(b, loc, cast<TypedAttr>(transposed));
+  auto rowType = RankedTensorType::get({count}, type.getElementType());
+  for (int64_t c = 0; c < columns; ++c)
+    result.push_back(tensor::ExtractSliceOp::create(
+        b, loc, rowType, rows,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(c), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(count)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)}));
+  return result;
+}
+
 struct SplatProjectLowering : OpConversionPattern<SplatProjectOp> {
   using OpConversionPattern::OpConversionPattern;
 
@@ -105,17 +189,17 @@ struct SplatProjectLowering : OpConversionPattern<SplatProjectOp> {
       centre[j] = a.neg(a.dot({view[0][j], view[1][j], view[2][j]},
                               {view[0][3], view[1][3], view[2][3]}));
 
+    // In the generic's order: positions, log scales, rotations, opacity
+    // logits, then SH coefficient by coefficient, channels within each.
+    Value originals[] = {op.getPositions(), op.getLogScales(),
+                         op.getRotations(), op.getOpacityLogits(), op.getSh()};
+    Value converted[] = {adaptor.getPositions(), adaptor.getLogScales(),
+                         adaptor.getRotations(), adaptor.getOpacityLogits(),
+                         adaptor.getSh()};
     SmallVector<Value> inputs;
-    for (int64_t c = 0; c < 3; ++c)
-      inputs.push_back(column(rewriter, loc, adaptor.getPositions(), {c}));
-    for (int64_t c = 0; c < 3; ++c)
-      inputs.push_back(column(rewriter, loc, adaptor.getLogScales(), {c}));
-    for (int64_t c = 0; c < 4; ++c)
-      inputs.push_back(column(rewriter, loc, adaptor.getRotations(), {c}));
-    inputs.push_back(adaptor.getOpacityLogits());
-    for (int64_t k = 0; k < coefficients; ++k)
-      for (int64_t c = 0; c < 3; ++c)
-        inputs.push_back(column(rewriter, loc, adaptor.getSh(), {k, c}));
+    for (auto [original, value] : llvm::zip_equal(originals, converted))
+      llvm::append_range(inputs,
+                         attributeColumns(rewriter, loc, original, value));
 
     auto fieldType = RankedTensorType::get({count}, rewriter.getF32Type());
     SmallVector<Value> inits;
