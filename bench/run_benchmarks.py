@@ -131,9 +131,13 @@ print(json.dumps({"median_ms": 1000 * sorted(times)[len(times) // 2]}))
 """
 
 
-def contraction_gflop(model):
+def contraction_gflop(model, inputs=None):
     """GFLOP (2 per multiply-add) of the model's MatMul, Gemm and Conv nodes,
-    from ONNX shape inference: work no fp32 kernel can skip."""
+    from ONNX shape inference: work no fp32 kernel can skip. Where inference
+    leaves a product's shapes unknown (PyTorch's exports compute some shapes
+    at run time), and `inputs` (arrays, in the graph's input order) are
+    given, the shapes come from one ONNX Runtime run that returns those
+    tensors; else the product is left out and the floor reads low."""
     graph = onnx.shape_inference.infer_shapes(
         onnx.load(model, load_external_data=False), data_prop=True).graph
     shapes = {}
@@ -142,8 +146,15 @@ def contraction_gflop(model):
         shapes[info.name] = [d.dim_value for d in dims]
     for init in graph.initializer:
         shapes[init.name] = list(init.dims)
+    contractions = [node for node in graph.node
+                    if node.op_type in ("MatMul", "Gemm", "Conv")]
+    unknown = sorted({name for node in contractions
+                      for name in (node.input[0], node.output[0])
+                      if not shapes.get(name) or not all(shapes[name])})
+    if unknown and inputs is not None:
+        shapes.update(run_shapes(model, unknown, inputs))
     flop = 0
-    for node in graph.node:
+    for node in contractions:
         out = shapes.get(node.output[0])
         if not out or not all(out):
             continue
@@ -152,11 +163,24 @@ def contraction_gflop(model):
             trans_a = any(attr.name == "transA" and attr.i for attr in node.attribute)
             k = a[-2] if trans_a and len(a) >= 2 else (a[-1] if a else 0)
             flop += 2 * int(np.prod(out)) * k
-        elif node.op_type == "Conv":
+        else:
             w = shapes.get(node.input[1], [])
             if len(w) >= 3:
                 flop += 2 * int(np.prod(out)) * int(np.prod(w[1:]))
     return flop / 1e9
+
+
+def run_shapes(model, names, inputs):
+    """The shapes the tensors `names` take when ONNX Runtime runs `model` on
+    `inputs`: each added to the graph's outputs (untyped: the runtime infers
+    their types)."""
+    proto = onnx.load(model)
+    proto.graph.output.extend(onnx.ValueInfoProto(name=name) for name in names)
+    session = ort.InferenceSession(proto.SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    feeds = {i.name: value for i, value in zip(session.get_inputs(), inputs)}
+    return {name: list(value.shape) for name, value in
+            zip(names, session.run(names, feeds))}
 
 
 def cpu_model():
