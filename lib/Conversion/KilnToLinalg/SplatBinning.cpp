@@ -52,14 +52,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   Value reaches;
   if (exact) {
     auto rowType = RankedTensorType::get({count}, rewriter.getF32Type());
-    Value opacity = tensor::ExtractSliceOp::create(
-        rewriter, loc, rowType, splats,
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(kOpacity),
-                               rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                               rewriter.getIndexAttr(count)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                               rewriter.getIndexAttr(1)});
+    Value opacity = a.row(splats, kOpacity);
     AffineMap identity = rewriter.getMultiDimIdentityMap(1);
     reaches = linalg::GenericOp::create(
                   rewriter, loc, TypeRange{rowType}, ValueRange{opacity},
@@ -169,18 +162,9 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   };
   Value sorted = createEmptyTensor(rewriter, loc,
                                    cast<RankedTensorType>(splats.getType()));
-  for (int64_t f = 0; f < kFields; ++f) {
-    if (f == kDepth)
-      continue;
-    sorted = tensor::InsertSliceOp::create(
-        rewriter, loc, gather(splats, f), sorted,
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(f),
-                               rewriter.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                               rewriter.getIndexAttr(count)},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                               rewriter.getIndexAttr(1)});
-  }
+  for (int64_t f = 0; f < kFields; ++f)
+    if (f != kDepth)
+      sorted = a.withRow(gather(splats, f), sorted, f);
   splats = sorted;
   if (reaches)
     reaches = gather(reaches, std::nullopt);

@@ -145,6 +145,25 @@ struct Arith {
   Value insert(Value scalar, Value tensor, ValueRange indices) {
     return tensor::InsertOp::create(b, loc, scalar, tensor, indices);
   }
+  /// Row r of a static [R, N] tensor, as [N].
+  Value row(Value matrix, int64_t r) {
+    auto type = cast<RankedTensorType>(matrix.getType());
+    int64_t n = type.getDimSize(1);
+    return tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({n}, type.getElementType()), matrix,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(r), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(n)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
+  /// `matrix` ([R, N]) with row r replaced by `values` ([N]).
+  Value withRow(Value values, Value matrix, int64_t r) {
+    int64_t n = cast<RankedTensorType>(matrix.getType()).getDimSize(1);
+    return tensor::InsertSliceOp::create(
+        b, loc, values, matrix,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(r), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(n)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
 };
 
 /// Loops over tensors for the rasterizer's serial steps.

@@ -94,10 +94,10 @@ std::optional<ArrayRef<char>> constantBytes(Value original, Value converted) {
 SmallVector<Value> attributeColumns(OpBuilder &b, Location loc, Value original,
                                     Value converted) {
   auto type = cast<RankedTensorType>(converted.getType());
-  int64_t count = type.getDimSize(0);
-  int64_t columns = type.getNumElements() / std::max<int64_t>(count, 1);
   if (type.getRank() == 1)
     return {converted};
+  int64_t count = type.getDimSize(0);
+  int64_t columns = type.getNumElements() / std::max<int64_t>(count, 1);
   std::optional<ArrayRef<char>> bytes = constantBytes(original, converted);
   SmallVector<Value> result;
   if (!bytes) {
@@ -142,13 +142,9 @@ SmallVector<Value> attributeColumns(OpBuilder &b, Location loc, Value original,
         }
       });
   Value rows = arith::ConstantOp::create(b, loc, cast<TypedAttr>(transposed));
-  auto rowType = RankedTensorType::get({count}, type.getElementType());
+  Arith a{b, loc};
   for (int64_t c = 0; c < columns; ++c)
-    result.push_back(tensor::ExtractSliceOp::create(
-        b, loc, rowType, rows,
-        ArrayRef<OpFoldResult>{b.getIndexAttr(c), b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(count)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)}));
+    result.push_back(a.row(rows, c));
   return result;
 }
 
@@ -349,14 +345,7 @@ struct SplatProjectLowering : OpConversionPattern<SplatProjectOp> {
         RankedTensorType::get({kFields, count}, rewriter.getF32Type());
     Value splats = createEmptyTensor(rewriter, loc, splatsType);
     for (int64_t f = 0; f < kFields; ++f)
-      splats = tensor::InsertSliceOp::create(
-          rewriter, loc, fields[f], splats,
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(f),
-                                 rewriter.getIndexAttr(0)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                                 rewriter.getIndexAttr(count)},
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                                 rewriter.getIndexAttr(1)});
+      splats = a.withRow(fields[f], splats, f);
     rewriter.replaceOp(op, splats);
     return success();
   }
