@@ -367,19 +367,44 @@ std::string GraphImporter::describe(AffineExpr expr) const {
   return text;
 }
 
+FailureOr<AffineExpr>
+GraphImporter::getElementSymbol(Value source, unsigned element, StringRef name,
+                                int64_t min, int64_t max, Location loc) {
+  for (auto [k, symbol] : llvm::enumerate(symbols)) {
+    if (symbol.fromElement && symbol.source == source &&
+        symbol.sourceDim == element)
+      return getAffineSymbolExpr(k, builder.getContext());
+    if (symbol.name == name)
+      return emitError(loc) << "declares the dimension '" << name
+                            << "', which the graph already names";
+  }
+  symbols.push_back({name.str(), min, max, source, element,
+                     /*fromElement=*/true});
+  return getAffineSymbolExpr(symbols.size() - 1, builder.getContext());
+}
+
+Value GraphImporter::readSymbol(const DimSymbol &symbol, Location loc) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToStart(entryBlock);
+  if (!symbol.fromElement)
+    return tensor::DimOp::create(builder, loc, symbol.source, symbol.sourceDim);
+  Value element =
+      tensor::ExtractOp::create(builder, loc, symbol.source,
+                                ValueRange{arith::ConstantIndexOp::create(
+                                    builder, loc, symbol.sourceDim)});
+  return arith::IndexCastOp::create(builder, loc, builder.getIndexType(),
+                                    element);
+}
+
 FailureOr<Value> GraphImporter::materialize(AffineExpr expr, Location loc) {
   if (auto constant = dyn_cast<AffineConstantExpr>(expr))
     return Value(arith::ConstantIndexOp::create(builder, loc, constant.getValue()));
   if (auto symbol = dyn_cast<AffineSymbolExpr>(expr)) {
     unsigned k = symbol.getPosition();
-    if (symbolValues.empty())
+    if (symbolValues.size() < symbols.size())
       symbolValues.resize(symbols.size());
-    if (!symbolValues[k]) {
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(entryBlock);
-      symbolValues[k] = tensor::DimOp::create(builder, loc, symbols[k].source,
-                                              symbols[k].sourceDim);
-    }
+    if (!symbolValues[k])
+      symbolValues[k] = readSymbol(symbols[k], loc);
     return symbolValues[k];
   }
   auto binary = cast<AffineBinaryOpExpr>(expr);

@@ -53,12 +53,15 @@ mlir::ElementsAttr takeTensorProto(onnx::TensorProto &tensor,
 
 /// A named dimension of the graph's inputs that stays dynamic: symbol
 /// `index` of the importer's shape expressions, read from dimension
-/// `sourceDim` of the function argument `source`.
+/// `sourceDim` of the function argument `source`, or, where `fromElement`,
+/// the value of its element `sourceDim` (an int64 vector input that sets
+/// sizes, such as SplatRender's image_size).
 struct DimSymbol {
   std::string name;
   int64_t min, max;
   mlir::Value source;
   unsigned sourceDim;
+  bool fromElement = false;
 };
 
 /// Values and constants of one ONNX graph while its nodes are imported.
@@ -79,6 +82,12 @@ public:
     entryBlock = entry;
   }
   llvm::ArrayRef<DimSymbol> getSymbols() const { return symbols; }
+  /// The symbol of element `element` of the function argument `source`,
+  /// declared as `name` in `min`..`max` on first use; an error at `loc` if
+  /// another named dimension already has that name.
+  mlir::FailureOr<mlir::AffineExpr>
+  getElementSymbol(mlir::Value source, unsigned element, llvm::StringRef name,
+                   int64_t min, int64_t max, mlir::Location loc);
 
   /// The shape of `value` in terms of the named dimensions.
   SymbolicInts getShape(mlir::Value value) const;
@@ -211,6 +220,9 @@ private:
   /// maxTensorBytes (checked before anything is folded or sized from them).
   llvm::LogicalResult checkNewShapes(mlir::Operation *lastBefore,
                                      mlir::Location loc);
+
+  /// `symbol`'s value, read at the function's start.
+  mlir::Value readSymbol(const DimSymbol &symbol, mlir::Location loc);
 
   mlir::OpBuilder &builder;
   llvm::StringMap<int64_t> opsets;

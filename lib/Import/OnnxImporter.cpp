@@ -430,12 +430,28 @@ LogicalResult importGraph(onnx::GraphProto &graph,
     if (!cast<RankedTensorType>(results[i].getType()).hasStaticShape())
       func.setResultAttr(i, kDimNamesAttr, resultDimNames[i]);
   }
-  if (!symbols.empty()) {
+  // Nodes may have declared dimensions that inputs' elements set.
+  ArrayRef<DimSymbol> allSymbols = importer.getSymbols();
+  for (BlockArgument argument : body->getArguments()) {
+    SmallVector<StringRef> setting;
+    for (const DimSymbol &symbol : allSymbols) {
+      if (!symbol.fromElement || symbol.source != argument)
+        continue;
+      setting.resize(std::max<size_t>(setting.size(), symbol.sourceDim + 1));
+      setting[symbol.sourceDim] = symbol.name;
+    }
+    if (setting.empty())
+      continue;
+    setting.resize(cast<RankedTensorType>(argument.getType()).getDimSize(0));
+    func.setArgAttr(argument.getArgNumber(), kDimValuesAttr,
+                    builder.getStrArrayAttr(setting));
+  }
+  if (!allSymbols.empty()) {
     FailureOr<SmallVector<Attribute>> dims =
         getComputedDims(resultShapes, graph, importer, fileLoc);
     if (failed(dims))
       return failure();
-    for (const DimSymbol &symbol : llvm::reverse(symbols))
+    for (const DimSymbol &symbol : llvm::reverse(allSymbols))
       dims->insert(dims->begin(),
                    DimAttr::get(ctx, symbol.name, symbol.min, symbol.max));
     module->setAttr(kDimsAttr, builder.getArrayAttr(*dims));

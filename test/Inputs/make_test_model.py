@@ -689,6 +689,31 @@ def more_ops_model(out_dir):
                                        for name, v in outputs])
 
 
+def splat_size_input_model(out_dir):
+    """SplatRender (domain ai.kiln) of 2 Gaussians given as graph inputs,
+    its image at most 32x48 and sized by the graph input image_size, then
+    scaled by 2."""
+    f32 = TensorProto.FLOAT
+    render = helper.make_node(
+        "SplatRender", ["positions", "log_scales", "rotations",
+                        "opacity_logits", "sh", "view", "intrinsics",
+                        "background", "image_size"], ["image"],
+        name="render", domain="ai.kiln", width=48, height=32)
+    graph = helper.make_graph(
+        [render, helper.make_node("Mul", ["image", "two"], ["scaled"])],
+        "test",
+        [vinfo("positions", f32, [2, 3]), vinfo("log_scales", f32, [2, 3]),
+         vinfo("rotations", f32, [2, 4]), vinfo("opacity_logits", f32, [2]),
+         vinfo("sh", f32, [2, 1, 3]), vinfo("view", f32, [4, 4]),
+         vinfo("intrinsics", f32, [4]), vinfo("background", f32, [3]),
+         vinfo("image_size", TensorProto.INT64, [2])],
+        [vinfo("scaled", f32, ["height", "width", 3])],
+        initializer=[numpy_helper.from_array(np.float32(2), "two")])
+    save(helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 17), helper.make_opsetid("ai.kiln", 1)]),
+        out_dir)
+
+
 def newer_ops_model(out_dir):
     """Ops newer than Debian's onnx package knows, at opset 24:
     RMSNormalization over the last axis, Swish (alpha 0.5), and Mod in both
@@ -1377,6 +1402,8 @@ def main():
         quantize_blocked_model(out_dir)
     elif kind == "matmulnbits-one-row":
         matmulnbits_one_row_model(out_dir)
+    elif kind == "splat-size-input":
+        splat_size_input_model(out_dir)
     elif kind in ("quantize-int16", "quantize-uint16"):
         sixteen_bit_quant_model(kind.endswith("uint16"), out_dir)
     else:
