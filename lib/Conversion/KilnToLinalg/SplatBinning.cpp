@@ -334,9 +334,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
             };
             cover.meanX = field(kMeanX);
             cover.meanY = field(kMeanY);
-            cover.a = field(kConicA);
-            cover.b = field(kConicB);
-            cover.c = field(kConicC);
+            cover.setConic(h, field(kConicA), field(kConicB), field(kConicC));
             cover.reach = h.extract(reaches, ValueRange{i});
           }
           Value columnsBegin = rectAt(0), columnsEnd = rectAt(1);

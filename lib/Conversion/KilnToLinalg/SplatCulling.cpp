@@ -37,12 +37,20 @@ Value reachOf(Arith &g, Value opacity) {
   return g.add(g.mul(bound, g.f(1.001)), g.f(0.01));
 }
 
-Value leastAlongRow(Arith &h, Value a, Value b, Value c, Value dy, Value dxLow,
-                    Value dxHigh) {
-  Value dx = h.min(h.max(h.neg(h.div(h.mul(b, dy), a)), dxLow), dxHigh);
+Value leastAlongRow(Arith &h, Value a, Value b, Value c, Value bOverA, Value dy,
+                    Value dxLow, Value dxHigh) {
+  Value dx = h.min(h.max(h.neg(h.mul(bOverA, dy)), dxLow), dxHigh);
   return h.add(
       h.add(h.mul(a, h.mul(dx, dx)), h.mul(h.mul(h.f(2), b), h.mul(dx, dy))),
       h.mul(c, h.mul(dy, dy)));
+}
+
+void SplatCover::setConic(Arith &h, Value conicA, Value conicB, Value conicC) {
+  a = conicA;
+  b = conicB;
+  c = conicC;
+  bOverA = h.div(b, a);
+  bOverC = h.div(b, c);
 }
 
 Value SplatCover::reaches(Arith &h, Value tx, Value ty) const {
@@ -57,10 +65,10 @@ Value SplatCover::reaches(Arith &h, Value tx, Value ty) const {
   Value dyHigh = h.sub(meanY, y0);
   // The form is symmetric in (x, a) and (y, c).
   auto alongX = [&](Value dx) {
-    return leastAlongRow(h, c, b, a, dx, dyLow, dyHigh);
+    return leastAlongRow(h, c, b, a, bOverC, dx, dyLow, dyHigh);
   };
   auto alongY = [&](Value dy) {
-    return leastAlongRow(h, a, b, c, dy, dxLow, dxHigh);
+    return leastAlongRow(h, a, b, c, bOverA, dy, dxLow, dxHigh);
   };
   Value least = h.min(h.min(alongX(dxLow), alongX(dxHigh)),
                       h.min(alongY(dyLow), alongY(dyHigh)));
@@ -88,9 +96,7 @@ SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n, Value tilesX,
   if (!reaches)
     return cover;
   cover.exact = true;
-  cover.a = field(kConicA);
-  cover.b = field(kConicB);
-  cover.c = field(kConicC);
+  cover.setConic(g, field(kConicA), field(kConicB), field(kConicC));
   cover.reach = g.extract(reaches, ValueRange{n});
   Value reach = g.max(cover.reach, g.f(0));
   // The reach ellipse's box: half sides sqrt(reach * (conic^-1)_ii).

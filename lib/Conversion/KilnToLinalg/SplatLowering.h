@@ -222,9 +222,11 @@ std::pair<Value, Value> tileRange(Arith &a, Value mean, Value radius,
 Value reachOf(Arith &g, Value opacity);
 
 /// The least of a dx^2 + 2 b dx dy + c dy^2 over dx in [dxLow, dxHigh] at
-/// fixed dy: at -b dy / a, clamped.
-Value leastAlongRow(Arith &h, Value a, Value b, Value c, Value dy, Value dxLow,
-                    Value dxHigh);
+/// fixed dy: at -(b / a) dy, clamped (`bOverA` is b / a). Rounding moves
+/// that dx by ulps, and the form by a times their square, which the
+/// reach's margin covers.
+Value leastAlongRow(Arith &h, Value a, Value b, Value c, Value bOverA, Value dy,
+                    Value dxLow, Value dxHigh);
 
 /// The tiles one splat is binned to: a rectangle of tiles, and under exact
 /// culling a test of each of its tiles.
@@ -234,6 +236,9 @@ struct SplatCover {
   /// Exact culling: the mean, the conic and the largest a x^2 + 2 b x y +
   /// c y^2 at which the splat's alpha can still reach 1/255.
   Value meanX, meanY, a, b, c, reach;
+  /// b / a and b / c, the slopes of the form's least along a row and a
+  /// column: once per splat rather than four divisions per tile tested.
+  Value bOverA, bOverC;
   /// Exact culling (from coverOf): half the height of the reach ellipse.
   Value halfY;
 
@@ -242,6 +247,8 @@ struct SplatCover {
   /// holds the mean, else the least over its four edges, each a clamped
   /// one-dimensional minimum).
   Value reaches(Arith &h, Value tx, Value ty) const;
+  /// Sets the conic a, b, c and the slopes.
+  void setConic(Arith &h, Value conicA, Value conicB, Value conicC);
 };
 
 /// The cover of splat `n` of `splats` ([11, N]): the tiles of the square of
