@@ -86,20 +86,26 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
 
 // Exact culling: each splat's reach (2 ln(255 opacity), with a margin) in
 // one generic, gathered with the splats; the rectangles are the reach
-// ellipse's boxes; binning tests each of their tiles, and each splat blends
-// the rows of the tile its ellipse spans.
+// ellipse's boxes; the count's pass tests each of their tiles and keeps
+// the results as bits of an i32 per listed splat, which the second pass
+// reads (testing again only past 32 tiles), and each splat blends the rows
+// of the tile its ellipse spans.
 // CHECK-LABEL: func.func @exact
 // CHECK: %[[REACH:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<5xf32>) outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.log
 // CHECK-COUNT-10: tensor.insert_slice %{{.*}} : tensor<5xf32> into tensor<11x5xf32>
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.sqrt
-// CHECK: scf.forall {{.*}} -> (tensor<6xi32>)
-// CHECK: scf.if %{{.*}} -> (tensor<?xi32>)
-// CHECK: scf.if %{{.*}} -> (tensor<?xi32>)
+// CHECK: %[[COUNTED:.*]]:2 = scf.forall {{.*}} -> (tensor<6xi32>, tensor<?xi32>)
+// CHECK: scf.if %{{.*}} -> (tensor<?xi32>, i32)
+// CHECK: scf.if %{{.*}} -> (tensor<?xi32>, i32)
+// CHECK: arith.shli %c1_i32{{.*}} : i32
 // CHECK: scf.forall {{.*}} -> (tensor<?xi32>)
+// CHECK: tensor.extract %[[COUNTED]]#1
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<?xi32>)
-// CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<?xi32>)
+// CHECK: %[[PASSED:.*]] = scf.if %{{.*}} -> (i1)
+// CHECK: arith.shrui
+// CHECK: scf.if %[[PASSED]] -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: scf.while
 // CHECK: math.ceil
 // CHECK: math.floor
@@ -167,7 +173,7 @@ func.func @int8_attributes(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<
 // CHECK: %[[BAND_ROWS:.*]] = affine.apply #{{.*}}()[%[[ROWS]]]
 // CHECK: %[[QUOTIENT:.*]] = arith.ceildivui %[[ROWS]], %[[BAND_ROWS]] : index
 // CHECK: %[[BANDS:.*]] = affine.min #{{.*}}()[%[[QUOTIENT]]]
-// CHECK: scf.forall (%{{.*}}) in (%[[BANDS]]) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<6xi32>)
+// CHECK: scf.forall (%{{.*}}) in (%[[BANDS]]) shared_outs(%{{.*}} = %{{.*}}, %{{.*}} = %{{.*}}) -> (tensor<6xi32>, tensor<?xi32>)
 // CHECK: %[[SCAN:.*]]:2 = scf.for %{{.*}} = %c0{{.*}} to %[[TILES:.*]] step %{{.*}} -> (tensor<7xi32>, i32)
 // CHECK: tensor.insert %[[SCAN]]#1 into %[[SCAN]]#0[%[[TILES]]] : tensor<7xi32>
 // CHECK: scf.forall (%{{.*}}) in (%[[BANDS]]) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xi32>)

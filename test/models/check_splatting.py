@@ -7,8 +7,9 @@ usage: check_splatting.py KILN_BIN_DIR KILN_RUNTIME_LIBRARY WORK_DIR
 
 1. The ops (a kiln-dialect module compiled by kiln-compile). Each case is a scene of a few hundred Gaussians from
 scripts/make_splat_scenes.py, edited where the case says, rendered from
-several cameras into an image whose sides are not whole tiles, with a
-coloured background. The compiled render (exact culling, -O2's default)
+several cameras into an image whose sides are not whole tiles (one case
+a wide one, 50 tiles across, where splats cover more than 32 tiles of a
+row), with a coloured background. The compiled render (exact culling, -O2's default)
 must match the reference to 1e-4 per channel, be the same at 1 and 2
 threads, and be the same to the bit as the render binned to every tile of
 the 3-sigma squares (--splat-square-culling). Pixels where a
@@ -102,7 +103,20 @@ def screen_edges(scene, rng):
     return scene
 
 
-# name: (Gaussians, SH degree, edit)
+def wide_splats(scene, rng):
+    """A third of the Gaussians opaque and wide enough that, on the wide
+    image, they cover more than 32 tiles of a row: more than the count's
+    pass keeps test results for, so the second pass tests them again."""
+    n = len(scene["positions"])
+    chosen = rng.choice(n, n // 3, replace=False)
+    scene["log_scales"][chosen] += 2.5
+    scene["opacity_logits"][chosen] = 4.0
+    return scene
+
+
+# A wide image of one row of tiles per band: 50 tiles across.
+WIDE = (800, 40)
+# name: (Gaussians, SH degree, edit[, image (width, height)])
 CASES = {
     "orbit": (400, 3, None),
     "sh degree 0": (300, 0, None),
@@ -112,6 +126,7 @@ CASES = {
     "degenerate scales": (400, 3, degenerate_scales),
     "extreme opacities": (400, 3, extreme_opacities),
     "screen edges": (300, 3, screen_edges),
+    "wide splats": (300, 3, wide_splats, WIDE),
 }
 
 
@@ -119,17 +134,17 @@ def tensor_type(*shape):
     return "tensor<" + "x".join(map(str, shape)) + "xf32>"
 
 
-def render_module(count, coefficients):
+def render_module(count, coefficients, width=WIDTH, height=HEIGHT):
     t = tensor_type
     inputs = [t(count, 3), t(count, 3), t(count, 4), t(count),
               t(count, coefficients, 3), t(4, 4), t(4)]
     return f"""
 func.func @main(%p: {inputs[0]}, %s: {inputs[1]}, %r: {inputs[2]},
                 %o: {inputs[3]}, %sh: {inputs[4]}, %view: {inputs[5]},
-                %k: {inputs[6]}, %bg: {t(3)}) -> {t(HEIGHT, WIDTH, 3)} {{
-  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = {WIDTH} height = {HEIGHT} : {", ".join(inputs)} -> {t(11, count)}
-  %image = kiln.splat_rasterize %splats, %bg : {t(11, count)}, {t(3)} -> {t(HEIGHT, WIDTH, 3)}
-  return %image : {t(HEIGHT, WIDTH, 3)}
+                %k: {inputs[6]}, %bg: {t(3)}) -> {t(height, width, 3)} {{
+  %splats = kiln.splat_project %p, %s, %r, %o, %sh, %view, %k width = {width} height = {height} : {", ".join(inputs)} -> {t(11, count)}
+  %image = kiln.splat_rasterize %splats, %bg : {t(11, count)}, {t(3)} -> {t(height, width, 3)}
+  return %image : {t(height, width, 3)}
 }}
 """
 
@@ -144,18 +159,25 @@ def compile_module(kiln_bin, source, artifact, *options):
 
 
 def check_case(kiln_bin, runtime, work, name, case, failures):
-    count, degree, edit = case
-    cameras = scenes.orbit_cameras(3, WIDTH, HEIGHT)
+    count, degree, edit, (width, height) = (*case, (WIDTH, HEIGHT))[:4]
+    cameras = scenes.orbit_cameras(3, width, height)
     seed = len(name)
     scene = scenes.make_scene(count, seed, degree)
     if edit:
         scene = edit(scene, np.random.default_rng(seed + 1000))
     renders = [reference.render(scene, np.array(camera["view"]),
-                                camera["intrinsics"], WIDTH, HEIGHT,
+                                camera["intrinsics"], width, height,
                                 BACKGROUND) for camera in cameras]
+    if edit is wide_splats:
+        g = reference.project(scene, np.array(cameras[0]["view"]),
+                              cameras[0]["intrinsics"], width, height)
+        widest = int((g["rect"][:, 2] - g["rect"][:, 0]).max())
+        if not widest > 40:
+            failures.append(f"{name}: the widest splat covers {widest} "
+                            "tiles of a row, the case tests nothing")
     stem = os.path.join(work, name.replace(" ", "-"))
     with open(stem + ".mlir", "w") as f:
-        f.write(render_module(count, scene["sh"].shape[1]))
+        f.write(render_module(count, scene["sh"].shape[1], width, height))
     artifact = compile_module(kiln_bin, stem + ".mlir", stem + ".so")
     # The reference rasterizer's binning, every tile of the 3-sigma square:
     # the same image, to the bit.

@@ -2,11 +2,7 @@
 //
 // The first steps of kiln.splat_rasterize (and kiln.splat_contributions),
 // with loops over tensors:
-//   1. the visible splats' indices, compacted in index order, with their
-//      depths' bits as keys;
-//   2. a stable radix sort by the keys (four 8-bit passes: depths of
-//      visible splats are positive floats, whose bits order as integers),
-//      then the splats gathered into depth order;
+//   1-2. the visible splats in depth order (SplatDepthOrder.cpp);
 //   3. binning, in parallel over bands of tile rows, each band over its
 //      list of the splats that meet it: a count of splats per
 //      tile, its prefix sums (each tile's range), and a second pass that
@@ -23,6 +19,13 @@
 using namespace mlir;
 using namespace kiln;
 using namespace kiln::splat;
+
+namespace {
+/// The most tiles of a splat in one band whose exact tests the count's pass
+/// keeps, one bit each, for the second pass (all of a splat's tiles but a
+/// few large splats' at 2M Gaussians).
+constexpr int64_t kTestBits = 32;
+} // namespace
 
 SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                                  Value splats, bool exact,
@@ -43,9 +46,6 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
     return RankedTensorType::get({size}, i32);
   };
   Value zero = a.idx(0);
-  auto field = [](Arith &g, Value s, int64_t f, Value splat) {
-    return g.extract(s, ValueRange{g.idx(f), splat});
-  };
 
   // Exact culling: each splat's reach, for its tiles and for the rows of
   // pixels it can reach in them.
@@ -65,109 +65,10 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                   })
                   .getResult(0);
   }
-  // 1. The visible splats, in index order, with their depths' bits as
-  // sort keys: every entry is written at the count so far, which moves on
-  // only past a visible one.
-  ValueRange compacted = loops.forLoop(
-      zero, a.idx(count),
-      ValueRange{createEmptyTensor(rewriter, loc, indices(count)),
-                 createEmptyTensor(rewriter, loc, indices(count)), zero},
-      [&](OpBuilder &nb, Location l, Value n, ValueRange args) {
-        Arith g{nb, l};
-        Value visible = g.fcmp(arith::CmpFPredicate::OGT,
-                               field(g, splats, kRadius, n), g.f(0));
-        Value bits =
-            arith::BitcastOp::create(nb, l, i32, field(g, splats, kDepth, n));
-        Value order = g.insert(g.toI32(n), args[0], args[2]);
-        Value keys = g.insert(bits, args[1], args[2]);
-        Value next = g.add(args[2], g.select(visible, g.idx(1), g.idx(0)));
-        return SmallVector<Value>{order, keys, next};
-      });
-  Value order = compacted[0], keys = compacted[1];
-  Value visibleCount = compacted[2];
-
-  // 2. Stable LSD radix sort by the keys, 8 bits at a time; the keys
-  // travel with the indices, so each pass reads them in order.
-  auto digit = [&](Arith &g, Value key, int64_t shift) {
-    Value shifted = arith::ShRUIOp::create(g.b, g.loc, key, g.i32(shift));
-    return g.toIndex(arith::AndIOp::create(g.b, g.loc, shifted, g.i32(255)));
-  };
-  for (int64_t shift = 0; shift < 32; shift += 8) {
-    Value histogram = loops.forLoop(
-        zero, visibleCount,
-        ValueRange{createFilledTensor(rewriter, loc, indices(256), a.i32(0))},
-        [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
-          Arith g{nb, l};
-          Value d = digit(g, g.extract(keys, ValueRange{i}), shift);
-          Value bumped = g.add(g.extract(args[0], ValueRange{d}), g.i32(1));
-          return SmallVector<Value>{g.insert(bumped, args[0], d)};
-        })[0];
-    Value starts = loops.forLoop(
-        zero, a.idx(256),
-        ValueRange{createEmptyTensor(rewriter, loc, indices(256)), a.i32(0)},
-        [&](OpBuilder &nb, Location l, Value d, ValueRange args) {
-          Arith g{nb, l};
-          Value next = g.add(args[1], g.extract(histogram, ValueRange{d}));
-          return SmallVector<Value>{g.insert(args[1], args[0], d), next};
-        })[0];
-    ValueRange scattered = loops.forLoop(
-        zero, visibleCount,
-        ValueRange{createEmptyTensor(rewriter, loc, indices(count)),
-                   createEmptyTensor(rewriter, loc, indices(count)), starts},
-        [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
-          Arith g{nb, l};
-          Value key = g.extract(keys, ValueRange{i});
-          Value d = digit(g, key, shift);
-          Value position = g.extract(args[2], ValueRange{d});
-          Value at = g.toIndex(position);
-          Value sortedOrder =
-              g.insert(g.extract(order, ValueRange{i}), args[0], at);
-          Value sortedKeys = g.insert(key, args[1], at);
-          Value cursors = g.insert(g.add(position, g.i32(1)), args[2], d);
-          return SmallVector<Value>{sortedOrder, sortedKeys, cursors};
-        });
-    order = scattered[0];
-    keys = scattered[1];
-  }
-
-  // The visible splats' fields in depth order (and their reach, under
-  // exact culling), gathered in parallel: binning then reads them in
-  // order, and each tile's blending in increasing addresses. One field at
-  // a time, in parallel over the splats: its random reads stay within one
-  // row (a [fields, N] generic ran in parallel over the fields, 6 and 5 on
-  // two threads). Not the depths, which nothing reads after the sort. Rows
-  // past the visible count hold splat 0 and are never read.
-  auto rowType = RankedTensorType::get({count}, rewriter.getF32Type());
-  auto gather = [&](Value source, std::optional<int64_t> field) {
-    AffineMap identity = rewriter.getMultiDimIdentityMap(1);
-    return linalg::GenericOp::create(
-               rewriter, loc, TypeRange{rowType}, ValueRange{},
-               ValueRange{createEmptyTensor(rewriter, loc, rowType)},
-               ArrayRef<AffineMap>{identity},
-               ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
-               [&](OpBuilder &nb, Location l, ValueRange) {
-                 Arith g{nb, l};
-                 Value i = linalg::IndexOp::create(nb, l, 0);
-                 Value visible =
-                     g.icmp(arith::CmpIPredicate::ult, i, visibleCount);
-                 Value n = g.select(visible,
-                                    g.toIndex(g.extract(order, ValueRange{i})),
-                                    g.idx(0));
-                 SmallVector<Value> at = {n};
-                 if (field)
-                   at.insert(at.begin(), g.idx(*field));
-                 linalg::YieldOp::create(nb, l, g.extract(source, at));
-               })
-        .getResult(0);
-  };
-  Value sorted = createEmptyTensor(rewriter, loc,
-                                   cast<RankedTensorType>(splats.getType()));
-  for (int64_t f = 0; f < kFields; ++f)
-    if (f != kDepth)
-      sorted = a.withRow(gather(splats, f), sorted, f);
-  splats = sorted;
-  if (reaches)
-    reaches = gather(reaches, std::nullopt);
+  DepthOrder sorted = orderByDepth(rewriter, loc, splats, reaches);
+  splats = sorted.splats;
+  reaches = sorted.reaches;
+  Value order = sorted.order, visibleCount = sorted.visibleCount;
 
   // 3. Binning, in parallel over bands of whole tile rows: a band's tiles
   // and their pairs are contiguous, so each band writes its own slices.
@@ -293,11 +194,13 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
               return SmallVector<Value>{written, next};
             }));
       })[0];
-  // Walks band `band`'s splats in depth order, carrying `inits`. Its
+  // Walks band `band`'s splats in depth order, carrying `inits`: calls
+  // `body` with each splat's place in the band's list and the splat. Its
   // length is bounded by the splat count so that the parallel loop's
   // outlining sees how much work the walks are.
-  auto walkBand = [&](Arith &g, Value band, ValueRange inits,
-                      Loops::Body body) {
+  using WalkBody = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                                   Value, ValueRange)>;
+  auto walkBand = [&](Arith &g, Value band, ValueRange inits, WalkBody body) {
     Value start = g.toIndex(g.extract(bandOffsets, ValueRange{band}));
     Value stop =
         g.toIndex(g.extract(bandOffsets, ValueRange{g.add(band, g.idx(1))}));
@@ -309,14 +212,19 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
           Arith h{nb, l};
           Value i =
               h.toIndex(h.extract(bandLists, ValueRange{h.add(start, k)}));
-          return body(nb, l, i, args);
+          return body(nb, l, k, i, args);
         });
   };
-  using Step = function_ref<SmallVector<Value>(Arith &, Value, ValueRange)>;
+  using Step =
+      function_ref<SmallVector<Value>(Arith &, Value, Value, ValueRange)>;
   // Calls `step` with each tile of the band's rows [rowBegin, rowEnd) that
-  // splat i covers, numbered from the band's first tile.
+  // splat i covers, numbered from the band's first tile, and the tile's
+  // place among the splat's tiles in the band, row by row. Under exact
+  // culling each tile is tested, or, given the bits `passed` that the
+  // count's tests set (for a splat of at most kTestBits tiles in the band),
+  // read there.
   auto overBand = [&](Arith &g, Value i, Value rowBegin, Value rowEnd,
-                      ValueRange inits, Step step) -> ValueRange {
+                      ValueRange inits, Value passed, Step step) -> ValueRange {
     auto rectAt = [&](int64_t k) {
       return g.toIndex(g.extract(rects[k], ValueRange{i}));
     };
@@ -338,11 +246,39 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
             cover.reach = h.extract(reaches, ValueRange{i});
           }
           Value columnsBegin = rectAt(0), columnsEnd = rectAt(1);
+          Value width = h.sub(columnsEnd, columnsBegin);
+          Value recorded;
+          if (passed)
+            recorded =
+                h.icmp(arith::CmpIPredicate::ule,
+                       h.mul(h.sub(last, first), width), h.idx(kTestBits));
+          // Whether the splat reaches the `place`-th tile, (tx, ty).
+          auto reached = [&](Arith &t, Value tx, Value ty, Value place) {
+            if (!passed)
+              return cover.reaches(t, tx, ty);
+            auto bit = scf::IfOp::create(
+                t.b, t.loc, recorded,
+                [&](OpBuilder &bb, Location bl) {
+                  Arith u{bb, bl};
+                  Value shifted =
+                      arith::ShRUIOp::create(bb, bl, passed, u.toI32(place));
+                  scf::YieldOp::create(bb, bl,
+                                       ValueRange{arith::TruncIOp::create(
+                                           bb, bl, bb.getI1Type(), shifted)});
+                },
+                [&](OpBuilder &tb, Location tl) {
+                  Arith u{tb, tl};
+                  scf::YieldOp::create(tb, tl, cover.reaches(u, tx, ty));
+                });
+            return bit.getResult(0);
+          };
           Loops rows{ib, il};
           ValueRange results = rows.forLoop(
               first, last, inits,
               [&](OpBuilder &yb, Location yl, Value ty, ValueRange yArgs) {
                 Loops row{yb, yl};
+                Arith r{yb, yl};
+                Value rowPlace = r.mul(r.sub(ty, first), width);
                 return SmallVector<Value>(row.forLoop(
                     columnsBegin, columnsEnd, yArgs,
                     [&](OpBuilder &xb, Location xl, Value tx,
@@ -350,13 +286,15 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                       Arith t{xb, xl};
                       Value tile =
                           t.add(t.mul(t.sub(ty, rowBegin), t.idx(tilesX)), tx);
+                      Value place = t.add(rowPlace, t.sub(tx, columnsBegin));
                       if (!cover.exact)
-                        return step(t, tile, xArgs);
+                        return step(t, tile, place, xArgs);
                       auto binned = scf::IfOp::create(
-                          xb, xl, cover.reaches(t, tx, ty),
+                          xb, xl, reached(t, tx, ty, place),
                           [&](OpBuilder &tb, Location tl) {
                             Arith u{tb, tl};
-                            scf::YieldOp::create(tb, tl, step(u, tile, xArgs));
+                            scf::YieldOp::create(tb, tl,
+                                                 step(u, tile, place, xArgs));
                           },
                           [&](OpBuilder &eb, Location el) {
                             scf::YieldOp::create(eb, el, xArgs);
@@ -372,14 +310,17 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
     return inBand.getResults();
   };
   // A parallel loop over the bands: `body` returns the band's slice of
-  // `output` (starting at `offset`, `size` long).
+  // each of `outputs`, with where it starts and how long it is.
+  struct BandSlice {
+    Value slice, offset, size;
+  };
   auto overBands =
-      [&](Value output, function_ref<std::tuple<Value, Value, Value>(
-                            Arith &, Value, Value, Value)>
-                            body) {
+      [&](ValueRange outputs,
+          function_ref<SmallVector<BandSlice>(Arith &, Value, Value, Value)>
+              body) {
         auto forall =
             scf::ForallOp::create(rewriter, loc, ArrayRef<OpFoldResult>{bands},
-                                  ValueRange{output}, std::nullopt);
+                                  outputs, std::nullopt);
         OpBuilder::InsertionGuard guard(rewriter);
         rewriter.setInsertionPointToStart(forall.getBody());
         Arith g{rewriter, loc};
@@ -387,37 +328,79 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         Value rowBegin = g.mul(band, rowsPerBand);
         Value rowEnd = arith::MinUIOp::create(
             rewriter, loc, g.add(rowBegin, rowsPerBand), tilesY);
-        auto [slice, offset, size] = body(g, band, rowBegin, rowEnd);
+        SmallVector<BandSlice> slices = body(g, band, rowBegin, rowEnd);
         rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-        tensor::ParallelInsertSliceOp::create(
-            rewriter, loc, slice, forall.getRegionIterArgs()[0],
-            ArrayRef<OpFoldResult>{offset}, ArrayRef<OpFoldResult>{size},
-            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
-        return forall.getResult(0);
+        for (auto [slice, shared] :
+             llvm::zip_equal(slices, forall.getRegionIterArgs()))
+          tensor::ParallelInsertSliceOp::create(
+              rewriter, loc, slice.slice, shared,
+              ArrayRef<OpFoldResult>{slice.offset},
+              ArrayRef<OpFoldResult>{slice.size},
+              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+        return forall.getResults();
       };
-  Value counts = overBands(
-      createEmptyTensor(rewriter, loc, indices(tiles)),
-      [&](Arith &g, Value bandIndex, Value rowBegin, Value rowEnd) {
-        Value bandTiles = g.mul(g.sub(rowEnd, rowBegin), g.idx(tilesX));
-        Value local = walkBand(
-            g, bandIndex,
-            ValueRange{createFilledTensor(g.b, g.loc, dynamicIndices, g.i32(0),
-                                          ValueRange{bandTiles})},
-            [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
-              Arith h{nb, l};
-              return SmallVector<Value>(
-                  overBand(h, i, rowBegin, rowEnd, args,
-                           [](Arith &t, Value tile, ValueRange tileArgs) {
-                             Value bumped =
-                                 t.add(t.extract(tileArgs[0], ValueRange{tile}),
-                                       t.i32(1));
-                             return SmallVector<Value>{
-                                 t.insert(bumped, tileArgs[0], tile)};
-                           }));
-            })[0];
-        return std::make_tuple(local, g.mul(rowBegin, g.idx(tilesX)),
-                               bandTiles);
-      });
+  // The count's pass over each band, and under exact culling the bits of
+  // the tiles each listed splat passed the test for, which the second pass
+  // reads instead of testing again.
+  Value listed = a.toIndex(bandScan[1]);
+  SmallVector<Value> countOutputs = {
+      createEmptyTensor(rewriter, loc, indices(tiles))};
+  if (reaches)
+    countOutputs.push_back(
+        createEmptyTensor(rewriter, loc, dynamicIndices, ValueRange{listed}));
+  ValueRange counted = overBands(countOutputs, [&](Arith &g, Value bandIndex,
+                                                   Value rowBegin,
+                                                   Value rowEnd) {
+    Value bandTiles = g.mul(g.sub(rowEnd, rowBegin), g.idx(tilesX));
+    Value start = g.toIndex(g.extract(bandOffsets, ValueRange{bandIndex}));
+    Value length =
+        g.sub(g.toIndex(g.extract(bandOffsets,
+                                  ValueRange{g.add(bandIndex, g.idx(1))})),
+              start);
+    SmallVector<Value> inits = {createFilledTensor(
+        g.b, g.loc, dynamicIndices, g.i32(0), ValueRange{bandTiles})};
+    if (reaches)
+      inits.push_back(
+          createEmptyTensor(g.b, g.loc, dynamicIndices, ValueRange{length}));
+    ValueRange local = walkBand(
+        g, bandIndex, inits,
+        [&](OpBuilder &nb, Location l, Value k, Value i, ValueRange args) {
+          Arith h{nb, l};
+          SmallVector<Value> tileInits = {args[0]};
+          if (reaches)
+            tileInits.push_back(h.i32(0));
+          ValueRange tiled = overBand(
+              h, i, rowBegin, rowEnd, tileInits, Value(),
+              [&](Arith &t, Value tile, Value place, ValueRange tileArgs) {
+                Value bumped =
+                    t.add(t.extract(tileArgs[0], ValueRange{tile}), t.i32(1));
+                SmallVector<Value> next = {t.insert(bumped, tileArgs[0], tile)};
+                if (reaches) {
+                  // Places past the bits are tested again.
+                  Value bit =
+                      t.select(t.icmp(arith::CmpIPredicate::ult, place,
+                                      t.idx(kTestBits)),
+                               arith::ShLIOp::create(t.b, t.loc, t.i32(1),
+                                                     t.toI32(place)),
+                               t.i32(0));
+                  next.push_back(
+                      arith::OrIOp::create(t.b, t.loc, tileArgs[1], bit));
+                }
+                return next;
+              });
+          SmallVector<Value> results = {tiled[0]};
+          if (reaches)
+            results.push_back(h.insert(tiled[1], args[1], ValueRange{k}));
+          return results;
+        });
+    SmallVector<BandSlice> slices = {
+        {local[0], g.mul(rowBegin, g.idx(tilesX)), bandTiles}};
+    if (reaches)
+      slices.push_back({local[1], start, length});
+    return slices;
+  });
+  Value counts = counted[0];
+  Value passed = reaches ? counted[1] : Value();
   // Each tile's range starts at the count of the tiles before it; the
   // entry after the image's tiles is the number of splat-tile pairs.
   ValueRange scanned = loops.forLoop(
@@ -440,6 +423,8 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         Value start = g.extract(ranges, ValueRange{firstTile});
         Value bandPairs = g.toIndex(g.sub(
             g.extract(ranges, ValueRange{g.add(firstTile, bandTiles)}), start));
+        Value listStart =
+            g.toIndex(g.extract(bandOffsets, ValueRange{bandIndex}));
         Loops band{g.b, g.loc};
         // Where each of the band's tiles writes next, from the band's start.
         Value cursors = band.forLoop(
@@ -457,12 +442,15 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
             ValueRange{createEmptyTensor(g.b, g.loc, dynamicIndices,
                                          ValueRange{bandPairs}),
                        cursors},
-            [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
+            [&](OpBuilder &nb, Location l, Value k, Value i, ValueRange args) {
               Arith h{nb, l};
               Value splat = h.toI32(i);
+              Value bits =
+                  passed ? h.extract(passed, ValueRange{h.add(listStart, k)})
+                         : Value();
               return SmallVector<Value>(overBand(
-                  h, i, rowBegin, rowEnd, args,
-                  [&](Arith &t, Value tile, ValueRange tileArgs) {
+                  h, i, rowBegin, rowEnd, args, bits,
+                  [&](Arith &t, Value tile, Value, ValueRange tileArgs) {
                     Value position = t.extract(tileArgs[1], ValueRange{tile});
                     Value written =
                         t.insert(splat, tileArgs[0], t.toIndex(position));
@@ -471,8 +459,8 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                     return SmallVector<Value>{written, next};
                   }));
             })[0];
-        return std::make_tuple(local, g.toIndex(start), bandPairs);
-      });
+        return SmallVector<BandSlice>{{local, g.toIndex(start), bandPairs}};
+      })[0];
 
   SplatBins bins{splats, Value(), Value(), order, ranges, entries, pairs};
   if (reaches) {

@@ -257,6 +257,20 @@ struct SplatCover {
 SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n, Value tilesX,
                    Value tilesY);
 
+/// The visible splats (radius above 0) in increasing depth, stable.
+struct DepthOrder {
+  /// The splats' fields ([11, N]) and, given, their reaches ([N]) in that
+  /// order; rows past the visible count hold splat 0 and are never read.
+  Value splats, reaches;
+  /// The splats' indices in that order ([N] i32), and how many are visible.
+  Value order, visibleCount;
+};
+
+/// The visible splats of `splats` ([11, N]) sorted by depth, with `reaches`
+/// (exact culling's, or null) alongside.
+DepthOrder orderByDepth(OpBuilder &b, Location loc, Value splats,
+                        Value reaches);
+
 /// The splats in the order the tiles blend them, and each tile's list.
 struct SplatBins {
   /// The visible splats' fields ([11, N]) in increasing depth; rows past
