@@ -20,14 +20,16 @@
 // CHECK: arith.shrui %{{.*}}, %c16_i32
 // CHECK: arith.shrui %{{.*}}, %c24_i32
 // The splats gathered into depth order field by field, each a generic
-// parallel over the splats, all but the depths (row 5); then each
-// splat's tile rectangle (columns and rows, begin and end).
+// parallel over the splats, all but the depths (row 5), into the rows of
+// a [16, N] tensor (the rows past the fields are the records' other
+// slots); then each splat's tile rectangle (columns and rows, begin and
+// end).
 // CHECK: %[[MEAN_X:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%{{.*}} : tensor<5xf32>)
-// CHECK: tensor.insert_slice %[[MEAN_X]] into %{{.*}}[0, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[4, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
+// CHECK: tensor.insert_slice %[[MEAN_X]] into %{{.*}}[0, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[4, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
 // CHECK-NOT: into %{{.*}}[5, 0] [1, 5]
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[6, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[10, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<11x5xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[6, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
+// CHECK: %[[SORTED:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[10, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
 // CHECK: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>)
 // Binning over the 3 x 2 tiles of 40 x 30 pixels, in parallel over bands
 // of tile rows (2 here). First each band's list of the visible splats (at
@@ -53,16 +55,25 @@
 // CHECK: %[[LENGTH2:.*]] = affine.min #{{.*}}()[%{{.*}}]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[LENGTH2]] {{.*}} -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<?xi32>
+// The sorted splats as records of 16 floats, one per splat: the fields'
+// rows transposed.
+// CHECK: %[[RECORDS:.*]] = linalg.generic {indexing_maps = [#[[TRANSPOSED:.*]], #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[SORTED]] : tensor<16x5xf32>) outs(%{{.*}} : tensor<5x16xf32>)
 // Blending: tiles in parallel, each walking its splats while a row of the
-// tile is live; each splat over its rows (all 16 under square culling),
-// each row 16 pixels as vectors read from and written to the tile's
-// planes (transmittance, colour, ended). Pixels of the padding (rows from
-// 30, columns from 40) start ended.
+// tile is live, fetching the record of the splat 4 ahead (or the last)
+// and reading its own as one vector; each splat over its rows (all 16
+// under square culling), each row 16 pixels as vectors read from and
+// written to the tile's planes (transmittance, colour, ended). Pixels of
+// the padding (rows from 30, columns from 40) start ended.
 // CHECK: %[[PADDED:.*]] = scf.forall (%{{.*}}) in (6) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<3x32x48xf32>)
 // CHECK: arith.cmpf olt, %{{.*}}, %cst{{.*}} : vector<16xf32>
 // CHECK: scf.for {{.*}} -> (tensor<5x16x16xf32>)
 // CHECK: arith.minui
+// CHECK: %[[BUFFER:.*]] = bufferization.to_buffer %[[RECORDS]] read_only : tensor<5x16xf32> to memref<5x16xf32>
 // CHECK: scf.while {{.*}} : (index, tensor<5x16x16xf32>, index)
+// CHECK: %[[AHEAD:.*]] = arith.minui %{{.*}}, %{{.*}} : index
+// CHECK: %[[AHEAD_ENTRY:.*]] = tensor.extract %{{.*}}[%[[AHEAD]]]
+// CHECK: memref.prefetch %[[BUFFER]][%{{.*}}, %c0{{.*}}], read, locality<3>, data : memref<5x16xf32>
+// CHECK: vector.transfer_read %[[RECORDS]][%{{.*}}, %c0{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5x16xf32>, vector<16xf32>
 // CHECK-NOT: math.ceil
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} {{.*}} -> (tensor<5x16x16xf32>, index, f32)
 // CHECK: vector.transfer_read %{{.*}}[%c4{{.*}}, %{{.*}}, %c0{{.*}}]
@@ -93,7 +104,7 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
 // CHECK-LABEL: func.func @exact
 // CHECK: %[[REACH:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<5xf32>) outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.log
-// CHECK-COUNT-10: tensor.insert_slice %{{.*}} : tensor<5xf32> into tensor<11x5xf32>
+// CHECK-COUNT-10: tensor.insert_slice %{{.*}} : tensor<5xf32> into tensor<16x5xf32>
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.sqrt
 // CHECK: %[[COUNTED:.*]]:2 = scf.forall {{.*}} -> (tensor<6xi32>, tensor<?xi32>)
@@ -106,6 +117,9 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
 // CHECK: %[[PASSED:.*]] = scf.if %{{.*}} -> (i1)
 // CHECK: arith.shrui
 // CHECK: scf.if %[[PASSED]] -> (tensor<?xi32>, tensor<?xi32>)
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[11, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
+// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[12, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<16x5xf32>) outs(%{{.*}} : tensor<5x16xf32>)
 // CHECK: scf.while
 // CHECK: math.ceil
 // CHECK: math.floor

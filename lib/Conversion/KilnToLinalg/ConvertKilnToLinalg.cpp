@@ -23,10 +23,13 @@ struct ConvertKilnToLinalgPass
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
     target.addIllegalDialect<kiln::KilnDialect>();
+    // Bufferization and memref for prefetches (the splat blend's), which
+    // address a tensor's buffer.
     target.addLegalDialect<affine::AffineDialect, arith::ArithDialect,
+                           bufferization::BufferizationDialect,
                            linalg::LinalgDialect, math::MathDialect,
-                           scf::SCFDialect, tensor::TensorDialect,
-                           vector::VectorDialect>();
+                           memref::MemRefDialect, scf::SCFDialect,
+                           tensor::TensorDialect, vector::VectorDialect>();
     target.addLegalOp<ModuleOp, func::FuncOp, func::ReturnOp>();
 
     RewritePatternSet patterns(ctx);

@@ -125,8 +125,9 @@ DepthOrder kiln::splat::orderByDepth(OpBuilder &rewriter, Location loc,
                })
         .getResult(0);
   };
-  Value sorted = createEmptyTensor(rewriter, loc,
-                                   cast<RankedTensorType>(splats.getType()));
+  Value sorted = createEmptyTensor(
+      rewriter, loc,
+      RankedTensorType::get({kRecordFields, count}, rewriter.getF32Type()));
   for (int64_t f = 0; f < kFields; ++f)
     if (f != kDepth)
       sorted = a.withRow(gather(splats, f), sorted, f);

@@ -39,8 +39,14 @@ enum Field : int64_t {
   kOpacity,
   kRed,
   kGreen,
-  kBlue
+  kBlue,
+  /// In the blend's records (SplatBins::records), after the fields: the
+  /// rows of pixels the reach ellipse spans (exact culling).
+  kSpanTop,
+  kSpanBottom
 };
+/// The floats of one splat's record: a 64-byte cache line.
+constexpr int64_t kRecordFields = 16;
 constexpr double kNear = 0.2;
 constexpr double kAlphaMin = 1.0 / 255.0;
 constexpr double kAlphaMax = 0.99;
@@ -259,8 +265,9 @@ SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n, Value tilesX,
 
 /// The visible splats (radius above 0) in increasing depth, stable.
 struct DepthOrder {
-  /// The splats' fields ([11, N]) and, given, their reaches ([N]) in that
-  /// order; rows past the visible count hold splat 0 and are never read.
+  /// The splats' fields ([kRecordFields, N], the rows past the fields left
+  /// for the records' other slots) and, given, their reaches ([N]) in that
+  /// order; columns past the visible count hold splat 0 and are never read.
   Value splats, reaches;
   /// The splats' indices in that order ([N] i32), and how many are visible.
   Value order, visibleCount;
@@ -273,13 +280,13 @@ DepthOrder orderByDepth(OpBuilder &b, Location loc, Value splats,
 
 /// The splats in the order the tiles blend them, and each tile's list.
 struct SplatBins {
-  /// The visible splats' fields ([11, N]) in increasing depth; rows past
-  /// the visible count are never read.
-  Value splats;
-  /// Under exact culling, the rows of pixels each sorted splat's reach
-  /// ellipse spans (f32 [N], top and bottom, widened by 0.1% + 0.01 for
-  /// float rounding); else null.
-  Value spanTop, spanBottom;
+  /// The visible splats in increasing depth, a record of kRecordFields
+  /// floats each ([N, kRecordFields]): the fields, and under exact culling
+  /// the rows of pixels the reach ellipse spans (kSpanTop, kSpanBottom,
+  /// widened by 0.1% + 0.01 for float rounding). Records past the visible
+  /// count are never read.
+  Value records;
+  bool exact = false;
   /// For each sorted splat, its index in the op's splats (i32 [N]).
   Value order;
   /// Tile t's list is entries[ranges[t], ranges[t + 1]) (i32 [tiles + 1]).
