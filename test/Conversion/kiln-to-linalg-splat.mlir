@@ -59,7 +59,7 @@
 // rows transposed.
 // CHECK: %[[RECORDS:.*]] = linalg.generic {indexing_maps = [#[[TRANSPOSED:.*]], #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[SORTED]] : tensor<16x5xf32>) outs(%{{.*}} : tensor<5x16xf32>)
 // Blending: tiles in parallel, each walking its splats while a row of the
-// tile is live, fetching the record of the splat 4 ahead (or the last)
+// tile is live, fetching the record of the splat 8 ahead (or the last)
 // and reading its own as one vector; each splat over its rows (all 16
 // under square culling), each row 16 pixels as vectors read from and
 // written to the tile's planes (transmittance, colour, ended). Pixels of
