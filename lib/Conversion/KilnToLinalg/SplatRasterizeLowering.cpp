@@ -168,7 +168,6 @@ Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
   if (pairWeights)
     walkInit.push_back(createFilledTensor(rewriter, loc, weightsType, g.f(0),
                                           ValueRange{tilePairs}));
-
   SmallVector<Type> walkTypes = llvm::to_vector(
       llvm::map_range(walkInit, [](Value v) { return v.getType(); }));
   auto walk = scf::WhileOp::create(
