@@ -19,18 +19,21 @@
 // CHECK: arith.shrui %{{.*}}, %c8_i32
 // CHECK: arith.shrui %{{.*}}, %c16_i32
 // CHECK: arith.shrui %{{.*}}, %c24_i32
-// The splats gathered into depth order field by field, each a generic
-// parallel over the splats, all but the depths (row 5), into the rows of
-// a [16, N] tensor (the rows past the fields are the records' other
-// slots); then each splat's tile rectangle (columns and rows, begin and
-// end).
-// CHECK: %[[MEAN_X:.*]] = linalg.generic {{.*}} iterator_types = ["parallel"]} outs(%{{.*}} : tensor<5xf32>)
-// CHECK: tensor.insert_slice %[[MEAN_X]] into %{{.*}}[0, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[4, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
-// CHECK-NOT: into %{{.*}}[5, 0] [1, 5]
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[6, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
-// CHECK: %[[SORTED:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[10, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
-// CHECK: linalg.generic {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<5xi32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>)
+// Each splat's fields as a record of 16 floats (a cache line), in
+// parallel over chunks of splats; then the records gathered into depth
+// order, each fetching the record 16 splats further on (or the last),
+// with each splat's tile rectangle (columns and rows, begin and end).
+// CHECK: %[[UNSORTED:.*]] = scf.forall (%{{.*}}) in (1) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<5x16xf32>)
+// CHECK: vector.from_elements {{.*}} : vector<16xf32>
+// CHECK: vector.transfer_write %{{.*}} {in_bounds = [true]} : vector<16xf32>, tensor<?x16xf32>
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}, 0] [%{{.*}}, 16] [1, 1] : tensor<?x16xf32> into tensor<5x16xf32>
+// CHECK: %[[UNSORTED_BUFFER:.*]] = bufferization.to_buffer %[[UNSORTED]] read_only
+// CHECK: %[[SORTED:.*]]:5 = scf.forall (%{{.*}}) in (1) shared_outs({{.*}}) -> (tensor<5x16xf32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>)
+// CHECK: arith.minui %{{.*}}, %c4{{.*}} : index
+// CHECK: memref.prefetch %[[UNSORTED_BUFFER]][%{{.*}}, %c0{{.*}}], read, locality<3>, data : memref<5x16xf32>
+// CHECK: vector.transfer_read %[[UNSORTED]][%{{.*}}, %c0{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5x16xf32>, vector<16xf32>
+// CHECK-NOT: math.log
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<5xi32>
 // Binning over the 3 x 2 tiles of 40 x 30 pixels, in parallel over bands
 // of tile rows (2 here). First each band's list of the visible splats (at
 // most 5) its rows meet, in depth order: counts per band, their offsets,
@@ -55,9 +58,6 @@
 // CHECK: %[[LENGTH2:.*]] = affine.min #{{.*}}()[%{{.*}}]
 // CHECK: scf.for %{{.*}} = %{{.*}} to %[[LENGTH2]] {{.*}} -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<?xi32>
-// The sorted splats as records of 16 floats, one per splat: the fields'
-// rows transposed.
-// CHECK: %[[RECORDS:.*]] = linalg.generic {indexing_maps = [#[[TRANSPOSED:.*]], #{{.*}}], iterator_types = ["parallel", "parallel"]} ins(%[[SORTED]] : tensor<16x5xf32>) outs(%{{.*}} : tensor<5x16xf32>)
 // Blending: tiles in parallel, each walking its splats while a row of the
 // tile is live, fetching the record of the splat 8 ahead (or the last)
 // and reading its own as one vector; each splat over its rows (all 16
@@ -68,12 +68,12 @@
 // CHECK: arith.cmpf olt, %{{.*}}, %cst{{.*}} : vector<16xf32>
 // CHECK: scf.for {{.*}} -> (tensor<5x16x16xf32>)
 // CHECK: arith.minui
-// CHECK: %[[BUFFER:.*]] = bufferization.to_buffer %[[RECORDS]] read_only : tensor<5x16xf32> to memref<5x16xf32>
+// CHECK: %[[BUFFER:.*]] = bufferization.to_buffer %[[SORTED]]#0 read_only : tensor<5x16xf32> to memref<5x16xf32>
 // CHECK: scf.while {{.*}} : (index, tensor<5x16x16xf32>, index)
 // CHECK: %[[AHEAD:.*]] = arith.minui %{{.*}}, %{{.*}} : index
 // CHECK: %[[AHEAD_ENTRY:.*]] = tensor.extract %{{.*}}[%[[AHEAD]]]
 // CHECK: memref.prefetch %[[BUFFER]][%{{.*}}, %c0{{.*}}], read, locality<3>, data : memref<5x16xf32>
-// CHECK: vector.transfer_read %[[RECORDS]][%{{.*}}, %c0{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5x16xf32>, vector<16xf32>
+// CHECK: vector.transfer_read %[[SORTED]]#0[%{{.*}}, %c0{{.*}}], %{{.*}} {in_bounds = [true]} : tensor<5x16xf32>, vector<16xf32>
 // CHECK-NOT: math.ceil
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c16{{.*}} {{.*}} -> (tensor<5x16x16xf32>, index, f32)
 // CHECK: vector.transfer_read %{{.*}}[%c4{{.*}}, %{{.*}}, %c0{{.*}}]
@@ -95,31 +95,38 @@ func.func @splatting(%p: tensor<5x3xf32>, %s: tensor<5x3xf32>, %r: tensor<5x4xf3
   return %image : tensor<30x40x3xf32>
 }
 
-// Exact culling: each splat's reach (2 ln(255 opacity), with a margin) in
-// one generic, gathered with the splats; the rectangles are the reach
-// ellipse's boxes; the count's pass tests each of their tiles and keeps
-// the results as bits of an i32 per listed splat, which the second pass
-// reads (testing again only past 32 tiles), and each splat blends the rows
-// of the tile its ellipse spans.
+// Exact culling: the depth order's gather computes each splat's reach (2
+// ln(255 opacity), with a margin) and the rows of pixels its reach ellipse
+// spans, into the record's slots 11-13; the rectangles are the reach
+// ellipse's boxes. The count's pass fetches the records 16 splats ahead in
+// its band's list, reads each splat's conic and reach from its record,
+// tests each of its tiles and keeps the results as bits of an i32 per
+// listed splat, which the second pass reads (reading the record and
+// testing again only past 32 tiles), and each splat blends the rows of the
+// tile its ellipse spans.
 // CHECK-LABEL: func.func @exact
-// CHECK: %[[REACH:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<5xf32>) outs(%{{.*}} : tensor<5xf32>)
+// CHECK: %[[SORTED:.*]]:5 = scf.forall {{.*}} -> (tensor<5x16xf32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>, tensor<5xi32>)
 // CHECK: math.log
-// CHECK-COUNT-10: tensor.insert_slice %{{.*}} : tensor<5xf32> into tensor<16x5xf32>
-// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<5xf32>)
 // CHECK: math.sqrt
+// CHECK: vector.insert %{{.*}}, %{{.*}} [11] : f32 into vector<16xf32>
+// CHECK: vector.insert %{{.*}}, %{{.*}} [12] : f32 into vector<16xf32>
+// CHECK: vector.insert %{{.*}}, %{{.*}} [13] : f32 into vector<16xf32>
+// CHECK: %[[RECORDS:.*]] = bufferization.to_buffer %[[SORTED]]#0 read_only
 // CHECK: %[[COUNTED:.*]]:2 = scf.forall {{.*}} -> (tensor<6xi32>, tensor<?xi32>)
+// CHECK: memref.prefetch %[[RECORDS]]
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>, i32)
+// CHECK: tensor.extract %[[SORTED]]#0[%{{.*}}, %c13] : tensor<5x16xf32>
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>, i32)
 // CHECK: arith.shli %c1_i32{{.*}} : i32
 // CHECK: scf.forall {{.*}} -> (tensor<?xi32>)
 // CHECK: tensor.extract %[[COUNTED]]#1
+// CHECK-NOT: memref.prefetch
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>, tensor<?xi32>)
 // CHECK: %[[PASSED:.*]] = scf.if %{{.*}} -> (i1)
 // CHECK: arith.shrui
+// CHECK: } else {
+// CHECK: tensor.extract %[[SORTED]]#0[%{{.*}}, %c13] : tensor<5x16xf32>
 // CHECK: scf.if %[[PASSED]] -> (tensor<?xi32>, tensor<?xi32>)
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[11, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
-// CHECK: tensor.insert_slice %{{.*}} into %{{.*}}[12, 0] [1, 5] [1, 1] : tensor<5xf32> into tensor<16x5xf32>
-// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<16x5xf32>) outs(%{{.*}} : tensor<5x16xf32>)
 // CHECK: scf.while
 // CHECK: math.ceil
 // CHECK: math.floor

@@ -2,7 +2,8 @@
 //
 // The first steps of kiln.splat_rasterize (and kiln.splat_contributions),
 // with loops over tensors:
-//   1-2. the visible splats in depth order (SplatDepthOrder.cpp);
+//   1-2. the visible splats in depth order, as records with their tiles'
+//      rectangles (SplatDepthOrder.cpp);
 //   3. binning, in parallel over bands of tile rows, each band over its
 //      list of the splats that meet it: a count of splats per
 //      tile, its prefix sums (each tile's range), and a second pass that
@@ -25,6 +26,8 @@ namespace {
 /// keeps, one bit each, for the second pass (all of a splat's tiles but a
 /// few large splats' at 2M Gaussians).
 constexpr int64_t kTestBits = 32;
+/// How many splats ahead in its list a band's count walk fetches records.
+constexpr int64_t kWalkAhead = 16;
 } // namespace
 
 SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
@@ -47,68 +50,18 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   };
   Value zero = a.idx(0);
 
-  // Exact culling: each splat's reach, for its tiles and for the rows of
-  // pixels it can reach in them.
-  Value reaches;
-  if (exact) {
-    auto rowType = RankedTensorType::get({count}, rewriter.getF32Type());
-    Value opacity = a.row(splats, kOpacity);
-    AffineMap identity = rewriter.getMultiDimIdentityMap(1);
-    reaches = linalg::GenericOp::create(
-                  rewriter, loc, TypeRange{rowType}, ValueRange{opacity},
-                  ValueRange{createEmptyTensor(rewriter, loc, rowType)},
-                  ArrayRef<AffineMap>{identity, identity},
-                  ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
-                  [](OpBuilder &nb, Location l, ValueRange args) {
-                    Arith g{nb, l};
-                    linalg::YieldOp::create(nb, l, reachOf(g, args[0]));
-                  })
-                  .getResult(0);
-  }
-  DepthOrder sorted = orderByDepth(rewriter, loc, splats, reaches);
-  splats = sorted.splats;
-  reaches = sorted.reaches;
+  DepthOrder sorted = orderByDepth(rewriter, loc, splats, exact, gridX, gridY);
+  Value records = sorted.records;
   Value order = sorted.order, visibleCount = sorted.visibleCount;
+  Value rects[] = {sorted.columnsBegin, sorted.columnsEnd, sorted.rowsBegin,
+                   sorted.rowsEnd};
 
   // 3. Binning, in parallel over bands of whole tile rows: a band's tiles
   // and their pairs are contiguous, so each band writes its own slices.
-  // Each band walks every visible splat in depth order, so its tiles'
-  // lists come out sorted; the splats' tile rectangles are computed once.
-  // Under exact culling, also the rows of pixels the reach ellipse spans,
-  // for the blend's cheap first test of a row.
-  SmallVector<Type> rectTypes(4, indices(count));
-  if (reaches)
-    rectTypes.append(2, RankedTensorType::get({count}, rewriter.getF32Type()));
-  SmallVector<Value> rectInits;
-  for (Type type : rectTypes)
-    rectInits.push_back(
-        createEmptyTensor(rewriter, loc, cast<RankedTensorType>(type)));
-  ValueRange rects =
-      linalg::GenericOp::create(
-          rewriter, loc, rectTypes, ValueRange{}, rectInits,
-          SmallVector<AffineMap>(rectTypes.size(),
-                                 rewriter.getMultiDimIdentityMap(1)),
-          ArrayRef<utils::IteratorType>{utils::IteratorType::parallel},
-          [&](OpBuilder &nb, Location l, ValueRange) {
-            Arith g{nb, l};
-            SplatCover cover =
-                coverOf(g, splats, reaches, linalg::IndexOp::create(nb, l, 0),
-                        gridX, gridY);
-            SmallVector<Value> results = {
-                g.toI32(cover.columnsBegin), g.toI32(cover.columnsEnd),
-                g.toI32(cover.rowsBegin), g.toI32(cover.rowsEnd)};
-            if (cover.exact) {
-              // Float rounding of the half height is a few ulps; the
-              // reach's own margin covers the blend's.
-              Value half = g.add(g.mul(cover.halfY, g.f(1.001)), g.f(0.01));
-              results.push_back(g.sub(cover.meanY, half));
-              results.push_back(g.add(cover.meanY, half));
-            }
-            linalg::YieldOp::create(nb, l, results);
-          })
-          .getResults();
-  // The bands' walks end at the visible count, bounded by the splat count
-  // so that the parallel loop's outlining sees how much work they are.
+  // Each band walks its visible splats in depth order, so its tiles' lists
+  // come out sorted. The bands' walks end at the visible count, bounded by the
+  // splat count so that the parallel loop's outlining sees how much work they
+  // are.
   Value bandWalkEnd = a.clampTo(visibleCount, count);
   Value rowsPerBand = a.ceilDiv(tilesY, kBinningBands);
   OpFoldResult bands;
@@ -197,10 +150,16 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   // Walks band `band`'s splats in depth order, carrying `inits`: calls
   // `body` with each splat's place in the band's list and the splat. Its
   // length is bounded by the splat count so that the parallel loop's
-  // outlining sees how much work the walks are.
+  // outlining sees how much work the walks are. With `readsRecords`, each
+  // step fetches the record of a splat kWalkAhead further on: a band's
+  // splats are a sixteenth of all, their records a line each at uneven
+  // strides that the hardware's prefetchers miss.
+  Value recordsBuffer =
+      exact ? recordsBufferOf(rewriter, loc, records) : Value();
   using WalkBody = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
                                                    Value, ValueRange)>;
-  auto walkBand = [&](Arith &g, Value band, ValueRange inits, WalkBody body) {
+  auto walkBand = [&](Arith &g, Value band, ValueRange inits, bool readsRecords,
+                      WalkBody body) {
     Value start = g.toIndex(g.extract(bandOffsets, ValueRange{band}));
     Value stop =
         g.toIndex(g.extract(bandOffsets, ValueRange{g.add(band, g.idx(1))}));
@@ -210,9 +169,16 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         zero, length, inits,
         [&](OpBuilder &nb, Location l, Value k, ValueRange args) {
           Arith h{nb, l};
-          Value i =
-              h.toIndex(h.extract(bandLists, ValueRange{h.add(start, k)}));
-          return body(nb, l, k, i, args);
+          auto splatAt = [&](Value place) {
+            return h.toIndex(
+                h.extract(bandLists, ValueRange{h.add(start, place)}));
+          };
+          if (readsRecords) {
+            Value ahead = arith::MinUIOp::create(
+                nb, l, h.add(k, h.idx(kWalkAhead)), h.sub(length, h.idx(1)));
+            prefetchRecord(h, recordsBuffer, splatAt(ahead));
+          }
+          return body(nb, l, k, splatAt(k), args);
         });
   };
   using Step =
@@ -234,17 +200,23 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         g.b, g.loc, g.icmp(arith::CmpIPredicate::ult, first, last),
         [&](OpBuilder &ib, Location il) {
           Arith h{ib, il};
-          SplatCover cover;
-          cover.exact = reaches != nullptr;
-          if (cover.exact) {
+          // The exact test's splat, read from its record where it is
+          // built: given the bits, only the few splats past them read it.
+          auto coverAt = [&](Arith &u) {
+            SplatCover cover;
             auto field = [&](int64_t f) {
-              return h.extract(splats, ValueRange{h.idx(f), i});
+              return u.extract(records, ValueRange{i, u.idx(f)});
             };
+            cover.exact = true;
             cover.meanX = field(kMeanX);
             cover.meanY = field(kMeanY);
-            cover.setConic(h, field(kConicA), field(kConicB), field(kConicC));
-            cover.reach = h.extract(reaches, ValueRange{i});
-          }
+            cover.setConic(u, field(kConicA), field(kConicB), field(kConicC));
+            cover.reach = field(kReach);
+            return cover;
+          };
+          std::optional<SplatCover> cover;
+          if (exact && !passed)
+            cover = coverAt(h);
           Value columnsBegin = rectAt(0), columnsEnd = rectAt(1);
           Value width = h.sub(columnsEnd, columnsBegin);
           Value recorded;
@@ -255,7 +227,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
           // Whether the splat reaches the `place`-th tile, (tx, ty).
           auto reached = [&](Arith &t, Value tx, Value ty, Value place) {
             if (!passed)
-              return cover.reaches(t, tx, ty);
+              return cover->reaches(t, tx, ty);
             auto bit = scf::IfOp::create(
                 t.b, t.loc, recorded,
                 [&](OpBuilder &bb, Location bl) {
@@ -268,7 +240,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                 },
                 [&](OpBuilder &tb, Location tl) {
                   Arith u{tb, tl};
-                  scf::YieldOp::create(tb, tl, cover.reaches(u, tx, ty));
+                  scf::YieldOp::create(tb, tl, coverAt(u).reaches(u, tx, ty));
                 });
             return bit.getResult(0);
           };
@@ -287,7 +259,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                       Value tile =
                           t.add(t.mul(t.sub(ty, rowBegin), t.idx(tilesX)), tx);
                       Value place = t.add(rowPlace, t.sub(tx, columnsBegin));
-                      if (!cover.exact)
+                      if (!exact)
                         return step(t, tile, place, xArgs);
                       auto binned = scf::IfOp::create(
                           xb, xl, reached(t, tx, ty, place),
@@ -345,7 +317,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   Value listed = a.toIndex(bandScan[1]);
   SmallVector<Value> countOutputs = {
       createEmptyTensor(rewriter, loc, indices(tiles))};
-  if (reaches)
+  if (exact)
     countOutputs.push_back(
         createEmptyTensor(rewriter, loc, dynamicIndices, ValueRange{listed}));
   ValueRange counted = overBands(countOutputs, [&](Arith &g, Value bandIndex,
@@ -359,15 +331,15 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
               start);
     SmallVector<Value> inits = {createFilledTensor(
         g.b, g.loc, dynamicIndices, g.i32(0), ValueRange{bandTiles})};
-    if (reaches)
+    if (exact)
       inits.push_back(
           createEmptyTensor(g.b, g.loc, dynamicIndices, ValueRange{length}));
     ValueRange local = walkBand(
-        g, bandIndex, inits,
+        g, bandIndex, inits, /*readsRecords=*/exact,
         [&](OpBuilder &nb, Location l, Value k, Value i, ValueRange args) {
           Arith h{nb, l};
           SmallVector<Value> tileInits = {args[0]};
-          if (reaches)
+          if (exact)
             tileInits.push_back(h.i32(0));
           ValueRange tiled = overBand(
               h, i, rowBegin, rowEnd, tileInits, Value(),
@@ -375,7 +347,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                 Value bumped =
                     t.add(t.extract(tileArgs[0], ValueRange{tile}), t.i32(1));
                 SmallVector<Value> next = {t.insert(bumped, tileArgs[0], tile)};
-                if (reaches) {
+                if (exact) {
                   // Places past the bits are tested again.
                   Value bit =
                       t.select(t.icmp(arith::CmpIPredicate::ult, place,
@@ -389,18 +361,18 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                 return next;
               });
           SmallVector<Value> results = {tiled[0]};
-          if (reaches)
+          if (exact)
             results.push_back(h.insert(tiled[1], args[1], ValueRange{k}));
           return results;
         });
     SmallVector<BandSlice> slices = {
         {local[0], g.mul(rowBegin, g.idx(tilesX)), bandTiles}};
-    if (reaches)
+    if (exact)
       slices.push_back({local[1], start, length});
     return slices;
   });
   Value counts = counted[0];
-  Value passed = reaches ? counted[1] : Value();
+  Value passed = exact ? counted[1] : Value();
   // Each tile's range starts at the count of the tiles before it; the
   // entry after the image's tiles is the number of splat-tile pairs.
   ValueRange scanned = loops.forLoop(
@@ -442,6 +414,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
             ValueRange{createEmptyTensor(g.b, g.loc, dynamicIndices,
                                          ValueRange{bandPairs}),
                        cursors},
+            /*readsRecords=*/false,
             [&](OpBuilder &nb, Location l, Value k, Value i, ValueRange args) {
               Arith h{nb, l};
               Value splat = h.toI32(i);
@@ -462,29 +435,6 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         return SmallVector<BandSlice>{{local, g.toIndex(start), bandPairs}};
       })[0];
 
-  // The blend reads a splat's fields once per pair, at random across the
-  // sorted splats: as a record of one cache line rather than a line of
-  // each field's row (2M Gaussians: a fifth of the blend waited on those).
-  if (reaches) {
-    splats = a.withRow(rects[4], splats, kSpanTop);
-    splats = a.withRow(rects[5], splats, kSpanBottom);
-  }
-  auto recordsType =
-      RankedTensorType::get({count, kRecordFields}, rewriter.getF32Type());
-  MLIRContext *context = rewriter.getContext();
-  AffineMap transposed = AffineMap::get(
-      2, 0, {getAffineDimExpr(1, context), getAffineDimExpr(0, context)},
-      context);
-  Value records =
-      linalg::GenericOp::create(
-          rewriter, loc, TypeRange{recordsType}, ValueRange{splats},
-          ValueRange{createEmptyTensor(rewriter, loc, recordsType)},
-          ArrayRef<AffineMap>{transposed, rewriter.getMultiDimIdentityMap(2)},
-          SmallVector<utils::IteratorType>(2, utils::IteratorType::parallel),
-          [](OpBuilder &nb, Location l, ValueRange args) {
-            linalg::YieldOp::create(nb, l, args[0]);
-          })
-          .getResult(0);
-  SplatBins bins{records, reaches != nullptr, order, ranges, entries, pairs};
+  SplatBins bins{records, exact, order, ranges, entries, pairs};
   return bins;
 }

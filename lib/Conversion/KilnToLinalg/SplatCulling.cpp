@@ -80,11 +80,8 @@ Value SplatCover::reaches(Arith &h, Value tx, Value ty) const {
   return arith::OrIOp::create(h.b, h.loc, holdsMean, le(least, reach));
 }
 
-SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n, Value tilesX,
-                   Value tilesY) {
-  auto field = [&](int64_t f) {
-    return g.extract(splats, ValueRange{g.idx(f), n});
-  };
+SplatCover coverOf(Arith &g, function_ref<Value(int64_t)> field, Value reach,
+                   Value tilesX, Value tilesY) {
   SplatCover cover;
   Value radius = field(kRadius);
   cover.meanX = field(kMeanX);
@@ -93,12 +90,12 @@ SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n, Value tilesX,
       tileRange(g, cover.meanX, radius, tilesX);
   std::tie(cover.rowsBegin, cover.rowsEnd) =
       tileRange(g, cover.meanY, radius, tilesY);
-  if (!reaches)
+  if (!reach)
     return cover;
   cover.exact = true;
   cover.setConic(g, field(kConicA), field(kConicB), field(kConicC));
-  cover.reach = g.extract(reaches, ValueRange{n});
-  Value reach = g.max(cover.reach, g.f(0));
+  cover.reach = reach;
+  reach = g.max(reach, g.f(0));
   // The reach ellipse's box: half sides sqrt(reach * (conic^-1)_ii).
   Value det = g.sub(g.mul(cover.a, cover.c), g.mul(cover.b, cover.b));
   Value halfX = g.sqrt(g.div(g.mul(reach, cover.c), det));

@@ -40,10 +40,11 @@ enum Field : int64_t {
   kRed,
   kGreen,
   kBlue,
-  /// In the blend's records (SplatBins::records), after the fields: the
-  /// rows of pixels the reach ellipse spans (exact culling).
+  /// In the sorted records (DepthOrder::records), after the fields: the
+  /// rows of pixels the reach ellipse spans, and the reach (exact culling).
   kSpanTop,
-  kSpanBottom
+  kSpanBottom,
+  kReach
 };
 /// The floats of one splat's record: a 64-byte cache line.
 constexpr int64_t kRecordFields = 16;
@@ -257,34 +258,45 @@ struct SplatCover {
   void setConic(Arith &h, Value conicA, Value conicB, Value conicC);
 };
 
-/// The cover of splat `n` of `splats` ([11, N]): the tiles of the square of
-/// its radius, and with `reaches` (exact culling: each splat's reachOf)
-/// those of the box of its reach ellipse among them.
-SplatCover coverOf(Arith &g, Value splats, Value reaches, Value n, Value tilesX,
-                   Value tilesY);
+/// The cover of the splat whose fields `field` reads: the tiles of the
+/// square of its radius, and with its `reach` (exact culling: reachOf its
+/// opacity) those of the box of its reach ellipse among them.
+SplatCover coverOf(Arith &g, function_ref<Value(int64_t)> field, Value reach,
+                   Value tilesX, Value tilesY);
 
 /// The visible splats (radius above 0) in increasing depth, stable.
 struct DepthOrder {
-  /// The splats' fields ([kRecordFields, N], the rows past the fields left
-  /// for the records' other slots) and, given, their reaches ([N]) in that
-  /// order; columns past the visible count hold splat 0 and are never read.
-  Value splats, reaches;
+  /// A record of kRecordFields floats per splat in that order ([N,
+  /// kRecordFields]): the fields (but the depth), and under exact culling
+  /// kReach, kSpanTop and kSpanBottom. Records past the visible count hold
+  /// splat 0 and are never read.
+  Value records;
+  /// Each record's cover (coverOf): its tiles' columns and rows, [begin,
+  /// end) (i32 [N] each).
+  Value columnsBegin, columnsEnd, rowsBegin, rowsEnd;
   /// The splats' indices in that order ([N] i32), and how many are visible.
   Value order, visibleCount;
 };
 
-/// The visible splats of `splats` ([11, N]) sorted by depth, with `reaches`
-/// (exact culling's, or null) alongside.
-DepthOrder orderByDepth(OpBuilder &b, Location loc, Value splats,
-                        Value reaches);
+/// The visible splats of `splats` ([11, N]) sorted by depth, as records
+/// with their covers of a grid of `tilesX` x `tilesY` tiles (f32), under
+/// `exact` culling or the 3-sigma square's.
+DepthOrder orderByDepth(OpBuilder &b, Location loc, Value splats, bool exact,
+                        Value tilesX, Value tilesY);
+
+/// `records` ([N, kRecordFields]) as a read-only buffer, for prefetches.
+Value recordsBufferOf(OpBuilder &b, Location loc, Value records);
+
+/// Fetches record `splat` of `recordsBuffer` into the cache for a read to
+/// come: the records are read at random, a cache line each, and a loop
+/// over them with a long body would otherwise wait for each in turn.
+void prefetchRecord(Arith &g, Value recordsBuffer, Value splat);
 
 /// The splats in the order the tiles blend them, and each tile's list.
 struct SplatBins {
-  /// The visible splats in increasing depth, a record of kRecordFields
-  /// floats each ([N, kRecordFields]): the fields, and under exact culling
-  /// the rows of pixels the reach ellipse spans (kSpanTop, kSpanBottom,
-  /// widened by 0.1% + 0.01 for float rounding). Records past the visible
-  /// count are never read.
+  /// The visible splats in increasing depth (DepthOrder::records; the
+  /// spans kSpanTop and kSpanBottom widened by 0.1% + 0.01 for float
+  /// rounding). Records past the visible count are never read.
   Value records;
   bool exact = false;
   /// For each sorted splat, its index in the op's splats (i32 [N]).

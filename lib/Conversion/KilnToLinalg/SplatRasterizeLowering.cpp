@@ -20,8 +20,6 @@
 #include "lib/Conversion/KilnToLinalg/LoweringUtils.h"
 #include "lib/Conversion/KilnToLinalg/SplatLowering.h"
 
-#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -159,11 +157,7 @@ Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
       rewriter, loc, g.sub(image.height, rowStart), g.idx(kTile));
 
   // The splats' records as a buffer, for the prefetches of the walk.
-  auto recordsType = cast<RankedTensorType>(records.getType());
-  Value recordsBuffer = bufferization::ToBufferOp::create(
-      rewriter, loc,
-      MemRefType::get(recordsType.getShape(), recordsType.getElementType()),
-      records, /*readOnly=*/true);
+  Value recordsBuffer = recordsBufferOf(rewriter, loc, records);
   SmallVector<Value> walkInit = {first, state, liveRows};
   if (pairWeights)
     walkInit.push_back(createFilledTensor(rewriter, loc, weightsType, g.f(0),
@@ -189,11 +183,8 @@ Value blendTiles(OpBuilder &rewriter, Location loc, const SplatBins &bins,
         Value ahead = arith::MinUIOp::create(
             wb, wl, w.add(args[0], w.idx(kPrefetchSplats)),
             w.sub(end, w.idx(1)));
-        memref::PrefetchOp::create(
-            wb, wl, recordsBuffer,
-            ValueRange{w.toIndex(w.extract(bins.entries, ValueRange{ahead})),
-                       w.idx(0)},
-            /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+        prefetchRecord(w, recordsBuffer,
+                       w.toIndex(w.extract(bins.entries, ValueRange{ahead})));
         Value splat =
             w.toIndex(w.extract(bins.entries, ValueRange{args[0]}));
         Value record = vector::TransferReadOp::create(
