@@ -45,18 +45,31 @@
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<5xi32>
 // Binning over the 3 x 2 tiles of 40 x 30 pixels, in parallel over bands
 // of tile rows (2 here). First each band's list of the visible splats (at
-// most 5) its rows meet, in depth order: counts per band, their offsets,
-// the lists. Then each band walks its list (its length bounded by 5):
-// counts per tile of the band, the tiles' ranges, then each splat's
-// position written into the band's ranges of the tiles of its 3-sigma
-// square, in depth order.
+// most 5) its rows meet, in depth order, built in parallel over chunks of
+// the sorted splats (1 here): each chunk's counts per band; where each
+// chunk's run of each band starts, with each band's count, and their
+// offsets; each chunk's list, band after band, as one slice of the lists.
+// Then each band walks its runs chunk by chunk (each bounded by the
+// chunk's 4096): counts per tile of the band, the tiles' ranges, then each
+// splat's position written into the band's ranges of the tiles of its
+// 3-sigma square, in depth order.
 // CHECK: %[[WALK:.*]] = affine.min #{{.*}}()[%[[VISIBLE]]#2]
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<17xi32>)
+// CHECK: %[[COUNTS:.*]] = scf.forall (%{{.*}}) in (1) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<16xi32>)
+// CHECK: arith.maxui %[[WALK]], %{{.*}} : index
+// CHECK: scf.for {{.*}} -> (tensor<16xi32>)
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [16] [1] : tensor<16xi32> into tensor<16xi32>
+// CHECK: %[[RUNS:.*]]:3 = scf.for {{.*}} -> (tensor<16xi32>, tensor<16xi32>, i32)
+// CHECK: tensor.extract %[[COUNTS]]
 // CHECK: scf.for {{.*}} -> (tensor<17xi32>, i32)
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[WALK]] {{.*}} -> (tensor<?xi32>, tensor<17xi32>)
+// CHECK: %[[LISTS:.*]] = scf.forall (%{{.*}}) in (1) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xi32>)
+// CHECK: scf.for {{.*}} -> (tensor<?xi32>, tensor<16xi32>)
+// CHECK: tensor.extract %[[RUNS]]#0
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<?xi32>
 // CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<6xi32>)
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c1{{.*}} {{.*}} -> (index, tensor<?xi32>)
 // CHECK: %[[LENGTH:.*]] = affine.min #{{.*}}()[%{{.*}}]
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LENGTH]] {{.*}} -> (tensor<?xi32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LENGTH]] {{.*}} -> (index, tensor<?xi32>)
+// CHECK: tensor.extract %[[LISTS]]
 // CHECK: scf.if %{{.*}} -> (tensor<?xi32>)
 // CHECK: scf.for
 // CHECK: scf.for
@@ -65,7 +78,7 @@
 // CHECK: scf.for {{.*}} -> (tensor<7xi32>, i32)
 // CHECK: scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?xi32>)
 // CHECK: %[[LENGTH2:.*]] = affine.min #{{.*}}()[%{{.*}}]
-// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LENGTH2]] {{.*}} -> (tensor<?xi32>, tensor<?xi32>)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LENGTH2]] {{.*}} -> (index, tensor<?xi32>, tensor<?xi32>)
 // CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}] [%{{.*}}] [1] : tensor<?xi32> into tensor<?xi32>
 // Blending: tiles in parallel, each walking its splats while a row of the
 // tile is live, fetching the record of the splat 8 ahead (or the last)

@@ -5,7 +5,8 @@
 //   1-2. the visible splats in depth order, as records with their tiles'
 //      rectangles (SplatDepthOrder.cpp);
 //   3. binning, in parallel over bands of tile rows, each band over its
-//      list of the splats that meet it: a count of splats per
+//      list of the splats that meet it (the lists built in parallel over
+//      chunks of the sorted splats): a count of splats per
 //      tile, its prefix sums (each tile's range), and a second pass that
 //      writes each splat's position into the ranges of the tiles it covers:
 //      in depth order, so each tile's range is sorted without a sort per
@@ -26,6 +27,8 @@ namespace {
 /// keeps, one bit each, for the second pass (all of a splat's tiles but a
 /// few large splats' at 2M Gaussians).
 constexpr int64_t kTestBits = 32;
+/// Sorted splats per task of the loops that list each band's splats.
+constexpr int64_t kListChunk = 4096;
 /// How many splats ahead in its list a band's count walk fetches records.
 constexpr int64_t kWalkAhead = 16;
 } // namespace
@@ -101,85 +104,192 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
           return SmallVector<Value>{step(h, band, args[0])};
         })[0];
   };
-  auto bandOffsetsType = indices(kBinningBands + 1);
-  Value bandCounts = loops.forLoop(
-      zero, bandWalkEnd,
-      ValueRange{createFilledTensor(rewriter, loc, bandOffsetsType, a.i32(0))},
-      [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
-        Arith g{nb, l};
-        return SmallVector<Value>{
-            overBandsOf(g, i, args, [](Arith &h, Value band, Value counts) {
-              Value bumped =
-                  h.add(h.extract(counts, ValueRange{band}), h.i32(1));
-              return h.insert(bumped, counts, ValueRange{band});
-            })};
+  // The lists are built in parallel over chunks of the sorted splats: each
+  // chunk counts its splats per band, then lists them band by band in its
+  // own slice of the lists, after the chunks before it. A band's list is
+  // its run in each chunk's slice, chunk by chunk: in depth order. (One
+  // slice per chunk rather than one per run of a band: the folding of a
+  // single-iteration scf.forall keeps only the first of several slices
+  // into one result.)
+  int64_t chunks = (count + kListChunk - 1) / kListChunk;
+  auto chunkBandsType = indices(chunks * kBinningBands);
+  // A parallel loop over the chunks: `body` takes the chunk's index, its
+  // first splat and its visible splats' count, and returns its slice of
+  // each of `outputs`, with where it starts and how long it is.
+  struct ChunkSlice {
+    Value slice;
+    OpFoldResult offset, size;
+  };
+  auto overChunks =
+      [&](ValueRange outputs,
+          function_ref<SmallVector<ChunkSlice>(Arith &, Value, Value, Value)>
+              body) {
+        auto forall = scf::ForallOp::create(
+            rewriter, loc,
+            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(chunks)}, outputs,
+            std::nullopt);
+        OpBuilder::InsertionGuard guard(rewriter);
+        rewriter.setInsertionPointToStart(forall.getBody());
+        Arith g{rewriter, loc};
+        Value chunk = forall.getInductionVar(0);
+        Value base = g.mul(chunk, g.idx(kListChunk));
+        Value visible =
+            arith::MaxUIOp::create(rewriter, loc, bandWalkEnd, base);
+        Value size = g.clampTo(g.sub(visible, base), kListChunk);
+        SmallVector<ChunkSlice> slices = body(g, chunk, base, size);
+        rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
+        for (auto [slice, shared] :
+             llvm::zip_equal(slices, forall.getRegionIterArgs()))
+          tensor::ParallelInsertSliceOp::create(
+              rewriter, loc, slice.slice, shared,
+              ArrayRef<OpFoldResult>{slice.offset},
+              ArrayRef<OpFoldResult>{slice.size},
+              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
+        return forall.getResults();
+      };
+  auto bandsType = indices(kBinningBands);
+  Value chunkCounts = overChunks(
+      createEmptyTensor(rewriter, loc, chunkBandsType),
+      [&](Arith &g, Value chunk, Value base, Value size) {
+        Loops over{g.b, g.loc};
+        Value counts = over.forLoop(
+            zero, size,
+            ValueRange{createFilledTensor(g.b, g.loc, bandsType, g.i32(0))},
+            [&](OpBuilder &nb, Location l, Value k, ValueRange args) {
+              Arith h{nb, l};
+              return SmallVector<Value>{overBandsOf(
+                  h, h.add(base, k), args,
+                  [](Arith &u, Value band, Value counted) {
+                    Value bumped =
+                        u.add(u.extract(counted, ValueRange{band}), u.i32(1));
+                    return u.insert(bumped, counted, ValueRange{band});
+                  })};
+            })[0];
+        return SmallVector<ChunkSlice>{{counts,
+                                        g.mul(chunk, g.idx(kBinningBands)),
+                                        g.b.getIndexAttr(kBinningBands)}};
       })[0];
+  // Where each chunk's run of each band starts in the lists (chunk after
+  // chunk, each band after band), each band's count, and from those where
+  // each band's part of a list per listed splat starts (the entry after the
+  // last band's: how many are listed).
+  ValueRange runScan = loops.forLoop(
+      zero, a.idx(chunks * kBinningBands),
+      ValueRange{createEmptyTensor(rewriter, loc, chunkBandsType),
+                 createFilledTensor(rewriter, loc, bandsType, a.i32(0)),
+                 a.i32(0)},
+      [&](OpBuilder &nb, Location l, Value at, ValueRange args) {
+        Arith g{nb, l};
+        Value counted = g.extract(chunkCounts, ValueRange{at});
+        Value band = arith::RemUIOp::create(nb, l, at, g.idx(kBinningBands));
+        Value total = g.add(g.extract(args[1], ValueRange{band}), counted);
+        return SmallVector<Value>{g.insert(args[2], args[0], ValueRange{at}),
+                                  g.insert(total, args[1], ValueRange{band}),
+                                  g.add(args[2], counted)};
+      });
+  Value runStarts = runScan[0], bandTotals = runScan[1];
+  auto bandOffsetsType = indices(kBinningBands + 1);
   ValueRange bandScan = loops.forLoop(
       zero, a.idx(kBinningBands),
       ValueRange{createEmptyTensor(rewriter, loc, bandOffsetsType), a.i32(0)},
       [&](OpBuilder &nb, Location l, Value band, ValueRange args) {
         Arith g{nb, l};
-        Value next = g.add(args[1], g.extract(bandCounts, ValueRange{band}));
+        Value next = g.add(args[1], g.extract(bandTotals, ValueRange{band}));
         return SmallVector<Value>{g.insert(args[1], args[0], band), next};
       });
   Value bandOffsets =
       a.insert(bandScan[1], bandScan[0], ValueRange{a.idx(kBinningBands)});
   auto dynamicIndices = RankedTensorType::get({ShapedType::kDynamic}, i32);
-  Value bandLists = loops.forLoop(
-      zero, bandWalkEnd,
-      ValueRange{createEmptyTensor(rewriter, loc, dynamicIndices,
-                                   ValueRange{a.toIndex(bandScan[1])}),
-                 bandOffsets},
-      [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
-        Arith g{nb, l};
-        Value splat = g.toI32(i);
-        Loops over{nb, l};
-        auto [first, end] = bandsOf(g, i);
-        return SmallVector<Value>(over.forLoop(
-            first, end, args,
-            [&](OpBuilder &bb, Location bl, Value band, ValueRange lists) {
-              Arith h{bb, bl};
-              Value position = h.extract(lists[1], ValueRange{band});
-              Value written =
-                  h.insert(splat, lists[0], ValueRange{h.toIndex(position)});
-              Value next = h.insert(h.add(position, h.i32(1)), lists[1],
-                                    ValueRange{band});
-              return SmallVector<Value>{written, next};
-            }));
+  Value bandLists = overChunks(
+      createEmptyTensor(rewriter, loc, dynamicIndices,
+                        ValueRange{a.toIndex(bandScan[1])}),
+      [&](Arith &g, Value chunk, Value base, Value size) {
+        // The chunk's runs, band after band, and where each starts.
+        Value length = g.idx(0);
+        Value cursors = createEmptyTensor(g.b, g.loc, bandsType);
+        for (int64_t band = 0; band < kBinningBands; ++band) {
+          Value at = g.add(g.mul(chunk, g.idx(kBinningBands)), g.idx(band));
+          cursors = g.insert(g.toI32(length), cursors, ValueRange{g.idx(band)});
+          length =
+              g.add(length, g.toIndex(g.extract(chunkCounts, ValueRange{at})));
+        }
+        length = g.clampTo(length, kListChunk * kBinningBands);
+        Loops over{g.b, g.loc};
+        Value local = over.forLoop(
+            zero, size,
+            ValueRange{createEmptyTensor(g.b, g.loc, dynamicIndices,
+                                         ValueRange{length}),
+                       cursors},
+            [&](OpBuilder &nb, Location l, Value k, ValueRange args) {
+              Arith h{nb, l};
+              Value i = h.add(base, k);
+              Value splat = h.toI32(i);
+              auto [first, end] = bandsOf(h, i);
+              Loops bands{nb, l};
+              return SmallVector<Value>(bands.forLoop(
+                  first, end, args,
+                  [&](OpBuilder &bb, Location bl, Value band,
+                      ValueRange lists) {
+                    Arith u{bb, bl};
+                    Value position = u.extract(lists[1], ValueRange{band});
+                    Value written = u.insert(splat, lists[0],
+                                             ValueRange{u.toIndex(position)});
+                    Value next = u.insert(u.add(position, u.i32(1)), lists[1],
+                                          ValueRange{band});
+                    return SmallVector<Value>{written, next};
+                  }));
+            })[0];
+        Value start = g.toIndex(g.extract(
+            runStarts, ValueRange{g.mul(chunk, g.idx(kBinningBands))}));
+        return SmallVector<ChunkSlice>{{local, start, length}};
       })[0];
   // Walks band `band`'s splats in depth order, carrying `inits`: calls
-  // `body` with each splat's place in the band's list and the splat. Its
-  // length is bounded by the splat count so that the parallel loop's
-  // outlining sees how much work the walks are. With `readsRecords`, each
-  // step fetches the record of a splat kWalkAhead further on: a band's
-  // splats are a sixteenth of all, their records a line each at uneven
-  // strides that the hardware's prefetchers miss.
+  // `body` with each splat's place in the band's list and the splat, run
+  // by run of the chunks. The runs' lengths are bounded by the chunk's so
+  // that the parallel loop's outlining sees how much work the walks are.
+  // With `readsRecords`, each step fetches the record of a splat kWalkAhead
+  // further on in the run: a band's splats are a sixteenth of all, their
+  // records a line each at uneven strides that the hardware's prefetchers
+  // miss.
   Value recordsBuffer =
       exact ? recordsBufferOf(rewriter, loc, records) : Value();
   using WalkBody = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
                                                    Value, ValueRange)>;
   auto walkBand = [&](Arith &g, Value band, ValueRange inits, bool readsRecords,
                       WalkBody body) {
-    Value start = g.toIndex(g.extract(bandOffsets, ValueRange{band}));
-    Value stop =
-        g.toIndex(g.extract(bandOffsets, ValueRange{g.add(band, g.idx(1))}));
-    Value length = g.clampTo(g.sub(stop, start), count);
+    SmallVector<Value> walkInits = {zero};
+    llvm::append_range(walkInits, inits);
     Loops walk{g.b, g.loc};
-    return walk.forLoop(
-        zero, length, inits,
-        [&](OpBuilder &nb, Location l, Value k, ValueRange args) {
+    ValueRange walked = walk.forLoop(
+        zero, g.idx(chunks), walkInits,
+        [&](OpBuilder &nb, Location l, Value chunk, ValueRange args) {
           Arith h{nb, l};
-          auto splatAt = [&](Value place) {
-            return h.toIndex(
-                h.extract(bandLists, ValueRange{h.add(start, place)}));
-          };
-          if (readsRecords) {
-            Value ahead = arith::MinUIOp::create(
-                nb, l, h.add(k, h.idx(kWalkAhead)), h.sub(length, h.idx(1)));
-            prefetchRecord(h, recordsBuffer, splatAt(ahead));
-          }
-          return body(nb, l, k, splatAt(k), args);
+          Value at = h.add(h.mul(chunk, h.idx(kBinningBands)), band);
+          Value start = h.toIndex(h.extract(runStarts, ValueRange{at}));
+          Value length = h.clampTo(
+              h.toIndex(h.extract(chunkCounts, ValueRange{at})), kListChunk);
+          Loops run{nb, l};
+          return SmallVector<Value>(run.forLoop(
+              zero, length, args,
+              [&](OpBuilder &rb, Location rl, Value j, ValueRange runArgs) {
+                Arith u{rb, rl};
+                auto splatAt = [&](Value place) {
+                  return u.toIndex(
+                      u.extract(bandLists, ValueRange{u.add(start, place)}));
+                };
+                if (readsRecords) {
+                  Value ahead = arith::MinUIOp::create(
+                      rb, rl, u.add(j, u.idx(kWalkAhead)),
+                      u.sub(length, u.idx(1)));
+                  prefetchRecord(u, recordsBuffer, splatAt(ahead));
+                }
+                SmallVector<Value> next = {u.add(runArgs[0], u.idx(1))};
+                llvm::append_range(next, body(rb, rl, runArgs[0], splatAt(j),
+                                              runArgs.drop_front()));
+                return next;
+              }));
         });
+    return walked.drop_front();
   };
   using Step =
       function_ref<SmallVector<Value>(Arith &, Value, Value, ValueRange)>;
