@@ -27,10 +27,6 @@ namespace {
 /// keeps, one bit each, for the second pass (all of a splat's tiles but a
 /// few large splats' at 2M Gaussians).
 constexpr int64_t kTestBits = 32;
-/// Sorted splats per task of the loops that list each band's splats.
-constexpr int64_t kListChunk = 4096;
-/// How many splats ahead in its list a band's count walk fetches records.
-constexpr int64_t kWalkAhead = 16;
 } // namespace
 
 SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
@@ -78,219 +74,13 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
         arith::CeilDivUIOp::create(rewriter, loc, tilesY, rowsPerBand),
         kBinningBands);
   }
-  // Each band's splats, in depth order: a splat is listed in the bands its
-  // rows of tiles meet, so that each band walks its own splats rather than
-  // all of them (2M Gaussians: 4% faster frames). bandsOf(i) is splat i's
-  // range of bands [first, end).
-  auto bandsOf = [&](Arith &g, Value i) {
-    Value top = g.toIndex(g.extract(rects[2], ValueRange{i}));
-    Value bottom = g.toIndex(g.extract(rects[3], ValueRange{i}));
-    Value first = arith::DivUIOp::create(g.b, g.loc, top, rowsPerBand);
-    Value last = arith::DivUIOp::create(
-        g.b, g.loc,
-        g.sub(arith::MaxUIOp::create(g.b, g.loc, bottom, g.idx(1)), g.idx(1)),
-        rowsPerBand);
-    Value rows = g.icmp(arith::CmpIPredicate::ult, top, bottom);
-    return std::make_pair(first, g.select(rows, g.add(last, g.idx(1)), first));
-  };
-  auto overBandsOf = [&](Arith &g, Value i, ValueRange inits,
-                         function_ref<Value(Arith &, Value, Value)> step) {
-    auto [first, end] = bandsOf(g, i);
-    Loops over{g.b, g.loc};
-    return over.forLoop(
-        first, end, inits,
-        [&](OpBuilder &nb, Location l, Value band, ValueRange args) {
-          Arith h{nb, l};
-          return SmallVector<Value>{step(h, band, args[0])};
-        })[0];
-  };
-  // The lists are built in parallel over chunks of the sorted splats: each
-  // chunk counts its splats per band, then lists them band by band in its
-  // own slice of the lists, after the chunks before it. A band's list is
-  // its run in each chunk's slice, chunk by chunk: in depth order. (One
-  // slice per chunk rather than one per run of a band: the folding of a
-  // single-iteration scf.forall keeps only the first of several slices
-  // into one result.)
-  int64_t chunks = (count + kListChunk - 1) / kListChunk;
-  auto chunkBandsType = indices(chunks * kBinningBands);
-  // A parallel loop over the chunks: `body` takes the chunk's index, its
-  // first splat and its visible splats' count, and returns its slice of
-  // each of `outputs`, with where it starts and how long it is.
-  struct ChunkSlice {
-    Value slice;
-    OpFoldResult offset, size;
-  };
-  auto overChunks =
-      [&](ValueRange outputs,
-          function_ref<SmallVector<ChunkSlice>(Arith &, Value, Value, Value)>
-              body) {
-        auto forall = scf::ForallOp::create(
-            rewriter, loc,
-            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(chunks)}, outputs,
-            std::nullopt);
-        OpBuilder::InsertionGuard guard(rewriter);
-        rewriter.setInsertionPointToStart(forall.getBody());
-        Arith g{rewriter, loc};
-        Value chunk = forall.getInductionVar(0);
-        Value base = g.mul(chunk, g.idx(kListChunk));
-        Value visible =
-            arith::MaxUIOp::create(rewriter, loc, bandWalkEnd, base);
-        Value size = g.clampTo(g.sub(visible, base), kListChunk);
-        SmallVector<ChunkSlice> slices = body(g, chunk, base, size);
-        rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-        for (auto [slice, shared] :
-             llvm::zip_equal(slices, forall.getRegionIterArgs()))
-          tensor::ParallelInsertSliceOp::create(
-              rewriter, loc, slice.slice, shared,
-              ArrayRef<OpFoldResult>{slice.offset},
-              ArrayRef<OpFoldResult>{slice.size},
-              ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
-        return forall.getResults();
-      };
-  auto bandsType = indices(kBinningBands);
-  Value chunkCounts = overChunks(
-      createEmptyTensor(rewriter, loc, chunkBandsType),
-      [&](Arith &g, Value chunk, Value base, Value size) {
-        Loops over{g.b, g.loc};
-        Value counts = over.forLoop(
-            zero, size,
-            ValueRange{createFilledTensor(g.b, g.loc, bandsType, g.i32(0))},
-            [&](OpBuilder &nb, Location l, Value k, ValueRange args) {
-              Arith h{nb, l};
-              return SmallVector<Value>{overBandsOf(
-                  h, h.add(base, k), args,
-                  [](Arith &u, Value band, Value counted) {
-                    Value bumped =
-                        u.add(u.extract(counted, ValueRange{band}), u.i32(1));
-                    return u.insert(bumped, counted, ValueRange{band});
-                  })};
-            })[0];
-        return SmallVector<ChunkSlice>{{counts,
-                                        g.mul(chunk, g.idx(kBinningBands)),
-                                        g.b.getIndexAttr(kBinningBands)}};
-      })[0];
-  // Where each chunk's run of each band starts in the lists (chunk after
-  // chunk, each band after band), each band's count, and from those where
-  // each band's part of a list per listed splat starts (the entry after the
-  // last band's: how many are listed).
-  ValueRange runScan = loops.forLoop(
-      zero, a.idx(chunks * kBinningBands),
-      ValueRange{createEmptyTensor(rewriter, loc, chunkBandsType),
-                 createFilledTensor(rewriter, loc, bandsType, a.i32(0)),
-                 a.i32(0)},
-      [&](OpBuilder &nb, Location l, Value at, ValueRange args) {
-        Arith g{nb, l};
-        Value counted = g.extract(chunkCounts, ValueRange{at});
-        Value band = arith::RemUIOp::create(nb, l, at, g.idx(kBinningBands));
-        Value total = g.add(g.extract(args[1], ValueRange{band}), counted);
-        return SmallVector<Value>{g.insert(args[2], args[0], ValueRange{at}),
-                                  g.insert(total, args[1], ValueRange{band}),
-                                  g.add(args[2], counted)};
-      });
-  Value runStarts = runScan[0], bandTotals = runScan[1];
-  auto bandOffsetsType = indices(kBinningBands + 1);
-  ValueRange bandScan = loops.forLoop(
-      zero, a.idx(kBinningBands),
-      ValueRange{createEmptyTensor(rewriter, loc, bandOffsetsType), a.i32(0)},
-      [&](OpBuilder &nb, Location l, Value band, ValueRange args) {
-        Arith g{nb, l};
-        Value next = g.add(args[1], g.extract(bandTotals, ValueRange{band}));
-        return SmallVector<Value>{g.insert(args[1], args[0], band), next};
-      });
-  Value bandOffsets =
-      a.insert(bandScan[1], bandScan[0], ValueRange{a.idx(kBinningBands)});
-  auto dynamicIndices = RankedTensorType::get({ShapedType::kDynamic}, i32);
-  Value bandLists = overChunks(
-      createEmptyTensor(rewriter, loc, dynamicIndices,
-                        ValueRange{a.toIndex(bandScan[1])}),
-      [&](Arith &g, Value chunk, Value base, Value size) {
-        // The chunk's runs, band after band, and where each starts.
-        Value length = g.idx(0);
-        Value cursors = createEmptyTensor(g.b, g.loc, bandsType);
-        for (int64_t band = 0; band < kBinningBands; ++band) {
-          Value at = g.add(g.mul(chunk, g.idx(kBinningBands)), g.idx(band));
-          cursors = g.insert(g.toI32(length), cursors, ValueRange{g.idx(band)});
-          length =
-              g.add(length, g.toIndex(g.extract(chunkCounts, ValueRange{at})));
-        }
-        length = g.clampTo(length, kListChunk * kBinningBands);
-        Loops over{g.b, g.loc};
-        Value local = over.forLoop(
-            zero, size,
-            ValueRange{createEmptyTensor(g.b, g.loc, dynamicIndices,
-                                         ValueRange{length}),
-                       cursors},
-            [&](OpBuilder &nb, Location l, Value k, ValueRange args) {
-              Arith h{nb, l};
-              Value i = h.add(base, k);
-              Value splat = h.toI32(i);
-              auto [first, end] = bandsOf(h, i);
-              Loops bands{nb, l};
-              return SmallVector<Value>(bands.forLoop(
-                  first, end, args,
-                  [&](OpBuilder &bb, Location bl, Value band,
-                      ValueRange lists) {
-                    Arith u{bb, bl};
-                    Value position = u.extract(lists[1], ValueRange{band});
-                    Value written = u.insert(splat, lists[0],
-                                             ValueRange{u.toIndex(position)});
-                    Value next = u.insert(u.add(position, u.i32(1)), lists[1],
-                                          ValueRange{band});
-                    return SmallVector<Value>{written, next};
-                  }));
-            })[0];
-        Value start = g.toIndex(g.extract(
-            runStarts, ValueRange{g.mul(chunk, g.idx(kBinningBands))}));
-        return SmallVector<ChunkSlice>{{local, start, length}};
-      })[0];
-  // Walks band `band`'s splats in depth order, carrying `inits`: calls
-  // `body` with each splat's place in the band's list and the splat, run
-  // by run of the chunks. The runs' lengths are bounded by the chunk's so
-  // that the parallel loop's outlining sees how much work the walks are.
-  // With `readsRecords`, each step fetches the record of a splat kWalkAhead
-  // further on in the run: a band's splats are a sixteenth of all, their
-  // records a line each at uneven strides that the hardware's prefetchers
-  // miss.
+  // Each band's splats, in depth order (SplatBandLists.cpp).
+  BandLists bandLists =
+      listBands(rewriter, loc, rects[2], rects[3], bandWalkEnd, rowsPerBand);
+  Value bandOffsets = bandLists.offsets;
   Value recordsBuffer =
       exact ? recordsBufferOf(rewriter, loc, records) : Value();
-  using WalkBody = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
-                                                   Value, ValueRange)>;
-  auto walkBand = [&](Arith &g, Value band, ValueRange inits, bool readsRecords,
-                      WalkBody body) {
-    SmallVector<Value> walkInits = {zero};
-    llvm::append_range(walkInits, inits);
-    Loops walk{g.b, g.loc};
-    ValueRange walked = walk.forLoop(
-        zero, g.idx(chunks), walkInits,
-        [&](OpBuilder &nb, Location l, Value chunk, ValueRange args) {
-          Arith h{nb, l};
-          Value at = h.add(h.mul(chunk, h.idx(kBinningBands)), band);
-          Value start = h.toIndex(h.extract(runStarts, ValueRange{at}));
-          Value length = h.clampTo(
-              h.toIndex(h.extract(chunkCounts, ValueRange{at})), kListChunk);
-          Loops run{nb, l};
-          return SmallVector<Value>(run.forLoop(
-              zero, length, args,
-              [&](OpBuilder &rb, Location rl, Value j, ValueRange runArgs) {
-                Arith u{rb, rl};
-                auto splatAt = [&](Value place) {
-                  return u.toIndex(
-                      u.extract(bandLists, ValueRange{u.add(start, place)}));
-                };
-                if (readsRecords) {
-                  Value ahead = arith::MinUIOp::create(
-                      rb, rl, u.add(j, u.idx(kWalkAhead)),
-                      u.sub(length, u.idx(1)));
-                  prefetchRecord(u, recordsBuffer, splatAt(ahead));
-                }
-                SmallVector<Value> next = {u.add(runArgs[0], u.idx(1))};
-                llvm::append_range(next, body(rb, rl, runArgs[0], splatAt(j),
-                                              runArgs.drop_front()));
-                return next;
-              }));
-        });
-    return walked.drop_front();
-  };
+  auto dynamicIndices = RankedTensorType::get({ShapedType::kDynamic}, i32);
   using Step =
       function_ref<SmallVector<Value>(Arith &, Value, Value, ValueRange)>;
   // Calls `step` with each tile of the band's rows [rowBegin, rowEnd) that
@@ -424,7 +214,7 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   // The count's pass over each band, and under exact culling the bits of
   // the tiles each listed splat passed the test for, which the second pass
   // reads instead of testing again.
-  Value listed = a.toIndex(bandScan[1]);
+  Value listed = bandLists.listed;
   SmallVector<Value> countOutputs = {
       createEmptyTensor(rewriter, loc, indices(tiles))};
   if (exact)
@@ -444,8 +234,8 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
     if (exact)
       inits.push_back(
           createEmptyTensor(g.b, g.loc, dynamicIndices, ValueRange{length}));
-    ValueRange local = walkBand(
-        g, bandIndex, inits, /*readsRecords=*/exact,
+    ValueRange local = bandLists.walk(
+        g, bandIndex, inits, recordsBuffer,
         [&](OpBuilder &nb, Location l, Value k, Value i, ValueRange args) {
           Arith h{nb, l};
           SmallVector<Value> tileInits = {args[0]};
@@ -519,12 +309,12 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
                   h.extract(ranges, ValueRange{h.add(firstTile, t)}), start);
               return SmallVector<Value>{h.insert(at, args[0], t)};
             })[0];
-        Value local = walkBand(
+        Value local = bandLists.walk(
             g, bandIndex,
             ValueRange{createEmptyTensor(g.b, g.loc, dynamicIndices,
                                          ValueRange{bandPairs}),
                        cursors},
-            /*readsRecords=*/false,
+            /*prefetched=*/Value(),
             [&](OpBuilder &nb, Location l, Value k, Value i, ValueRange args) {
               Arith h{nb, l};
               Value splat = h.toI32(i);

@@ -292,6 +292,43 @@ Value recordsBufferOf(OpBuilder &b, Location loc, Value records);
 /// over them with a long body would otherwise wait for each in turn.
 void prefetchRecord(Arith &g, Value recordsBuffer, Value splat);
 
+/// Each band of tile rows' list of the visible sorted splats whose rows of
+/// tiles meet it, in depth order (SplatBandLists.cpp): a run in each
+/// chunk of the sorted splats.
+struct BandLists {
+  /// The sorted splats' rows of tiles, [begin, end) (i32 [N] each), and
+  /// the rows of a band.
+  Value rowsBegin, rowsEnd, rowsPerBand;
+  int64_t chunks = 0;
+  /// The splats, chunk after chunk, each chunk's band after band (i32
+  /// [listed]).
+  Value lists;
+  /// Chunk c's count of band b's splats, and where its run starts in
+  /// `lists` (i32 [chunks * kBinningBands] each, at c * kBinningBands + b).
+  Value chunkCounts, runStarts;
+  /// Where each band's part of a list with an entry per listed splat
+  /// starts (i32 [kBinningBands + 1]; the last: `listed`, index).
+  Value offsets, listed;
+
+  /// Splat i's bands, [first, end).
+  std::pair<Value, Value> bandsOf(Arith &g, Value i) const;
+  using WalkBody = function_ref<SmallVector<Value>(OpBuilder &, Location, Value,
+                                                   Value, ValueRange)>;
+  /// Walks band `band`'s splats in depth order, carrying `inits`: calls
+  /// `body` with each splat's place in the band's list and the splat. With
+  /// `prefetched` (recordsBufferOf the records), each step fetches the
+  /// record of a splat 16 further on in its run: a band's splats are a
+  /// sixteenth of all, their records a line each at uneven strides that
+  /// the hardware's prefetchers miss.
+  ValueRange walk(Arith &g, Value band, ValueRange inits, Value prefetched,
+                  WalkBody body) const;
+};
+
+/// The bands' lists of the first `visibleEnd` sorted splats, whose rows of
+/// tiles are [rowsBegin, rowsEnd), in bands of `rowsPerBand` rows.
+BandLists listBands(OpBuilder &b, Location loc, Value rowsBegin, Value rowsEnd,
+                    Value visibleEnd, Value rowsPerBand);
+
 /// The splats in the order the tiles blend them, and each tile's list.
 struct SplatBins {
   /// The visible splats in increasing depth (DepthOrder::records; the
