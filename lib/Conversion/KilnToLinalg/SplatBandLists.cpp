@@ -28,42 +28,6 @@ constexpr int64_t kListChunk = 4096;
 /// How many splats ahead in its run a band's walk fetches records.
 constexpr int64_t kWalkAhead = 16;
 
-/// A chunk's slice of one output of a loop over the chunks.
-struct ChunkSlice {
-  Value slice;
-  OpFoldResult offset, size;
-};
-using ChunkBody =
-    function_ref<SmallVector<ChunkSlice>(Arith &, Value, Value, Value)>;
-
-/// A loop in parallel over `chunks` chunks of kListChunk splats of the
-/// `visibleEnd` visible ones: `body` takes the chunk's index, its first
-/// splat and how many of its splats are visible, and returns its slice of
-/// each of `outputs`.
-ValueRange overChunks(OpBuilder &rewriter, Location loc, int64_t chunks,
-                      Value visibleEnd, ValueRange outputs, ChunkBody body) {
-  auto forall = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(chunks)},
-      outputs, std::nullopt);
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(forall.getBody());
-  Arith g{rewriter, loc};
-  Value chunk = forall.getInductionVar(0);
-  Value base = g.mul(chunk, g.idx(kListChunk));
-  Value visible = arith::MaxUIOp::create(rewriter, loc, visibleEnd, base);
-  Value size = g.clampTo(g.sub(visible, base), kListChunk);
-  SmallVector<ChunkSlice> slices = body(g, chunk, base, size);
-  rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-  for (auto [slice, shared] :
-       llvm::zip_equal(slices, forall.getRegionIterArgs()))
-    tensor::ParallelInsertSliceOp::create(
-        rewriter, loc, slice.slice, shared,
-        ArrayRef<OpFoldResult>{slice.offset},
-        ArrayRef<OpFoldResult>{slice.size},
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1)});
-  return forall.getResults();
-}
-
 } // namespace
 
 std::pair<Value, Value> BandLists::bandsOf(Arith &g, Value i) const {
@@ -101,7 +65,7 @@ BandLists kiln::splat::listBands(OpBuilder &rewriter, Location loc,
 
   // Each chunk's count of its splats per band.
   result.chunkCounts = overChunks(
-      rewriter, loc, chunks, visibleEnd,
+      rewriter, loc, count, kListChunk, visibleEnd,
       createEmptyTensor(rewriter, loc, chunkBandsType),
       [&](Arith &g, Value chunk, Value base, Value size) {
         Loops over{g.b, g.loc};
@@ -162,7 +126,7 @@ BandLists kiln::splat::listBands(OpBuilder &rewriter, Location loc,
 
   // Each chunk's splats, band after band.
   result.lists = overChunks(
-      rewriter, loc, chunks, visibleEnd,
+      rewriter, loc, count, kListChunk, visibleEnd,
       createEmptyTensor(rewriter, loc, dynamicIndices,
                         ValueRange{result.listed}),
       [&](Arith &g, Value chunk, Value base, Value size) {

@@ -41,57 +41,40 @@ constexpr int64_t kCopies = 4;
 /// How many splats ahead the depth order's gather fetches records.
 constexpr int64_t kGatherAhead = 16;
 
-/// A chunk's part of each of `outputs` ([N, ...]): an empty tensor of the
-/// chunk's rows, for `body`.
-using ChunkBody =
-    function_ref<SmallVector<Value>(Arith &, Value, ValueRange, Value)>;
-
 /// A loop in parallel over chunks of kRecordChunk of `count` splats, each
 /// a serial loop over its splats: `body` takes the chunk's first splat,
-/// its parts of `outputs` and a splat's place k in the chunk, and returns
-/// the parts with row k written.
-ValueRange overChunks(OpBuilder &rewriter, Location loc, int64_t count,
-                      ValueRange outputs, ChunkBody body) {
-  int64_t chunkCount = (count + kRecordChunk - 1) / kRecordChunk;
-  auto forall = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(chunkCount)},
-      outputs, std::nullopt);
-  OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(forall.getBody());
-  Arith g{rewriter, loc};
-  Value base = g.mul(forall.getInductionVar(0), g.idx(kRecordChunk));
-  Value size = g.clampTo(g.sub(g.idx(count), base), kRecordChunk);
-  SmallVector<Value> parts;
-  for (Value output : outputs) {
-    auto type = cast<RankedTensorType>(output.getType());
-    SmallVector<int64_t> shape(type.getShape());
-    shape[0] = ShapedType::kDynamic;
-    parts.push_back(createEmptyTensor(
-        rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
-        ValueRange{size}));
-  }
-  Loops loops{rewriter, loc};
-  ValueRange written =
-      loops.forLoop(g.idx(0), size, parts,
-                    [&](OpBuilder &nb, Location l, Value k, ValueRange args) {
-                      Arith h{nb, l};
-                      return body(h, base, args, k);
-                    });
-  rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
-  for (auto [part, shared] :
-       llvm::zip_equal(written, forall.getRegionIterArgs())) {
-    auto type = cast<RankedTensorType>(shared.getType());
-    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
-    SmallVector<OpFoldResult> sizes,
-        strides(type.getRank(), rewriter.getIndexAttr(1));
-    offsets[0] = base;
-    sizes.push_back(size);
-    for (int64_t d = 1; d < type.getRank(); ++d)
-      sizes.push_back(rewriter.getIndexAttr(type.getDimSize(d)));
-    tensor::ParallelInsertSliceOp::create(rewriter, loc, part, shared, offsets,
-                                          sizes, strides);
-  }
-  return forall.getResults();
+/// its parts of `outputs` ([N, ...]; empty tensors of the chunk's rows)
+/// and a splat's place k in the chunk, and returns the parts with row k
+/// written.
+using RowBody =
+    function_ref<SmallVector<Value>(Arith &, Value, ValueRange, Value)>;
+ValueRange overRows(OpBuilder &rewriter, Location loc, int64_t count,
+                    ValueRange outputs, RowBody body) {
+  Arith a{rewriter, loc};
+  return overChunks(
+      rewriter, loc, count, kRecordChunk, a.idx(count), outputs,
+      [&](Arith &g, Value, Value base, Value size) {
+        SmallVector<Value> parts;
+        for (Value output : outputs) {
+          auto type = cast<RankedTensorType>(output.getType());
+          SmallVector<int64_t> shape(type.getShape());
+          shape[0] = ShapedType::kDynamic;
+          parts.push_back(createEmptyTensor(
+              g.b, g.loc, RankedTensorType::get(shape, type.getElementType()),
+              ValueRange{size}));
+        }
+        Loops loops{g.b, g.loc};
+        ValueRange written = loops.forLoop(
+            g.idx(0), size, parts,
+            [&](OpBuilder &nb, Location l, Value k, ValueRange args) {
+              Arith h{nb, l};
+              return body(h, base, args, k);
+            });
+        SmallVector<ChunkSlice> slices;
+        for (Value part : written)
+          slices.push_back({part, base, size});
+        return slices;
+      });
 }
 
 /// `chunk` with `record` as its row k.
@@ -103,6 +86,38 @@ Value writeRecord(Arith &g, Value record, Value chunk, Value k) {
 }
 
 } // namespace
+
+ValueRange kiln::splat::overChunks(OpBuilder &rewriter, Location loc,
+                                   int64_t count, int64_t chunkSize, Value end,
+                                   ValueRange outputs, ChunkBody body) {
+  auto forall =
+      scf::ForallOp::create(rewriter, loc,
+                            ArrayRef<OpFoldResult>{rewriter.getIndexAttr(
+                                (count + chunkSize - 1) / chunkSize)},
+                            outputs, std::nullopt);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(forall.getBody());
+  Arith g{rewriter, loc};
+  Value chunk = forall.getInductionVar(0);
+  Value base = g.mul(chunk, g.idx(chunkSize));
+  Value size = g.clampTo(
+      g.sub(arith::MaxUIOp::create(rewriter, loc, end, base), base), chunkSize);
+  SmallVector<ChunkSlice> slices = body(g, chunk, base, size);
+  rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
+  for (auto [slice, shared] :
+       llvm::zip_equal(slices, forall.getRegionIterArgs())) {
+    auto type = cast<RankedTensorType>(shared.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+    SmallVector<OpFoldResult> sizes = {slice.size};
+    for (int64_t d = 1; d < type.getRank(); ++d)
+      sizes.push_back(rewriter.getIndexAttr(type.getDimSize(d)));
+    offsets[0] = slice.offset;
+    tensor::ParallelInsertSliceOp::create(
+        rewriter, loc, slice.slice, shared, offsets, sizes,
+        SmallVector<OpFoldResult>(type.getRank(), rewriter.getIndexAttr(1)));
+  }
+  return forall.getResults();
+}
 
 Value kiln::splat::recordsBufferOf(OpBuilder &b, Location loc, Value records) {
   auto type = cast<RankedTensorType>(records.getType());
@@ -217,7 +232,7 @@ DepthOrder kiln::splat::orderByDepth(OpBuilder &rewriter, Location loc,
   // time).
   Type f32 = rewriter.getF32Type();
   auto recordsType = RankedTensorType::get({count, kRecordFields}, f32);
-  Value records = overChunks(
+  Value records = overRows(
       rewriter, loc, count, createEmptyTensor(rewriter, loc, recordsType),
       [&](Arith &g, Value base, ValueRange chunks, Value k) {
         Value n = g.add(base, k);
@@ -236,7 +251,7 @@ DepthOrder kiln::splat::orderByDepth(OpBuilder &rewriter, Location loc,
   for (int64_t side = 0; side < 4; ++side)
     sortedOutputs.push_back(createEmptyTensor(rewriter, loc, indices(count)));
   Value recordsBuffer = recordsBufferOf(rewriter, loc, records);
-  ValueRange sorted = overChunks(
+  ValueRange sorted = overRows(
       rewriter, loc, count, sortedOutputs,
       [&](Arith &g, Value base, ValueRange chunks, Value k) {
         auto splatAt = [&](Value i) {

@@ -284,6 +284,23 @@ struct DepthOrder {
 DepthOrder orderByDepth(OpBuilder &b, Location loc, Value splats, bool exact,
                         Value tilesX, Value tilesY);
 
+/// A chunk's slice of one output of overChunks: [offset, offset + size)
+/// along the first dimension, whole along the others.
+struct ChunkSlice {
+  Value slice;
+  OpFoldResult offset, size;
+};
+using ChunkBody =
+    function_ref<SmallVector<ChunkSlice>(Arith &, Value, Value, Value)>;
+
+/// A loop in parallel over the chunks of `chunkSize` of `count` splats, for
+/// the first `end` of them: `body` takes a chunk's index, its first splat
+/// and how many of its splats lie before `end`, and returns its slice of
+/// each of `outputs`.
+ValueRange overChunks(OpBuilder &b, Location loc, int64_t count,
+                      int64_t chunkSize, Value end, ValueRange outputs,
+                      ChunkBody body);
+
 /// `records` ([N, kRecordFields]) as a read-only buffer, for prefetches.
 Value recordsBufferOf(OpBuilder &b, Location loc, Value records);
 
