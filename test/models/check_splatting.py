@@ -116,6 +116,10 @@ def wide_splats(scene, rng):
 
 # A wide image of one row of tiles per band: 50 tiles across.
 WIDE = (800, 40)
+# Three chunks of the lowering's parallel loops over splats (4096 each:
+# the records, the depth order's gather, the bands' lists), the last
+# part-full.
+MANY = (9000, 1, None, (160, 120))
 # name: (Gaussians, SH degree, edit[, image (width, height)])
 CASES = {
     "orbit": (400, 3, None),
@@ -127,6 +131,7 @@ CASES = {
     "extreme opacities": (400, 3, extreme_opacities),
     "screen edges": (300, 3, screen_edges),
     "wide splats": (300, 3, wide_splats, WIDE),
+    "many splats": MANY,
 }
 
 

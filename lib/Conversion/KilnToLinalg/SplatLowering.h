@@ -267,9 +267,9 @@ SplatCover coverOf(Arith &g, function_ref<Value(int64_t)> field, Value reach,
 /// The visible splats (radius above 0) in increasing depth, stable.
 struct DepthOrder {
   /// A record of kRecordFields floats per splat in that order ([N,
-  /// kRecordFields]): the fields (but the depth), and under exact culling
-  /// kReach, kSpanTop and kSpanBottom. Records past the visible count hold
-  /// splat 0 and are never read.
+  /// kRecordFields]): the 11 fields, and under exact culling kSpanTop,
+  /// kSpanBottom and kReach. Records past the visible count hold splat 0
+  /// and are never read.
   Value records;
   /// Each record's cover (coverOf): its tiles' columns and rows, [begin,
   /// end) (i32 [N] each).
