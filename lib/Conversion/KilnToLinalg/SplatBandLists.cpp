@@ -111,18 +111,10 @@ BandLists kiln::splat::listBands(OpBuilder &rewriter, Location loc,
       });
   result.runStarts = runScan[0];
   Value bandTotals = runScan[1];
-  ValueRange bandScan = loops.forLoop(
-      zero, a.idx(kBinningBands),
-      ValueRange{createEmptyTensor(rewriter, loc, indices(kBinningBands + 1)),
-                 a.i32(0)},
-      [&](OpBuilder &nb, Location l, Value band, ValueRange args) {
-        Arith g{nb, l};
-        Value next = g.add(args[1], g.extract(bandTotals, ValueRange{band}));
-        return SmallVector<Value>{g.insert(args[1], args[0], band), next};
-      });
-  result.listed = a.toIndex(bandScan[1]);
-  result.offsets =
-      a.insert(bandScan[1], bandScan[0], ValueRange{a.idx(kBinningBands)});
+  Value listed;
+  std::tie(result.offsets, listed) =
+      loops.exclusiveSums(bandTotals, a.idx(kBinningBands), kBinningBands + 1);
+  result.listed = a.toIndex(listed);
 
   // Each chunk's splats, band after band.
   result.lists = overChunks(

@@ -275,17 +275,8 @@ SplatBins kiln::splat::binSplats(OpBuilder &rewriter, Location loc,
   Value passed = exact ? counted[1] : Value();
   // Each tile's range starts at the count of the tiles before it; the
   // entry after the image's tiles is the number of splat-tile pairs.
-  ValueRange scanned = loops.forLoop(
-      zero, imageTiles,
-      ValueRange{createEmptyTensor(rewriter, loc, indices(tiles + 1)),
-                 a.i32(0)},
-      [&](OpBuilder &nb, Location l, Value t, ValueRange args) {
-        Arith g{nb, l};
-        Value next = g.add(args[1], g.extract(counts, ValueRange{t}));
-        return SmallVector<Value>{g.insert(args[1], args[0], t), next};
-      });
-  Value pairs = scanned[1];
-  Value ranges = a.insert(pairs, scanned[0], ValueRange{imageTiles});
+  Value ranges, pairs;
+  std::tie(ranges, pairs) = loops.exclusiveSums(counts, imageTiles, tiles + 1);
   Value entries = overBands(
       createEmptyTensor(rewriter, loc, dynamicIndices,
                         ValueRange{a.toIndex(pairs)}),

@@ -191,6 +191,23 @@ struct Loops {
                })
         .getResults();
   }
+  /// The running sums of `counts` (i32) before each of [0, end), in a new
+  /// i32 tensor of `size` entries with their total at `end`, and the total.
+  std::pair<Value, Value> exclusiveSums(Value counts, Value end, int64_t size) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    ValueRange scanned = forLoop(
+        zero, end,
+        ValueRange{tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{size},
+                                           b.getI32Type()),
+                   arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(0))},
+        [&](OpBuilder &nb, Location l, Value i, ValueRange args) {
+          Arith g{nb, l};
+          Value next = g.add(args[1], g.extract(counts, ValueRange{i}));
+          return SmallVector<Value>{g.insert(args[1], args[0], i), next};
+        });
+    Arith g{b, loc};
+    return {g.insert(scanned[1], scanned[0], ValueRange{end}), scanned[1]};
+  }
 };
 
 /// The size of the image a splat op draws: fixed, or chosen at run time up
