@@ -6,26 +6,36 @@
 // row sums and the output rows, then the 5 keys left. A boolean mask filling
 // -inf is added instead: -inf where set, 0 elsewhere.
 // CHECK-LABEL: func.func @attention
+// CHECK-DAG: %[[MINUS_SCALE:[a-zA-Z0-9_]+]] = arith.constant -2.500000e-01 : f32
+// CHECK-DAG: %[[SCALE:[a-zA-Z0-9_]+]] = arith.constant 2.500000e-01 : f32
+// CHECK-DAG: %[[UNSCALE:[a-zA-Z0-9_]+]] = arith.constant 4.000000e+00 : f32
 // CHECK: %[[MASK:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%arg3 : tensor<1x1x21x21xi1>) outs({{.*}} : tensor<1x1x21x21xf32>)
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK: scf.forall (%[[I:[a-zA-Z0-9_]+]]) in (6)
-// The query rows are scaled once.
-// CHECK:   %[[QROWS:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}} [1, 8, 16] [1, 1, 1] : tensor<3x21x16xf32> to tensor<8x16xf32>
-// CHECK:   %[[Q:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[QROWS]] : tensor<8x16xf32>)
-// CHECK:     arith.mulf
+// The scale (positive: it keeps the scores' order) is applied in the
+// exponentials, not to the query rows.
+// CHECK:   %[[Q:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}} [1, 8, 16] [1, 1, 1] : tensor<3x21x16xf32> to tensor<8x16xf32>
+// CHECK-NOT: linalg.generic
 // CHECK:   %[[RESULT:[a-zA-Z0-9_]+]]:3 = scf.for %[[K0:[a-zA-Z0-9_]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[MAX:[a-zA-Z0-9_]+]] = %{{.*}}, %[[SUM:[a-zA-Z0-9_]+]] = %{{.*}}, %[[OUT:[a-zA-Z0-9_]+]] = %{{.*}}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>)
 // CHECK:     %[[KT:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}}[%{{.*}}, 0, %[[K0]]] [1, 16, 8] [1, 1, 1] : tensor<3x16x21xf32> to tensor<16x8xf32>
-// The product accumulates onto the mask's block.
+// The product accumulates onto the mask's block divided by the scale.
 // CHECK:     %[[MASKBLOCK:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}}[0, %{{.*}}, %[[K0]]] [1, 8, 8] [1, 1, 1] : tensor<1x21x21xf32> to tensor<8x8xf32>
-// CHECK:     %[[S:[a-zA-Z0-9_]+]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<8x16xf32>, tensor<16x8xf32>) outs(%[[MASKBLOCK]] : tensor<8x8xf32>)
+// CHECK:     %[[INIT:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[MASKBLOCK]] : tensor<8x8xf32>)
+// CHECK:       arith.mulf %{{.*}}, %[[UNSCALE]] : f32
+// CHECK:     %[[S:[a-zA-Z0-9_]+]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<8x16xf32>, tensor<16x8xf32>) outs(%[[INIT]] : tensor<8x8xf32>)
 // The block's row maxima, then the running maxima updated in place and
 // the factor for what was accumulated before.
 // CHECK:     %[[BLOCKMAX:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[S]] : tensor<8x8xf32>) outs(%{{.*}} : tensor<8xf32>)
 // CHECK:       arith.maxnumf
 // CHECK:     %[[UPDATE:[a-zA-Z0-9_]+]]:2 = linalg.generic {{.*}} outs(%[[MAX]], %[[BLOCKMAX]] : tensor<8xf32>, tensor<8xf32>)
-// CHECK:       math.exp
+// CHECK:       %[[OLD_OFFSET:[a-zA-Z0-9_]+]] = arith.mulf %{{.*}}, %[[MINUS_SCALE]] : f32
+// CHECK:       %[[OLD_EXPONENT:[a-zA-Z0-9_]+]] = math.fma %{{.*}}, %[[SCALE]], %[[OLD_OFFSET]] : f32
+// CHECK:       math.exp %[[OLD_EXPONENT]]
+// exp(scale * score - scale * max), one fused multiply-add per score.
 // CHECK:     %[[P:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[UPDATE]]#0 : tensor<8xf32>) outs(%[[S]] : tensor<8x8xf32>)
-// CHECK:       math.exp
+// CHECK:       %[[OFFSET:[a-zA-Z0-9_]+]] = arith.mulf %{{.*}}, %[[MINUS_SCALE]] : f32
+// CHECK:       %[[EXPONENT:[a-zA-Z0-9_]+]] = math.fma %{{.*}}, %[[SCALE]], %[[OFFSET]] : f32
+// CHECK:       math.exp %[[EXPONENT]]
 // CHECK:     linalg.generic {{.*}} ins(%[[UPDATE]]#1 : tensor<8xf32>) outs(%[[SUM]] : tensor<8xf32>)
 // CHECK:     %[[NEWSUM:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[P]] : tensor<8x8xf32>)
 // CHECK:     %[[SCALED:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[UPDATE]]#1 : tensor<8xf32>) outs(%[[OUT]] : tensor<8x8xf32>)
@@ -75,6 +85,33 @@ func.func @padding_mask(%q: tensor<2x2x8x4xf32>, %kt: tensor<2x2x4x8xf32>, %v: t
 // CHECK:   arith.select
 func.func @fill_mask(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>, %m: tensor<4x4xi1>) -> tensor<4x3xf32> {
   %0 = kiln.attention %q, %kt, %v mask %m scale = 1.0 mask_fill = -1.0e+04 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x4xi1> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// With a scale, the fill is divided by it: the scores it replaces are
+// unscaled until the exponentials.
+// CHECK-LABEL: func.func @scaled_fill_mask
+// CHECK-DAG: %[[FILL:[a-zA-Z0-9_]+]] = arith.constant -2.000000e+04 : f32
+// CHECK: %[[S:[a-zA-Z0-9_]+]] = linalg.matmul
+// CHECK: linalg.generic {{.*}} outs(%[[S]] : tensor<4x4xf32>)
+// CHECK:   arith.select %{{.*}}, %[[FILL]], %{{.*}} : f32
+func.func @scaled_fill_mask(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>, %m: tensor<4x4xi1>) -> tensor<4x3xf32> {
+  %0 = kiln.attention %q, %kt, %v mask %m scale = 0.5 mask_fill = -1.0e+04 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32>, tensor<4x4xi1> -> tensor<4x3xf32>
+  return %0 : tensor<4x3xf32>
+}
+
+// A negative scale reverses the scores' order, so the row maxima must be of
+// scaled scores: the query rows are scaled once, and the exponentials
+// subtract.
+// CHECK-LABEL: func.func @negative_scale
+// CHECK: %[[Q:[a-zA-Z0-9_]+]] = linalg.generic
+// CHECK:   arith.mulf %{{.*}}, %{{.*}} : f32
+// CHECK: linalg.matmul ins(%[[Q]], %{{.*}} : tensor<4x8xf32>, tensor<8x4xf32>)
+// CHECK-NOT: math.fma
+// CHECK: arith.subf
+// CHECK: math.exp
+func.func @negative_scale(%q: tensor<4x8xf32>, %kt: tensor<8x4xf32>, %v: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  %0 = kiln.attention %q, %kt, %v scale = -0.5 : tensor<4x8xf32>, tensor<8x4xf32>, tensor<4x3xf32> -> tensor<4x3xf32>
   return %0 : tensor<4x3xf32>
 }
 

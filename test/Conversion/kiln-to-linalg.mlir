@@ -543,12 +543,21 @@ func.func @packed_matmul_bias(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>, %b: te
 // -----
 
 // An activation runs on each panel's block after its product, in place,
-// before the block is written into the result.
+// before the block is written into the result: tanh's argument as
+// x * (c + c * 0.044715 * x^2), c = sqrt(2 / pi), then h + h * tanh with
+// h = x / 2.
 // CHECK-LABEL: func.func @packed_matmul_gelu
 // CHECK: scf.forall
 // CHECK: %[[BLOCK:.*]] = linalg.matmul
 // CHECK: %[[ACT:.*]] = linalg.generic {{.*}} outs(%[[BLOCK]] : tensor<4x2xf32>)
-// CHECK: math.tanh
+// CHECK: ^bb0(%[[X:.*]]: f32):
+// CHECK:   %[[SQUARE:.*]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK:   %[[FACTOR:.*]] = math.fma %[[SQUARE]], %{{.*}}, %{{.*}} : f32
+// CHECK:   %[[U:.*]] = arith.mulf %[[X]], %[[FACTOR]] : f32
+// CHECK:   %[[TANH:.*]] = math.tanh %[[U]] : f32
+// CHECK:   %[[HALF:.*]] = arith.mulf %[[X]], %{{.*}} : f32
+// CHECK:   %[[GELU:.*]] = math.fma %[[HALF]], %[[TANH]], %[[HALF]] : f32
+// CHECK:   linalg.yield %[[GELU]]
 // CHECK: tensor.parallel_insert_slice %[[ACT]]
 func.func @packed_matmul_gelu(%x: tensor<4x3xf32>, %w: tensor<2x3x2xf32>) -> tensor<4x4xf32> {
   %0 = kiln.packed_matmul %x, %w activation gelu_tanh : tensor<4x3xf32>, tensor<2x3x2xf32> -> tensor<4x4xf32>

@@ -81,6 +81,14 @@ struct Operands {
   OpFoldResult queries, keys; // static or run-time counts
   float scale;
   std::optional<float> fill;
+
+  /// A positive scale keeps the scores' order: it is applied in the
+  /// exponentials' subtraction, one fused multiply-add, instead of to the
+  /// query rows, a pass over memory that took a twentieth of DiT's
+  /// attention. The scores then stay unscaled: a mask's additions and
+  /// fills are divided by it.
+  bool scalesInExponent() const { return scale > 0 && scale != 1; }
+  float exponentScale() const { return scalesInExponent() ? scale : 1; }
 };
 
 /// Key block sizes for a run-time key count: blocks of `keyColumns`, then
@@ -319,19 +327,25 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
   AffineMap perRow = AffineMap::get(2, 0, getAffineDimExpr(0, ctx));
   AffineMap vector = AffineMap::getMultiDimIdentityMap(1, ctx);
 
-  // The product starts from the block of an additive mask (the query rows
-  // are already scaled), so masking costs no pass over the scores.
+  // The product starts from the block of an additive mask, so masking costs
+  // no pass over the scores.
   Value maskBlock;
   AffineMap maskMap;
   if (ops.mask)
     maskBlock = this->maskBlock(b, bh, q0, rows, k0, columns, &maskMap);
   Value init;
+  float unscale = 1 / ops.exponentScale();
   if (maskBlock && !ops.fill)
-    init = generic(b, scoresType, maskBlock,
-                   createEmptyTensor(b, loc, scoresType), {maskMap, all}, false,
-                   [](OpBuilder &nb, Location l, ValueRange args) {
-                     linalg::YieldOp::create(nb, l, args[0]);
-                   });
+    init = generic(
+        b, scoresType, maskBlock, createEmptyTensor(b, loc, scoresType),
+        {maskMap, all}, false, [&](OpBuilder &nb, Location l, ValueRange args) {
+          Value added = args[0];
+          if (unscale != 1)
+            added = arith::MulFOp::create(
+                nb, l, added,
+                arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(unscale)));
+          linalg::YieldOp::create(nb, l, added);
+        });
   else
     init = splat(b, {rows, columns}, 0);
   Value scores = linalg::MatmulOp::create(b, loc, scoresType,
@@ -339,7 +353,7 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
                      .getResult(0);
   if (maskBlock && ops.fill) {
     // A boolean mask whose fill isn't -inf replaces scores, in place.
-    float fill = *ops.fill;
+    float fill = *ops.fill * unscale;
     scores = generic(
         b, scoresType, maskBlock, scores, {maskMap, all}, false,
         [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -387,6 +401,19 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
             nb, l,
             arith::MaxNumFOp::create(nb, l, args[0], args[1]).getResult());
       });
+  // scale * (score - max), as one fused multiply-add where scaled.
+  float exponentScale = ops.exponentScale();
+  auto exponent = [&](OpBuilder &nb, Location l, Value score, Value max) {
+    Value shift = finiteOrZero(nb, l, max);
+    if (exponentScale == 1)
+      return arith::SubFOp::create(nb, l, score, shift).getResult();
+    Value scale =
+        arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(exponentScale));
+    Value offset = arith::MulFOp::create(
+        nb, l, shift,
+        arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(-exponentScale)));
+    return math::FmaOp::create(nb, l, score, scale, offset).getResult();
+  };
   // One op updates the running maximum in place and turns the block's
   // maximum into the factor that rescales what was accumulated so far.
   auto update = linalg::GenericOp::create(
@@ -395,20 +422,20 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
       ArrayRef<IteratorType>{IteratorType::parallel},
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value max = arith::MaxNumFOp::create(nb, l, args[0], args[1]);
-        Value shift =
-            arith::SubFOp::create(nb, l, args[0], finiteOrZero(nb, l, max));
         linalg::YieldOp::create(
-            nb, l, ValueRange{max, math::ExpOp::create(nb, l, shift)});
+            nb, l,
+            ValueRange{max, math::ExpOp::create(
+                                nb, l, exponent(nb, l, args[0], max))});
       });
   Value max = update.getResult(0), factor = update.getResult(1);
-  Value probabilities =
-      generic(b, scoresType, max, scores, {perRow, all}, false,
-              [&](OpBuilder &nb, Location l, ValueRange args) {
-                Value shifted = arith::SubFOp::create(
-                    nb, l, args[1], finiteOrZero(nb, l, args[0]));
-                linalg::YieldOp::create(
-                    nb, l, math::ExpOp::create(nb, l, shifted).getResult());
-              });
+  Value probabilities = generic(
+      b, scoresType, max, scores, {perRow, all}, false,
+      [&](OpBuilder &nb, Location l, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, l,
+            math::ExpOp::create(nb, l, exponent(nb, l, args[1], args[0]))
+                .getResult());
+      });
   auto rescale = [&](Value accumulated, AffineMap map, AffineMap factorMap) {
     return generic(
         b, accumulated.getType(), factor, accumulated, {factorMap, map}, false,
@@ -435,9 +462,9 @@ Value AttentionKernel::emitQueryBlock(OpBuilder &b, Value bh, OpFoldResult q0,
                                       int64_t rows, Value destination) {
   MLIRContext *ctx = b.getContext();
   Value query = ops.q.extract(b, loc, bh, q0, rows, ops.depth);
-  if (ops.scale != 1) {
-    // Scaling the query rows once costs less than scaling every block of
-    // scores.
+  if (ops.scale != 1 && !ops.scalesInExponent()) {
+    // A scale that reverses the scores' order: scaling the query rows once
+    // costs less than scaling every block of scores.
     auto queryType = cast<RankedTensorType>(query.getType());
     AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
     float scale = ops.scale;
