@@ -4,10 +4,12 @@
 // blocks of 8 rather than 16. Each query block first checks that each of
 // its rows keeps some key of the 16; then each key block is skipped, the
 // running maxima, sums and output rows passed on as they are, when no row
-// keeps any of its keys.
+// keeps any of its keys. The scale, 0.5, applies in the exponentials: the
+// mask is divided by it (once, written out per head), and so is the -1e4
+// that masks a key.
 // CHECK-LABEL: func.func @padding
 // CHECK-DAG: %[[TRUE:[a-zA-Z0-9_]+]] = arith.constant true
-// CHECK-DAG: %[[MASKED:[a-zA-Z0-9_]+]] = arith.constant -1.000000e+04 : f32
+// CHECK-DAG: %[[MASKED:[a-zA-Z0-9_]+]] = arith.constant -2.000000e+04 : f32
 // CHECK: scf.forall
 // CHECK:   %[[WHOLE:[a-zA-Z0-9_]+]] = tensor.extract_slice %{{.*}}[%{{.*}}, 0, 0] [1, 1, 16] [1, 1, 1] : tensor<4x1x16xf32> to tensor<1x16xf32>
 // CHECK:   %[[ROWS:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[WHOLE]] : tensor<1x16xf32>) outs(%{{.*}} : tensor<1xi1>)

@@ -8,7 +8,6 @@
 // CHECK-LABEL: func.func @attention
 // CHECK-DAG: %[[MINUS_SCALE:[a-zA-Z0-9_]+]] = arith.constant -2.500000e-01 : f32
 // CHECK-DAG: %[[SCALE:[a-zA-Z0-9_]+]] = arith.constant 2.500000e-01 : f32
-// CHECK-DAG: %[[UNSCALE:[a-zA-Z0-9_]+]] = arith.constant 4.000000e+00 : f32
 // CHECK: %[[MASK:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%arg3 : tensor<1x1x21x21xi1>) outs({{.*}} : tensor<1x1x21x21xf32>)
 // CHECK: arith.select %{{.*}}, %{{.*}}, %{{.*}} : f32
 // CHECK: scf.forall (%[[I:[a-zA-Z0-9_]+]]) in (6)
@@ -18,11 +17,10 @@
 // CHECK-NOT: linalg.generic
 // CHECK:   %[[RESULT:[a-zA-Z0-9_]+]]:3 = scf.for %[[K0:[a-zA-Z0-9_]+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[MAX:[a-zA-Z0-9_]+]] = %{{.*}}, %[[SUM:[a-zA-Z0-9_]+]] = %{{.*}}, %[[OUT:[a-zA-Z0-9_]+]] = %{{.*}}) -> (tensor<8xf32>, tensor<8xf32>, tensor<8x8xf32>)
 // CHECK:     %[[KT:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}}[%{{.*}}, 0, %[[K0]]] [1, 16, 8] [1, 1, 1] : tensor<3x16x21xf32> to tensor<16x8xf32>
-// The product accumulates onto the mask's block divided by the scale.
+// The product accumulates onto the mask's block (-inf and 0: the scale
+// leaves them as they are).
 // CHECK:     %[[MASKBLOCK:[a-zA-Z0-9_]+]] = tensor.extract_slice {{.*}}[0, %{{.*}}, %[[K0]]] [1, 8, 8] [1, 1, 1] : tensor<1x21x21xf32> to tensor<8x8xf32>
-// CHECK:     %[[INIT:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%[[MASKBLOCK]] : tensor<8x8xf32>)
-// CHECK:       arith.mulf %{{.*}}, %[[UNSCALE]] : f32
-// CHECK:     %[[S:[a-zA-Z0-9_]+]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<8x16xf32>, tensor<16x8xf32>) outs(%[[INIT]] : tensor<8x8xf32>)
+// CHECK:     %[[S:[a-zA-Z0-9_]+]] = linalg.matmul ins(%[[Q]], %[[KT]] : tensor<8x16xf32>, tensor<16x8xf32>) outs(%[[MASKBLOCK]] : tensor<8x8xf32>)
 // The block's row maxima, then the running maxima updated in place and
 // the factor for what was accumulated before.
 // CHECK:     %[[BLOCKMAX:[a-zA-Z0-9_]+]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%[[S]] : tensor<8x8xf32>) outs(%{{.*}} : tensor<8xf32>)
@@ -58,10 +56,20 @@ func.func @attention(%q: tensor<1x3x21x16xf32>, %kt: tensor<1x3x16x21xf32>, %v: 
   return %0 : tensor<1x3x21x8xf32>
 }
 
-// A per-batch padding mask over 2 heads is written out per head; its row
-// of keys, broadcast over the query rows, is where the product starts.
+// A per-batch padding mask over 2 heads is written out per head, divided
+// by the scale (0.5) on the way, -inf kept and finite values kept finite;
+// its row of keys, broadcast over the query rows, is where the product
+// starts.
 // CHECK-LABEL: func.func @padding_mask
+// CHECK-DAG: %[[TWO:[a-zA-Z0-9_]+]] = arith.constant 2.000000e+00 : f32
+// CHECK-DAG: %[[LOWEST:[a-zA-Z0-9_]+]] = arith.constant -3.40282347E+38 : f32
+// CHECK-DAG: %[[MINUS_INF:[a-zA-Z0-9_]+]] = arith.constant 0xFF800000 : f32
 // CHECK: %[[FULL:[a-zA-Z0-9_]+]] = linalg.generic {{.*}} ins(%arg3 : tensor<2x1x1x8xf32>) outs(%{{.*}} : tensor<2x2x1x8xf32>)
+// CHECK:   ^bb0(%[[M:[a-zA-Z0-9_]+]]: f32, %{{.*}}: f32):
+// CHECK:   %[[HALVED:[a-zA-Z0-9_]+]] = arith.mulf %[[M]], %[[TWO]] : f32
+// CHECK:   %[[FINITE:[a-zA-Z0-9_]+]] = arith.maximumf %[[HALVED]], %[[LOWEST]] : f32
+// CHECK:   %[[IS_INF:[a-zA-Z0-9_]+]] = arith.cmpf oeq, %[[M]], %[[MINUS_INF]] : f32
+// CHECK:   arith.select %[[IS_INF]], %[[MINUS_INF]], %[[FINITE]] : f32
 // CHECK: tensor.collapse_shape %[[FULL]] {{.*}} into tensor<4x1x8xf32>
 // CHECK: scf.forall (%{{.*}}) in (4)
 // CHECK-NOT: scf.for

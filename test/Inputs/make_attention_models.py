@@ -70,6 +70,30 @@ def make_case(case, rng):
         init = [scalar("sqrt_d", np.sqrt(d))]
         ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d) + mask) @ v
         return nodes, inputs, init, ref
+    if case == "lowest":
+        # transformers' padding mask: (1 - attention_mask) * float32 min
+        # added, batch entry 1 wholly padded. Scaled by 1/4 in the exponent,
+        # the mask is divided by it, which overflows: it must stay finite,
+        # so entry 1's rows average all their keys, as numpy's do (the
+        # scores vanish beside the minimum).
+        b, h, s, d = 2, 2, 20, 16
+        q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float32)
+                   for _ in range(3))
+        mask = np.zeros((b, 1, 1, s), np.float32)
+        mask[0, ..., 15:] = np.finfo(np.float32).min
+        mask[1] = np.finfo(np.float32).min
+        kt = k.transpose(0, 1, 3, 2).copy()
+        nodes = [
+            helper.make_node("MatMul", ["q", "kt"], ["s"]),
+            helper.make_node("Div", ["s", "sqrt_d"], ["sd"]),
+            helper.make_node("Add", ["sd", "mask"], ["sm"]),
+            helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "v"], ["out"]),
+        ]
+        inputs = {"q": q, "kt": kt, "v": v, "mask": mask}
+        init = [scalar("sqrt_d", np.sqrt(d))]
+        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d) + mask) @ v
+        return nodes, inputs, init, ref
     if case == "causal":
         # GPT-2: scores * 1/sqrt(d), Where(future, -inf, scores), with more
         # keys than one block holds.

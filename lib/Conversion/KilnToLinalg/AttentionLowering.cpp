@@ -20,6 +20,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -86,10 +87,21 @@ struct Operands {
   /// exponentials' subtraction, one fused multiply-add, instead of to the
   /// query rows, a pass over memory that took a twentieth of DiT's
   /// attention. The scores then stay unscaled: a mask's additions and
-  /// fills are divided by it.
+  /// fills are divided by it (where that overflows, a finite value becomes
+  /// the lowest finite one, so a row masked entirely by finite values still
+  /// averages its keys).
   bool scalesInExponent() const { return scale > 0 && scale != 1; }
   float exponentScale() const { return scalesInExponent() ? scale : 1; }
+  float unscale() const { return 1 / exponentScale(); }
 };
+
+/// `value / scale` computed as `value * unscale` in the scores' unscaled
+/// units: -inf stays -inf, a finite value stays finite.
+static float unscaled(float value, float unscale) {
+  if (std::isinf(value))
+    return value;
+  return std::max(value * unscale, std::numeric_limits<float>::lowest());
+}
 
 /// Key block sizes for a run-time key count: blocks of `keyColumns`, then
 /// of 64 and of 16, each block shape static (the keys left after them go in
@@ -256,7 +268,7 @@ Value AttentionKernel::keptPerRow(OpBuilder &b, Value block) {
         Value kept;
         if (additive) {
           Value masked = arith::ConstantOp::create(
-              nb, l, nb.getF32FloatAttr(kMaskedScore));
+              nb, l, nb.getF32FloatAttr(unscaled(kMaskedScore, ops.unscale())));
           kept = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::UGT,
                                        args[0], masked);
         } else {
@@ -334,18 +346,12 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
   if (ops.mask)
     maskBlock = this->maskBlock(b, bh, q0, rows, k0, columns, &maskMap);
   Value init;
-  float unscale = 1 / ops.exponentScale();
   if (maskBlock && !ops.fill)
-    init = generic(
-        b, scoresType, maskBlock, createEmptyTensor(b, loc, scoresType),
-        {maskMap, all}, false, [&](OpBuilder &nb, Location l, ValueRange args) {
-          Value added = args[0];
-          if (unscale != 1)
-            added = arith::MulFOp::create(
-                nb, l, added,
-                arith::ConstantOp::create(nb, l, nb.getF32FloatAttr(unscale)));
-          linalg::YieldOp::create(nb, l, added);
-        });
+    init = generic(b, scoresType, maskBlock,
+                   createEmptyTensor(b, loc, scoresType), {maskMap, all}, false,
+                   [](OpBuilder &nb, Location l, ValueRange args) {
+                     linalg::YieldOp::create(nb, l, args[0]);
+                   });
   else
     init = splat(b, {rows, columns}, 0);
   Value scores = linalg::MatmulOp::create(b, loc, scoresType,
@@ -353,7 +359,7 @@ AttentionKernel::emitKeyBlock(OpBuilder &b, Value bh, OpFoldResult q0,
                      .getResult(0);
   if (maskBlock && ops.fill) {
     // A boolean mask whose fill isn't -inf replaces scores, in place.
-    float fill = *ops.fill * unscale;
+    float fill = unscaled(*ops.fill, ops.unscale());
     scores = generic(
         b, scoresType, maskBlock, scores, {maskMap, all}, false,
         [&](OpBuilder &nb, Location l, ValueRange args) {
@@ -658,7 +664,8 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
       // Filling with -inf is adding -inf (scores are finite): such a mask
       // becomes an additive one.
       bool additive = !ops.fill || (std::isinf(*ops.fill) && *ops.fill < 0);
-      ops.mask = flattenMask(rewriter, loc, mask, batchShape, additive);
+      ops.mask =
+          flattenMask(rewriter, loc, mask, batchShape, additive, ops.unscale());
       if (additive)
         ops.fill.reset();
     }
@@ -755,9 +762,12 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
 
   /// The mask as `[1 or B, 1 or Sq, 1 or Sk]`. A boolean mask becomes f32
   /// (-inf where set, else 0) if `additive`, otherwise i8, which loads as
-  /// bytes in vectors (vectors of i1 are bit-packed).
+  /// bytes in vectors (vectors of i1 are bit-packed). An f32 mask is
+  /// multiplied by `unscale` (as `unscaled` says), once here rather
+  /// than in every block of scores.
   static Value flattenMask(OpBuilder &b, Location loc, Value mask,
-                           ArrayRef<int64_t> batchShape, bool additive) {
+                           ArrayRef<int64_t> batchShape, bool additive,
+                           float unscale) {
     auto type = cast<RankedTensorType>(mask.getType());
     Type elementType = type.getElementType();
     size_t rank = batchShape.size() + 2;
@@ -775,6 +785,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     if (boolean)
       resultElement = additive ? Type(b.getF32Type()) : Type(b.getI8Type());
     bool expand = maskEntries != 1 && maskBatch != batchShape;
+    bool scales = !boolean && unscale != 1;
     SmallVector<int64_t> resultShape(expand ? batchShape : maskBatch);
     resultShape.append({shape[rank - 2], shape[rank - 1]});
     // Only the last two dimensions (queries, keys) may be dynamic; every
@@ -782,7 +793,7 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
     SmallVector<Value> dynamicSizes = getDynamicSizes(b, loc, mask);
     Value expanded = reshapeTensor(
         b, loc, mask, RankedTensorType::get(shape, elementType), dynamicSizes);
-    if (expand || resultElement != elementType) {
+    if (expand || resultElement != elementType || scales) {
       // Batch dimensions the mask broadcasts over only some of (a per-batch
       // padding mask with several heads) are written out.
       MLIRContext *ctx = b.getContext();
@@ -807,6 +818,8 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
                   x = arith::SelectOp::create(nb, l, x, lowest, zero);
                 } else if (boolean) {
                   x = arith::ExtUIOp::create(nb, l, resultElement, x);
+                } else if (scales) {
+                  x = unscaledMask(nb, l, x, unscale);
                 }
                 linalg::YieldOp::create(nb, l, x);
               })
@@ -818,6 +831,22 @@ struct AttentionLowering : OpConversionPattern<AttentionOp> {
         RankedTensorType::get({entries, shape[rank - 2], shape[rank - 1]},
                               resultElement),
         dynamicSizes);
+  }
+
+  /// `unscaled` of a mask element, in generated code.
+  static Value unscaledMask(OpBuilder &b, Location loc, Value x,
+                            float unscale) {
+    auto constant = [&](float value) -> Value {
+      return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+    };
+    Value product = arith::MulFOp::create(b, loc, x, constant(unscale));
+    Value finite = arith::MaximumFOp::create(
+        b, loc, product, constant(std::numeric_limits<float>::lowest()));
+    Value minusInfinity = constant(-std::numeric_limits<float>::infinity());
+    Value isMinusInfinity = arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OEQ, x, minusInfinity);
+    return arith::SelectOp::create(b, loc, isMinusInfinity, minusInfinity,
+                                   finite);
   }
 
   int64_t queryRows, keyColumns, maskedKeyColumns;
