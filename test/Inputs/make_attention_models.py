@@ -49,27 +49,35 @@ def unmasked(rng, h, queries, keys, depth, value_depth, divide):
     return nodes, {"q": q, "kt": kt, "v": v}, init, ref
 
 
+def added_mask(rng, h, depth, mask):
+    """Q, K^T and V of `h` heads for the `[B, 1, 1, S]` padding `mask`,
+    scores divided by sqrt(depth), then the mask added (eager BERT's and
+    transformers' spelling)."""
+    b, s = mask.shape[0], mask.shape[-1]
+    q, k, v = (rng.standard_normal((b, h, s, depth)).astype(np.float32)
+               for _ in range(3))
+    kt = k.transpose(0, 1, 3, 2).copy()
+    nodes = [
+        helper.make_node("MatMul", ["q", "kt"], ["s"]),
+        helper.make_node("Div", ["s", "sqrt_d"], ["sd"]),
+        helper.make_node("Add", ["sd", "mask"], ["sm"]),
+        helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["out"]),
+    ]
+    inputs = {"q": q, "kt": kt, "v": v, "mask": mask}
+    init = [scalar("sqrt_d", np.sqrt(depth))]
+    ref = softmax(q.astype(np.float64) @ kt / np.sqrt(depth) + mask) @ v
+    return nodes, inputs, init, ref
+
+
 def make_case(case, rng):
     """Returns (nodes, inputs {name: array}, initializers, reference)."""
     if case == "bert":
         # Eager BERT: scores / sqrt(d) + (1 - attention_mask) * -10000.
         b, h, s, d = 2, 3, 37, 16
-        q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float32)
-                   for _ in range(3))
         mask = np.zeros((b, 1, 1, s), np.float32)
         mask[1, ..., 30:] = -10000.0
-        kt = k.transpose(0, 1, 3, 2).copy()
-        nodes = [
-            helper.make_node("MatMul", ["q", "kt"], ["s"]),
-            helper.make_node("Div", ["s", "sqrt_d"], ["sd"]),
-            helper.make_node("Add", ["sd", "mask"], ["sm"]),
-            helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
-            helper.make_node("MatMul", ["p", "v"], ["out"]),
-        ]
-        inputs = {"q": q, "kt": kt, "v": v, "mask": mask}
-        init = [scalar("sqrt_d", np.sqrt(d))]
-        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d) + mask) @ v
-        return nodes, inputs, init, ref
+        return added_mask(rng, h, d, mask)
     if case == "lowest":
         # transformers' padding mask: (1 - attention_mask) * float32 min
         # added, batch entry 1 wholly padded. Scaled by 1/4 in the exponent,
@@ -77,23 +85,10 @@ def make_case(case, rng):
         # so entry 1's rows average all their keys, as numpy's do (the
         # scores vanish beside the minimum).
         b, h, s, d = 2, 2, 20, 16
-        q, k, v = (rng.standard_normal((b, h, s, d)).astype(np.float32)
-                   for _ in range(3))
         mask = np.zeros((b, 1, 1, s), np.float32)
         mask[0, ..., 15:] = np.finfo(np.float32).min
         mask[1] = np.finfo(np.float32).min
-        kt = k.transpose(0, 1, 3, 2).copy()
-        nodes = [
-            helper.make_node("MatMul", ["q", "kt"], ["s"]),
-            helper.make_node("Div", ["s", "sqrt_d"], ["sd"]),
-            helper.make_node("Add", ["sd", "mask"], ["sm"]),
-            helper.make_node("Softmax", ["sm"], ["p"], axis=-1),
-            helper.make_node("MatMul", ["p", "v"], ["out"]),
-        ]
-        inputs = {"q": q, "kt": kt, "v": v, "mask": mask}
-        init = [scalar("sqrt_d", np.sqrt(d))]
-        ref = softmax(q.astype(np.float64) @ kt / np.sqrt(d) + mask) @ v
-        return nodes, inputs, init, ref
+        return added_mask(rng, h, d, mask)
     if case == "causal":
         # GPT-2: scores * 1/sqrt(d), Where(future, -inf, scores), with more
         # keys than one block holds.

@@ -97,8 +97,7 @@ struct ApproximateMathPass
     : kiln::impl::ApproximateMathPassBase<ApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    // Ahead of MLIR's erf and tanh approximations (benefit 2), which would
-    // otherwise also match.
+    // Kiln's rational erf and tanh; MLIR's polynomial exp.
     patterns.add<OddRationalApproximation<math::ErfOp>>(
         &getContext(), 3.92f, kErfNumerator, kErfDenominator);
     patterns.add<OddRationalApproximation<math::TanhOp>>(
