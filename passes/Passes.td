@@ -11,7 +11,9 @@ def FoldConstantsPass : Pass<"kiln-fold-constants"> {
     `evaluateConstantOp` knows (arithmetic, comparisons, select, casts and
     the data-movement ops) by the constant it computes. Exported graphs are full of these: `Gemm` with `transB`
     on a weight, `alpha`/`beta` scaling of a constant bias, shape
-    arithmetic. Results larger than `max-elements` are left to run time, and
+    arithmetic. Results that grow past their operands and past
+    `max-elements` (a broadcast of a small constant: cheap to compute at
+    run time, costly as bytes in the artifact) are left to run time, and
     so is everything once the pass has created `max-created-bytes` (plus
     four times the constants it started from) in all: constants live as
     long as the context, and a tiny model can't make the compiler allocate
@@ -25,7 +27,7 @@ def FoldConstantsPass : Pass<"kiln-fold-constants"> {
     ```
   }];
   let options = [
-    Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 24",
+    Option<"maxElements", "max-elements", "int64_t", "int64_t(1) << 20",
            "Largest constant (in elements) the pass creates beyond the size "
            "of the operands it folds">,
     Option<"maxCreatedBytes", "max-created-bytes", "int64_t",
