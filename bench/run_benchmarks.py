@@ -288,12 +288,16 @@ def main():
         # Kiln and ONNX Runtime take turns, so a burst of load from other
         # tenants of the machine lands on both; each reports the median of
         # its per-round medians.
-        kiln_results, ort_results = {}, {}
+        kiln_results, ort_results, round_ratios = {}, {}, {}
         for threads in (1, 2):
             rounds = {"kiln": [], "ort": []}
             for _ in range(args.rounds):
                 rounds["kiln"].append(run_kiln(threads))
                 rounds["ort"].append(run_ort(threads))
+            # Each round's ratio of its neighbouring runs: their spread shows
+            # how far the machine's noise moves the median's.
+            round_ratios[threads] = sorted(
+                k[0] / o[0] for k, o in zip(rounds["kiln"], rounds["ort"]))
             for key, results in (("kiln", kiln_results),
                                  ("ort", ort_results)):
                 times = sorted(r[0] for r in rounds[key])
@@ -309,7 +313,8 @@ def main():
         iree_cells = ("n/a", "n/a") if iree is None else (
             f"{iree[1][0]:.2f}", f"{iree[2][0]:.2f}")
         rows.append((name, kiln_results, ort_results, iree_cells, compile_s,
-                     compile_mib, rel_err, contraction_gflop(model)))
+                     compile_mib, rel_err, contraction_gflop(model),
+                     round_ratios))
         print(f"{name}: kiln {kiln_results[1][0]:.2f} / "
               f"{kiln_results[2][0]:.2f} ms, ort {ort_results[1][0]:.2f} / "
               f"{ort_results[2][0]:.2f} ms, iree {iree_cells[0]} / "
@@ -343,22 +348,27 @@ def main():
         "runtime can be faster than it, and the benchmark stops rather than "
         "print a floor that a measured time beats.",
         "",
-        "| model | threads | Kiln ms | ORT ms | Kiln/ORT | IREE ms "
-        "| floor ms | Kiln RSS MiB | ORT RSS MiB | Kiln compile s "
-        "| Kiln compile MiB | max rel err vs ORT |",
+        "\"Rounds\" gives the lowest and highest Kiln/ORT of a single round; "
+        "\"floor/Kiln\" is Kiln's speed as a fraction of the floor's.",
+        "",
+        "| model | threads | Kiln ms | ORT ms | Kiln/ORT | rounds | IREE ms "
+        "| floor ms | floor/Kiln | Kiln RSS MiB | ORT RSS MiB "
+        "| Kiln compile s | Kiln compile MiB | max rel err vs ORT |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-        "| --- |",
+        "| --- | --- | --- |",
     ]
     for (name, kiln, ort_results, iree_cells, compile_s, compile_mib,
-         rel_err, gflop) in rows:
+         rel_err, gflop, ratios) in rows:
         for threads in (1, 2):
             kiln_ms, kiln_mib, _ = kiln[threads]
             ort_ms, ort_mib, _ = ort_results[threads]
-            floor = f"{gflop / (peak * threads) * 1e3:.1f}"
+            floor_ms = gflop / (peak * threads) * 1e3
+            spread = f"{ratios[threads][0]:.2f}-{ratios[threads][-1]:.2f}x"
             lines.append(
                 f"| {name} | {threads} | {kiln_ms:.2f} | {ort_ms:.2f} | "
-                f"{kiln_ms / ort_ms:.2f}x | {iree_cells[threads - 1]} | "
-                f"{floor} | {kiln_mib:.0f} | {ort_mib:.0f} | "
+                f"{kiln_ms / ort_ms:.2f}x | {spread} | "
+                f"{iree_cells[threads - 1]} | {floor_ms:.1f} | "
+                f"{floor_ms / kiln_ms:.0%} | {kiln_mib:.0f} | {ort_mib:.0f} | "
                 f"{compile_s:.1f} | {compile_mib:.0f} | {rel_err:.1e} |")
     update_machine_section(args.output, "Benchmarks: Kiln vs ONNX Runtime",
                            f"{cpu} ({host_chip()})", "\n".join(lines))
