@@ -88,8 +88,10 @@ def ort_session(model, threads):
 
 
 def measure_sampling(name, model, artifact, runtime, threads, steps, runs):
-    """Median seconds of one sampling loop, Kiln's and ONNX Runtime's, and
-    the largest difference of their samples relative to the largest."""
+    """Median seconds of one sampling loop, Kiln's and ONNX Runtime's, the
+    lowest and highest Kiln / ONNX Runtime of one pair of neighbouring
+    loops, and the largest difference of their samples relative to the
+    largest."""
     reference = ort_session(model, threads)
     names = [i.name for i in reference.get_inputs()]
     rng = np.random.default_rng(0)
@@ -126,8 +128,9 @@ def measure_sampling(name, model, artifact, runtime, threads, steps, runs):
     session.close()
     difference = float(np.max(np.abs(results["kiln"] - results["ort"])) /
                        max(np.max(np.abs(results["ort"])), 1e-30))
+    ratios = [k / o for k, o in zip(times["kiln"], times["ort"])]
     return (float(np.median(times["kiln"])), float(np.median(times["ort"])),
-            difference)
+            (min(ratios), max(ratios)), difference)
 
 
 CACHE_MODES = [("cache 3", ["--cache-interval=3"]),
@@ -246,7 +249,7 @@ def main():
              f"--steps={args.steps}"] +
             (["--cfg-scale=4"] if name == "dit" else []), args.reuse)
         for threads in (1, 2):
-            kiln_s, ort_s, difference = measure_sampling(
+            kiln_s, ort_s, spread, difference = measure_sampling(
                 name, model, artifact, runtime, threads, args.steps,
                 args.sampling_runs)
             floor = "n/a | n/a | n/a"
@@ -263,7 +266,8 @@ def main():
                   flush=True)
             sampling_rows.append(
                 f"| {name} | {threads} | {kiln_s:.2f} | {ort_s:.2f} | "
-                f"{kiln_s / ort_s:.2f}x | {floor} | {difference:.1e} |")
+                f"{kiln_s / ort_s:.2f}x | {spread[0]:.2f}-{spread[1]:.2f}x | "
+                f"{floor} | {difference:.1e} |")
     cache_rows = []
     equal_steps = max(1, round(args.steps / 3))
     for name in MODELS:
@@ -332,10 +336,11 @@ def main():
         "can go on this machine.",
         "",
         "| model | threads | Kiln (s) | ONNX Runtime + numpy loop (s) | "
-        "Kiln / ONNX Runtime latency | floor (s) | 0.8x ORT / floor | "
+        "Kiln / ONNX Runtime latency | one pair of loops, lowest-highest | "
+        "floor (s) | 0.8x ORT / floor | "
         "Kiln's speed, share of the floor's | max sample difference "
         "(relative to the largest) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ] + sampling_rows + [
         "",
         f"### Caching across the {args.steps} steps (speed only)",
