@@ -153,7 +153,7 @@ def stream_bandwidth(threads):
     return float(out.strip())
 
 
-PEAK_ATTEMPTS = 4
+PEAK_ATTEMPTS = 8
 
 
 def checked_floor(what, gflop, threads, measured_ms):
