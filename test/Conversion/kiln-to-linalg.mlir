@@ -588,6 +588,29 @@ func.func @packed_matmul_residual(%x: tensor<4x3xf32>, %w: tensor<3x3x2xf32>, %r
 
 // -----
 
+// 512 rows or more, a whole number of 256-row blocks: the loop runs over
+// (row block, panel), the row block outer, and each iteration multiplies
+// its 256 rows of the lhs and adds its block of the residual; 256 rows
+// stay one block.
+// CHECK-LABEL: func.func @packed_matmul_row_blocks
+// CHECK: scf.forall (%[[R:.*]], %[[P:.*]]) in (2, 2)
+// CHECK: %[[COL:.*]] = arith.muli %[[P]]
+// CHECK: %[[ROW:.*]] = arith.muli %[[R]]
+// CHECK: %[[ROWS:.*]] = tensor.extract_slice %{{.*}}[%[[ROW]], 0] [256, 3] [1, 1] : tensor<512x3xf32> to tensor<256x3xf32>
+// CHECK: %[[BLOCK:.*]] = linalg.matmul ins(%[[ROWS]], %{{.*}} : tensor<256x3xf32>, tensor<3x2xf32>)
+// CHECK: %[[PART:.*]] = tensor.extract_slice %arg2[%[[ROW]], %[[COL]]] [256, 2] [1, 1] : tensor<512x4xf32> to tensor<256x2xf32>
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%[[PART]] : tensor<256x2xf32>) outs(%[[BLOCK]] : tensor<256x2xf32>)
+// CHECK: tensor.parallel_insert_slice %[[SUM]] into %{{.*}}[%[[ROW]], %[[COL]]] [256, 2] [1, 1]
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<256x3xf32>, tensor<3x2xf32>)
+func.func @packed_matmul_row_blocks(%x: tensor<512x3xf32>, %w: tensor<2x3x2xf32>, %r: tensor<512x4xf32>, %y: tensor<256x3xf32>) -> (tensor<512x4xf32>, tensor<256x4xf32>) {
+  %0 = kiln.packed_matmul %x, %w residual %r : tensor<512x3xf32>, tensor<2x3x2xf32> -> tensor<512x4xf32>
+  %1 = kiln.packed_matmul %y, %w : tensor<256x3xf32>, tensor<2x3x2xf32> -> tensor<256x4xf32>
+  return %0, %1 : tensor<512x4xf32>, tensor<256x4xf32>
+}
+
+// -----
+
 // Panels of whole output rows (8 wide: 4 rows a panel of 32): per filter
 // tap, the input slice it reads, split into groups of rows, is copied into
 // the panels' (c, i, j) rows by a copy whose innermost dimension reads an

@@ -14,6 +14,10 @@ using namespace kiln;
 
 namespace {
 
+/// Rows of a product's row block, where it has at least two: a DiT step's
+/// batch of 2 x 256 tokens splits into its two images.
+constexpr int64_t kRowBlock = 256;
+
 /// `activation` (gelu_erf or gelu_tanh) of each element of `block`, as
 /// `h + h * inner` with `h = x / 2`: the epilogue runs once per output of
 /// the product's widest layer, so it is written in the fewest multiplies
@@ -59,9 +63,10 @@ Value applyActivation(OpBuilder &b, Location loc, Value block,
       .getResult(0);
 }
 
-/// kiln.packed_matmul: a parallel loop over the full panels, each a named
-/// linalg.matmul of all rows of the lhs with one contiguous [K, W] panel
-/// writing its W columns of the result, then the padded last panel, if any,
+/// kiln.packed_matmul: a parallel loop over the full panels (and over
+/// 256-row blocks of a long, static lhs), each a named linalg.matmul of the
+/// lhs's rows with one contiguous [K, W] panel writing its W columns of the
+/// result, then the padded last panel, if any,
 /// into a block of its own whose valid columns are copied. A bias is where
 /// each block's accumulation starts; the activation, then the residual,
 /// update the block in place.
@@ -109,16 +114,20 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
     int64_t fullPanels = columns / width, tail = columns % width;
     auto flatResultType = RankedTensorType::get({rows, columns}, elementType);
     auto panelType = RankedTensorType::get({k, width}, elementType);
-    auto blockType = RankedTensorType::get({rows, width}, elementType);
     Value lhs = reshapeTensor(rewriter, loc, adaptor.getLhs(),
                               RankedTensorType::get({rows, k}, elementType),
                               dynamicRows);
     Value zero = createScalarConstant(rewriter, loc, elementType, 0);
 
-    auto multiply = [&](OpBuilder &b, OpFoldResult p) {
+    // `rowsLhs` (rows of the lhs) times panel `p`, with the bias and the
+    // activation.
+    auto multiply = [&](OpBuilder &b, OpFoldResult p, Value rowsLhs) {
       auto index = [&](int64_t value) -> OpFoldResult {
         return b.getIndexAttr(value);
       };
+      auto blockType = RankedTensorType::get(
+          {cast<RankedTensorType>(rowsLhs.getType()).getDimSize(0), width},
+          elementType);
       Value panel = tensor::ExtractSliceOp::create(
           b, loc, panelType, adaptor.getRhs(),
           ArrayRef<OpFoldResult>{p, index(0), index(0)},
@@ -149,7 +158,7 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
         init = createFilledTensor(b, loc, blockType, zero, dynamicRows);
       }
       Value block = linalg::MatmulOp::create(b, loc, blockType,
-                                             ValueRange{lhs, panel}, init)
+                                             ValueRange{rowsLhs, panel}, init)
                         .getResult(0);
       if (std::optional<Activation> activation = op.getActivation())
         block = applyActivation(b, loc, block, *activation);
@@ -160,17 +169,17 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
     if (adaptor.getResidual())
       residual = reshapeTensor(rewriter, loc, adaptor.getResidual(),
                                flatResultType, dynamicRows);
-    // The residual's columns [column, column + count) added to `block` in
-    // place, last in the epilogue.
-    auto addResidual = [&](OpBuilder &b, Value block, OpFoldResult column,
-                           int64_t count) -> Value {
+    // The residual's block at (firstRow, column) added to `block` in place,
+    // last in the epilogue.
+    auto addResidual = [&](OpBuilder &b, Value block, OpFoldResult firstRow,
+                           OpFoldResult column) -> Value {
       if (!residual)
         return block;
-      auto type = RankedTensorType::get({rows, count}, elementType);
+      auto type = cast<RankedTensorType>(block.getType());
+      SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, block);
       Value part = tensor::ExtractSliceOp::create(
-          b, loc, type, residual,
-          ArrayRef<OpFoldResult>{b.getIndexAttr(0), column},
-          ArrayRef<OpFoldResult>{rowSize, b.getIndexAttr(count)}, unitStrides);
+          b, loc, type, residual, ArrayRef<OpFoldResult>{firstRow, column},
+          sizes, unitStrides);
       AffineMap identity = AffineMap::getMultiDimIdentityMap(2, getContext());
       return linalg::GenericOp::create(
                  b, loc, type, ValueRange{part}, ValueRange{block},
@@ -186,24 +195,48 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
     Value result =
         createEmptyTensor(rewriter, loc, flatResultType, dynamicRows);
     if (fullPanels > 0) {
-      auto loop = scf::ForallOp::create(
-          rewriter, loc,
-          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(fullPanels)},
-          ValueRange{result}, std::nullopt);
+      // Long products split their rows too, row block outer: threads given
+      // consecutive iterations then own whole row blocks, which is how the
+      // elementwise loops around them share rows, so what one thread
+      // writes the next loop reads in the same core's cache.
+      int64_t rowBlocks = 1;
+      if (!rowCount && rows >= 2 * kRowBlock && rows % kRowBlock == 0)
+        rowBlocks = rows / kRowBlock;
+      SmallVector<OpFoldResult> counts;
+      if (rowBlocks > 1)
+        counts.push_back(rewriter.getIndexAttr(rowBlocks));
+      counts.push_back(rewriter.getIndexAttr(fullPanels));
+      auto loop = scf::ForallOp::create(rewriter, loc, counts,
+                                        ValueRange{result}, std::nullopt);
       OpBuilder b = OpBuilder::atBlockBegin(loop.getBody());
-      Value p = loop.getInductionVar(0);
+      Value p = loop.getInductionVars().back();
       Value column = arith::MulIOp::create(
           b, loc, p, arith::ConstantIndexOp::create(b, loc, width));
-      Value block = addResidual(b, multiply(b, p), column, width);
+      OpFoldResult firstRow = b.getIndexAttr(0);
+      OpFoldResult blockSize = rowSize;
+      Value rowsLhs = lhs;
+      if (rowBlocks > 1) {
+        firstRow = arith::MulIOp::create(
+                       b, loc, loop.getInductionVar(0),
+                       arith::ConstantIndexOp::create(b, loc, kRowBlock))
+                       .getResult();
+        blockSize = b.getIndexAttr(kRowBlock);
+        rowsLhs = tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get({kRowBlock, k}, elementType), lhs,
+            ArrayRef<OpFoldResult>{firstRow, b.getIndexAttr(0)},
+            ArrayRef<OpFoldResult>{blockSize, b.getIndexAttr(k)}, unitStrides);
+      }
+      Value block = addResidual(b, multiply(b, p, rowsLhs), firstRow, column);
       b.setInsertionPointToStart(loop.getTerminator().getBody());
       tensor::ParallelInsertSliceOp::create(
           b, loc, block, loop.getRegionIterArgs()[0],
-          ArrayRef<OpFoldResult>{b.getIndexAttr(0), column},
-          ArrayRef<OpFoldResult>{rowSize, b.getIndexAttr(width)}, unitStrides);
+          ArrayRef<OpFoldResult>{firstRow, column},
+          ArrayRef<OpFoldResult>{blockSize, b.getIndexAttr(width)},
+          unitStrides);
       result = loop.getResult(0);
     }
     if (tail > 0) {
-      Value block = multiply(rewriter, rewriter.getIndexAttr(fullPanels));
+      Value block = multiply(rewriter, rewriter.getIndexAttr(fullPanels), lhs);
       Value valid = tensor::ExtractSliceOp::create(
           rewriter, loc, RankedTensorType::get({rows, tail}, elementType),
           block,
@@ -211,8 +244,8 @@ struct PackedMatMulLowering : OpConversionPattern<PackedMatMulOp> {
                                  rewriter.getIndexAttr(0)},
           ArrayRef<OpFoldResult>{rowSize, rewriter.getIndexAttr(tail)},
           unitStrides);
-      valid = addResidual(rewriter, valid,
-                          rewriter.getIndexAttr(fullPanels * width), tail);
+      valid = addResidual(rewriter, valid, rewriter.getIndexAttr(0),
+                          rewriter.getIndexAttr(fullPanels * width));
       result = tensor::InsertSliceOp::create(
           rewriter, loc, valid, result,
           ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
