@@ -48,11 +48,6 @@ def host_panel_width():
     return 16 if "avx2" in flags and "fma" in flags else 8
 
 
-def expected_tile(case):
-    wide, narrow = case[-1]
-    return wide if host_panel_width() == 32 else narrow
-
-
 def make_case(folder, case, seed):
     batch, channels, filters, height, width, pads, bias, _ = case
     rng = np.random.default_rng(seed)
@@ -74,6 +69,12 @@ def make_case(folder, case, seed):
 
 
 def main():
+    panel_width = host_panel_width()
+
+    def expected_tile(case):
+        wide, narrow = case[-1]
+        return wide if panel_width == 32 else narrow
+
     check_cases(CASES, make_case,
                 lambda case: 1 if expected_tile(case) else 0,
                 "WinogradConvolutionsPass",
