@@ -8,7 +8,7 @@ Each case is a one-Conv ONNX model (seeded random weights scaled so that
 outputs are of order 1) whose tiles fill the matmul panels in a different
 way: a whole row of tiles per panel, several rows per panel, two panels per
 row, asymmetric padding, a batch of three with a bias, panels of half the
-width for 8x8 maps. The -O2 artifact
+width for 8x8 maps (as AVX-512 panels fill). The -O2 artifact
 must have rewritten the convolution into kiln.winograd_conv2d with the
 expected tile (4x4 where its tiles fill the panels, else 2x2; a case whose
 tiles can't fill panels must stay direct), and its output must match
@@ -16,11 +16,18 @@ PyTorch's to an absolute tolerance of 1e-4 (in f32, F(2x2, 3x3) adds errors
 below 1e-5 at these magnitudes, F(4x4, 3x3) up to 3e-5).
 """
 
+import os
+import sys
+
 import numpy as np
 import torch
 from onnx import helper
 
 from one_op_checks import check_cases, pad_like_onnx, write_case
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "bench"))
+from machine_peaks import cpu_flags  # noqa: E402
 
 # name: (batch, channels, filters, height, width, pads, bias, output tile
 # at panels 32 tiles wide, at panels 16 or 8 wide; 0: direct). The names
@@ -40,9 +47,7 @@ CASES = {
 def host_panel_width():
     """Tiles per panel of the host's artifacts: two vectors of f32 lanes of
     the widest vectors the host has (Kiln compiles for the host)."""
-    with open("/proc/cpuinfo") as f:
-        flags = next((line.split(":", 1)[1].split() for line in f
-                      if line.startswith("flags")), [])
+    flags = cpu_flags()
     if "avx512f" in flags:
         return 32
     return 16 if "avx2" in flags and "fma" in flags else 8
